@@ -1,0 +1,79 @@
+/* Helpers for the integration tests: they boot the real guest built by
+ * tools/build-guest.sh (directory in $TINYVMM_GUEST_DIR) and run the
+ * tinyvmm binary from the repository root. No wall-clock assertions: the
+ * guest kernel is emulated on the CI host and takes tens of seconds. */
+#ifndef TVM_IT_COMMON_H
+#define TVM_IT_COMMON_H
+
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define IT_MARKER "TINYVMM-TEST-INIT: ok"
+
+/* Path of a guest artifact (vmlinux, bzImage, initramfs.cpio.gz), in a
+ * static buffer per call site's lifetime (copy it if needed across calls). */
+static inline const char *it_guest(const char *name)
+{
+	static char buf[4][512];
+	static int next;
+	const char *dir = getenv("TINYVMM_GUEST_DIR");
+	char *p = buf[next++ % 4];
+
+	ck_assert_msg(dir && *dir, "TINYVMM_GUEST_DIR is not set (run through make integration)");
+	snprintf(p, 512, "%s/%s", dir, name);
+	return p;
+}
+
+/* Whole file as a NUL-terminated malloc'd string (caller frees). */
+static inline char *it_slurp(const char *path)
+{
+	FILE *f = fopen(path, "rb");
+	char *s;
+	long n;
+
+	ck_assert_msg(f != NULL, "cannot open %s", path);
+	fseek(f, 0, SEEK_END);
+	n = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	s = calloc(1, (size_t)n + 1);
+	ck_assert_int_eq(fread(s, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	return s;
+}
+
+/* A fresh temp file path (created empty). */
+static inline void it_tmp(char *buf, size_t len, const char *tag)
+{
+	int fd;
+
+	snprintf(buf, len, "/tmp/tinyvmm-it-%s-XXXXXX", tag);
+	fd = mkstemp(buf);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+/* Run ./tinyvmm with argv (NULL-terminated, argv[0] ignored); stdout and
+ * stderr go to the given files, stdin is /dev/null. Returns the exit status,
+ * or 1000 + signal number when it was killed. */
+static inline int it_run_cli(char *const argv[], const char *out, const char *err)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) || !freopen(err, "w", stderr))
+			_exit(99);
+		execv("./tinyvmm", argv);
+		_exit(98);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+#endif

@@ -1,0 +1,38 @@
+/* Boot-time milestones and VM-exit counters for --metrics (researchers'
+ * side-by-side comparisons). Timestamps are CLOCK_MONOTONIC µs since t0. */
+#ifndef TVM_METRICS_H
+#define TVM_METRICS_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+enum metrics_mark {
+	MARK_VM_CREATED,
+	MARK_KERNEL_LOADED,
+	MARK_FIRST_KVM_RUN,
+	MARK_FIRST_SERIAL_BYTE,
+	MARK_GUEST_END,
+	MARK_COUNT,
+};
+
+struct metrics {
+	uint64_t t0_ns;
+	_Atomic uint64_t at_us[MARK_COUNT]; /* 0 = not reached; set once */
+};
+
+uint64_t metrics_now_ns(void);
+
+/* Start the clock at t0_ns (CLOCK_MONOTONIC ns), or now if 0. */
+void metrics_init(struct metrics *m, uint64_t t0_ns);
+
+/* Record that a milestone was reached now; later calls keep the first. */
+void metrics_mark(struct metrics *m, enum metrics_mark which);
+
+/* JSON key of a milestone, e.g. "first_kvm_run_us". */
+const char *metrics_mark_name(enum metrics_mark which);
+
+/* Resident set of this process in KiB, not counting the mapping that starts
+ * at exclude (guest RAM); from /proc/self/smaps. -1 if unreadable. */
+long metrics_rss_kib_excluding(const void *exclude);
+
+#endif

@@ -1,0 +1,96 @@
+/* tinyvmm: the library's public face.
+ *
+ * A VM is built from a struct tvm_config, run on its own vCPU threads, and
+ * destroyed by the caller. Nothing here exits the process or keeps global
+ * state (except one no-op signal handler for TVM_KICK_SIGNAL, installed once,
+ * used to kick vCPU threads out of KVM_RUN): one process can hold many VMs.
+ * Errors are returned as -errno with a one-line message in struct tvm_err.
+ */
+#ifndef TINYVMM_H
+#define TINYVMM_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "vmm/err.h"
+
+/* Signal used to interrupt vCPU threads blocked in KVM_RUN (see KVM API
+ * doc, "immediate_exit"). Its handler does nothing. */
+#define TVM_KICK_SIGNAL (SIGRTMIN + 3)
+
+enum tvm_quirks {
+	TVM_QUIRKS_AUTO = 0, /* detect the nested kvm_pvm host (default) */
+	TVM_QUIRKS_ON,       /* apply its quirks whatever the host */
+	TVM_QUIRKS_OFF,      /* never apply them */
+};
+
+/* Everything needed to build a VM. Start from tvm_config_init(); strings are
+ * borrowed (copied by tvm_vm_create where they must outlive the call). */
+struct tvm_config {
+	uint32_t mem_mib;           /* guest RAM in MiB, default 256 */
+	uint32_t cpus;              /* vCPUs, 1..64, default 1 */
+	const char *kernel_path;    /* ELF vmlinux or bzImage, required */
+	const char *initrd_path;    /* initramfs, optional */
+	const char *cmdline;        /* NULL: "console=ttyS0 reboot=k panic=-1" */
+	const char *cmdline_append; /* appended after cmdline and quirk words */
+	int serial_out_fd;          /* guest's COM1 output goes here; -1 drops it (default 1) */
+	int serial_in_fd;           /* bytes read here go to COM1's receiver; -1 none (default) */
+	int log_fd;                 /* VMM messages (quirks line, unhandled I/O); -1 none (default 2) */
+	enum tvm_quirks quirks;
+	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
+};
+
+/* How a VM ended. */
+enum tvm_exit {
+	TVM_EXIT_NONE = 0,      /* still running */
+	TVM_EXIT_RESET,         /* the guest reset itself (reboot, panic with panic=-1): clean end */
+	TVM_EXIT_STOPPED,       /* the host called tvm_vm_stop() */
+	TVM_EXIT_SHUTDOWN,      /* KVM_EXIT_SHUTDOWN (triple fault) */
+	TVM_EXIT_INTERNAL_ERROR,/* KVM_EXIT_INTERNAL_ERROR: KVM could not emulate something */
+	TVM_EXIT_FAIL_ENTRY,    /* KVM_EXIT_FAIL_ENTRY: invalid guest state */
+	TVM_EXIT_VMM_ERROR,     /* an ioctl or the VMM itself failed */
+};
+
+struct tvm_vm;
+
+/* Fill c with the defaults documented in struct tvm_config. */
+void tvm_config_init(struct tvm_config *c);
+
+/* The default guest command line. */
+const char *tvm_default_cmdline(void);
+
+/* The guest command-line words that host quirks add under setting q on this
+ * host ("" when no quirks apply). */
+const char *tvm_quirk_cmdline(enum tvm_quirks q);
+
+/* Create a VM: open /dev/kvm and check the API version and capabilities,
+ * map guest memory, create the irqchip, PIT and vCPUs, load the kernel and
+ * initrd, write boot structures and register devices. Nothing runs yet.
+ * Returns 0 and *out, or -errno (e.g. -ENOENT missing kernel, -ENOEXEC bad
+ * image, -ENOSYS missing KVM capability) with e filled. */
+int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e);
+
+/* Start one thread per vCPU. Returns 0 or -errno. */
+int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e);
+
+/* Block until the VM ends; join its threads. Returns 0 when it ended with
+ * TVM_EXIT_RESET or TVM_EXIT_STOPPED, else -EIO with the reason in e. */
+int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e);
+
+/* tvm_vm_start() then tvm_vm_wait(). */
+int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e);
+
+/* Ask a running VM to stop (thread-safe, returns at once). */
+void tvm_vm_stop(struct tvm_vm *vm);
+
+/* Why the VM ended (TVM_EXIT_NONE while it runs). */
+enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
+
+/* Write the metrics JSON object (timestamps in µs since t0, VM-exit counts
+ * per vCPU, VMM RSS without guest RAM) to path. Returns 0 or -errno. */
+int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
+
+/* Stop if running, free everything. NULL is allowed. */
+void tvm_vm_destroy(struct tvm_vm *vm);
+
+#endif

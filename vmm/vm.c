@@ -1,0 +1,479 @@
+/* The VM object: composes KVM, guest memory, boot, devices and vCPUs.
+ * Data flow of a boot: config -> kvm_open -> guest memory -> irqchip/PIT ->
+ * vCPUs (CPUID, MSRs, LAPIC) -> kernel/initrd/zero page/page tables/MP table
+ * in guest memory -> devices on the buses -> vCPU threads run. */
+#include "vmm/tinyvmm.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "boot/boot.h"
+#include "devices/i8042.h"
+#include "devices/uart_8250.h"
+#include "vmm/bus.h"
+#include "vmm/cpuid.h"
+#include "vmm/guest_mem.h"
+#include "vmm/host_quirks.h"
+#include "vmm/kvm.h"
+#include "vmm/metrics.h"
+#include "vmm/vcpu.h"
+
+#define DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
+#define MAX_CPUS BOOT_MAX_CPUS
+#define MIN_MEM_MIB 16
+#define MAX_MEM_MIB (1u << 20) /* 1 TiB */
+
+struct tvm_vm {
+	struct tvm_config cfg;
+	char *cmdline; /* composed guest command line */
+	bool quirks;
+	struct kvm_sys kvm;
+	struct guest_mem mem;
+	struct bus pio, mmio;
+	struct metrics metrics;
+	struct vcpu_host host;
+	struct vcpu *vcpus;
+	int nr_vcpus; /* created so far */
+	struct uart_8250 uart;
+	struct i8042 kbd;
+
+	atomic_bool stopping;
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
+	enum tvm_exit exit_reason;
+	char exit_msg[256];
+	bool started, waited;
+
+	int input_stop_fd; /* eventfd that ends the serial input thread */
+	pthread_t input_thread;
+	bool input_started;
+};
+
+void tvm_config_init(struct tvm_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->mem_mib = 256;
+	c->cpus = 1;
+	c->serial_out_fd = 1;
+	c->serial_in_fd = -1;
+	c->log_fd = 2;
+	c->quirks = TVM_QUIRKS_AUTO;
+}
+
+const char *tvm_default_cmdline(void)
+{
+	return DEFAULT_CMDLINE;
+}
+
+static bool quirks_apply(enum tvm_quirks q)
+{
+	return q == TVM_QUIRKS_ON || (q == TVM_QUIRKS_AUTO && host_quirks_detect());
+}
+
+const char *tvm_quirk_cmdline(enum tvm_quirks q)
+{
+	return quirks_apply(q) ? host_quirks_cmdline() : "";
+}
+
+static void vm_log(void *ctx, const char *msg)
+{
+	struct tvm_vm *vm = ctx;
+
+	if (vm->cfg.log_fd >= 0)
+		dprintf(vm->cfg.log_fd, "tinyvmm: %s\n", msg);
+}
+
+/* First terminal event wins; every vCPU is then kicked out of KVM_RUN. */
+static void vm_end(void *ctx, int reason, const char *msg)
+{
+	struct tvm_vm *vm = ctx;
+
+	pthread_mutex_lock(&vm->lock);
+	if (vm->exit_reason == TVM_EXIT_NONE) {
+		vm->exit_reason = (enum tvm_exit)reason;
+		snprintf(vm->exit_msg, sizeof(vm->exit_msg), "%s", msg);
+		metrics_mark(&vm->metrics, MARK_GUEST_END);
+	}
+	atomic_store(&vm->stopping, true);
+	pthread_cond_broadcast(&vm->ended);
+	pthread_mutex_unlock(&vm->lock);
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		vcpu_kick(&vm->vcpus[i]);
+	if (vm->input_stop_fd >= 0)
+		eventfd_write(vm->input_stop_fd, 1);
+}
+
+static void on_guest_reset(void *ctx)
+{
+	vm_end(ctx, TVM_EXIT_RESET, "guest reset");
+}
+
+static void on_first_serial_byte(void *ctx)
+{
+	struct tvm_vm *vm = ctx;
+
+	metrics_mark(&vm->metrics, MARK_FIRST_SERIAL_BYTE);
+}
+
+static void irq_set(void *ctx, unsigned gsi, int level)
+{
+	struct tvm_vm *vm = ctx;
+
+	kvm_irq_line(&vm->kvm, gsi, level);
+}
+
+/* Port 0x80 is the PC's POST/delay port: Linux writes it to pause. */
+static void io_sink(void *opaque, uint64_t off, uint8_t *data, uint32_t len, bool is_write)
+{
+	(void)opaque;
+	(void)off;
+	if (!is_write)
+		memset(data, 0xff, len);
+}
+
+static int check_config(const struct tvm_config *c, struct tvm_err *e)
+{
+	if (!c->kernel_path || !*c->kernel_path)
+		return tvm_errf(e, EINVAL, "no kernel given");
+	if (c->cpus < 1 || c->cpus > MAX_CPUS)
+		return tvm_errf(e, EINVAL, "cpus: %u is out of range 1..%d", c->cpus, MAX_CPUS);
+	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
+		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
+				MAX_MEM_MIB);
+	return 0;
+}
+
+static int compose_cmdline(struct tvm_vm *vm, struct tvm_err *e)
+{
+	const char *base = vm->cfg.cmdline ? vm->cfg.cmdline : DEFAULT_CMDLINE;
+	const char *quirks = vm->quirks ? host_quirks_cmdline() : "";
+	const char *extra = vm->cfg.cmdline_append ? vm->cfg.cmdline_append : "";
+
+	if (asprintf(&vm->cmdline, "%s%s%s%s%s", base, *quirks ? " " : "", quirks, *extra ? " " : "", extra) < 0) {
+		vm->cmdline = NULL;
+		return tvm_errf(e, ENOMEM, "command line: out of memory");
+	}
+	return 0;
+}
+
+/* Map a whole file read-only; what names it in errors ("kernel"). */
+static int map_file(const char *what, const char *path, const uint8_t **data, size_t *len, struct tvm_err *e)
+{
+	struct stat st;
+	void *p;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return tvm_errf(e, errno, "%s %s: %s", what, path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size == 0) {
+		int r = tvm_errf(e, EINVAL, "%s %s: not a non-empty regular file", what, path);
+		close(fd);
+		return r;
+	}
+	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return tvm_errf(e, errno, "%s %s: mmap: %s", what, path, strerror(errno));
+	*data = p;
+	*len = (size_t)st.st_size;
+	return 0;
+}
+
+static int load_guest(struct tvm_vm *vm, struct tvm_err *e)
+{
+	struct boot_kernel k;
+	const uint8_t *img;
+	size_t len;
+	uint64_t initrd_gpa = 0, initrd_len = 0;
+	struct kvm_sregs sregs;
+	struct kvm_regs regs;
+	int r;
+
+	r = map_file("kernel", vm->cfg.kernel_path, &img, &len, e);
+	if (r)
+		return r;
+	r = boot_load_kernel(&vm->mem, img, len, &k, e);
+	munmap((void *)img, len);
+	if (r) {
+		tvm_err_prefix(e, "kernel %s", vm->cfg.kernel_path);
+		return r;
+	}
+	if (vm->cfg.initrd_path) {
+		r = map_file("initrd", vm->cfg.initrd_path, &img, &len, e);
+		if (r)
+			return r;
+		r = boot_load_initrd(&vm->mem, &k, img, len, &initrd_gpa, e);
+		munmap((void *)img, len);
+		if (r) {
+			tvm_err_prefix(e, "initrd %s", vm->cfg.initrd_path);
+			return r;
+		}
+		initrd_len = len;
+	}
+	r = boot_write_zero_page(&vm->mem, &k, vm->cmdline, initrd_gpa, initrd_len, e);
+	if (!r)
+		r = boot_write_gdt_and_page_tables(&vm->mem, e);
+	if (!r)
+		r = boot_write_mptable(&vm->mem, (int)vm->cfg.cpus, e);
+	if (r)
+		return r;
+	boot_vcpu_regs(&k, &regs);
+	r = vcpu_get_sregs(&vm->vcpus[0], &sregs, e);
+	if (r)
+		return r;
+	boot_vcpu_sregs(&sregs);
+	r = vcpu_set_sregs(&vm->vcpus[0], &sregs, e);
+	if (!r)
+		r = vcpu_set_regs(&vm->vcpus[0], &regs, e);
+	metrics_mark(&vm->metrics, MARK_KERNEL_LOADED);
+	return r;
+}
+
+static int create_vcpus(struct tvm_vm *vm, struct tvm_err *e)
+{
+	struct kvm_cpuid2 *supported, *cpuid;
+	size_t size;
+	int r;
+
+	r = kvm_supported_cpuid(&vm->kvm, &supported, e);
+	if (r)
+		return r;
+	size = sizeof(*supported) + supported->nent * sizeof(supported->entries[0]);
+	cpuid = malloc(size);
+	vm->vcpus = calloc(vm->cfg.cpus, sizeof(*vm->vcpus));
+	if (!cpuid || !vm->vcpus) {
+		free(supported);
+		free(cpuid);
+		return tvm_errf(e, ENOMEM, "vcpus: out of memory");
+	}
+	for (unsigned i = 0; i < vm->cfg.cpus && !r; i++) {
+		memcpy(cpuid, supported, size);
+		cpuid_normalize(cpuid, i, vm->cfg.cpus);
+		if (vm->quirks)
+			host_quirks_cpuid(cpuid);
+		r = vcpu_create(&vm->vcpus[i], &vm->kvm, (int)i, cpuid, &vm->host, e);
+		vm->nr_vcpus = (int)i + 1; /* destroy must clean up a half-made one too */
+	}
+	free(supported);
+	free(cpuid);
+	return r;
+}
+
+static int add_devices(struct tvm_vm *vm, struct tvm_err *e)
+{
+	int r = bus_register(&vm->pio, UART_COM1_PORT, UART_NR_REGS, "serial COM1", uart_8250_io, &vm->uart, e);
+	if (!r)
+		r = bus_register(&vm->pio, I8042_DATA_PORT, 1, "i8042 data", i8042_data_io, &vm->kbd, e);
+	if (!r)
+		r = bus_register(&vm->pio, I8042_CMD_PORT, 1, "i8042 command", i8042_cmd_io, &vm->kbd, e);
+	if (!r)
+		r = bus_register(&vm->pio, 0x80, 1, "POST port", io_sink, NULL, e);
+	return r;
+}
+
+int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e)
+{
+	struct tvm_vm *vm;
+	int r;
+
+	*out = NULL;
+	r = check_config(c, e);
+	if (r)
+		return r;
+	vm = calloc(1, sizeof(*vm));
+	if (!vm)
+		return tvm_errf(e, ENOMEM, "vm: out of memory");
+	vm->cfg = *c;
+	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
+	vm->input_stop_fd = -1;
+	pthread_mutex_init(&vm->lock, NULL);
+	pthread_cond_init(&vm->ended, NULL);
+	uart_8250_init(&vm->uart, c->serial_out_fd, (struct irq_line){ .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ });
+	vm->uart.on_first_byte = on_first_serial_byte;
+	vm->uart.cb_ctx = vm;
+	vm->kbd = (struct i8042){ .on_reset = on_guest_reset, .ctx = vm };
+	metrics_init(&vm->metrics, c->t0_ns);
+	vm->host = (struct vcpu_host){
+		.pio = &vm->pio, .mmio = &vm->mmio, .mem = &vm->mem, .metrics = &vm->metrics,
+		.stopping = &vm->stopping, .on_end = vm_end, .log = vm_log, .ctx = vm,
+	};
+	vm->quirks = quirks_apply(c->quirks);
+	if (vm->quirks)
+		vm_log(vm, "kvm_pvm host: applying its quirks (CPUID CX16 hidden, guest command line words added)");
+
+	r = compose_cmdline(vm, e);
+	if (!r)
+		r = kvm_open(&vm->kvm, e);
+	if (!r)
+		r = gm_init_anon(&vm->mem, (uint64_t)c->mem_mib << 20, e);
+	for (int i = 0; !r && i < vm->mem.nr; i++)
+		r = kvm_set_memory(&vm->kvm, (uint32_t)i, vm->mem.r[i].gpa, vm->mem.r[i].size, vm->mem.r[i].host, e);
+	if (!r)
+		r = kvm_create_irqchip(&vm->kvm, e);
+	if (!r)
+		r = kvm_create_pit(&vm->kvm, e);
+	if (!r)
+		r = create_vcpus(vm, e);
+	if (!r)
+		r = add_devices(vm, e);
+	if (!r) {
+		metrics_mark(&vm->metrics, MARK_VM_CREATED);
+		r = load_guest(vm, e);
+	}
+	if (r) {
+		tvm_vm_destroy(vm);
+		return r;
+	}
+	*out = vm;
+	return 0;
+}
+
+/* Host input for COM1, paced by the receive FIFO's room. */
+static void *input_thread(void *arg)
+{
+	struct tvm_vm *vm = arg;
+	struct pollfd p[2] = { { .fd = vm->cfg.serial_in_fd, .events = POLLIN }, { .fd = vm->input_stop_fd, .events = POLLIN } };
+	uint8_t buf[UART_RX_FIFO];
+
+	while (!atomic_load(&vm->stopping)) {
+		size_t room = uart_8250_rx_room(&vm->uart);
+		ssize_t n;
+
+		p[0].events = room ? POLLIN : 0;
+		if (poll(p, 2, room ? -1 : 10) < 0 && errno != EINTR)
+			break;
+		if (p[1].revents)
+			break;
+		if (!(p[0].revents & (POLLIN | POLLHUP)))
+			continue;
+		n = read(vm->cfg.serial_in_fd, buf, room);
+		if (n <= 0)
+			break;
+		uart_8250_push_rx(&vm->uart, buf, (size_t)n);
+	}
+	return NULL;
+}
+
+int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
+{
+	int r;
+
+	if (vm->started)
+		return tvm_errf(e, EALREADY, "vm: already started");
+	vm->started = true;
+	if (vm->cfg.serial_in_fd >= 0) {
+		vm->input_stop_fd = eventfd(0, EFD_CLOEXEC);
+		if (vm->input_stop_fd < 0)
+			return tvm_errf(e, errno, "serial input: eventfd: %s", strerror(errno));
+		r = pthread_create(&vm->input_thread, NULL, input_thread, vm);
+		if (r)
+			return tvm_errf(e, r, "serial input: pthread_create: %s", strerror(r));
+		vm->input_started = true;
+	}
+	for (int i = 0; i < vm->nr_vcpus; i++) {
+		r = vcpu_start(&vm->vcpus[i], e);
+		if (r) {
+			vm_end(vm, TVM_EXIT_VMM_ERROR, e->msg);
+			return r;
+		}
+	}
+	return 0;
+}
+
+static void join_threads(struct tvm_vm *vm)
+{
+	for (int i = 0; i < vm->nr_vcpus; i++)
+		vcpu_destroy(&vm->vcpus[i]);
+	vm->nr_vcpus = 0;
+	if (vm->input_started) {
+		eventfd_write(vm->input_stop_fd, 1);
+		pthread_join(vm->input_thread, NULL);
+		vm->input_started = false;
+	}
+}
+
+int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e)
+{
+	enum tvm_exit reason;
+
+	pthread_mutex_lock(&vm->lock);
+	while (vm->exit_reason == TVM_EXIT_NONE)
+		pthread_cond_wait(&vm->ended, &vm->lock);
+	reason = vm->exit_reason;
+	pthread_mutex_unlock(&vm->lock);
+	join_threads(vm);
+	if (reason == TVM_EXIT_RESET || reason == TVM_EXIT_STOPPED)
+		return 0;
+	return tvm_errf(e, EIO, "%s", vm->exit_msg);
+}
+
+int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e)
+{
+	int r = tvm_vm_start(vm, e);
+
+	if (r)
+		return r;
+	return tvm_vm_wait(vm, e);
+}
+
+void tvm_vm_stop(struct tvm_vm *vm)
+{
+	vm_end(vm, TVM_EXIT_STOPPED, "stopped by the host");
+}
+
+enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm)
+{
+	return vm->exit_reason;
+}
+
+int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e)
+{
+	FILE *f = fopen(path, "we");
+
+	if (!f)
+		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
+	fprintf(f, "{");
+	for (int i = 0; i < MARK_COUNT; i++)
+		fprintf(f, "\"%s\":%llu,", metrics_mark_name(i), (unsigned long long)atomic_load(&vm->metrics.at_us[i]));
+	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[", metrics_rss_kib_excluding(vm->mem.base),
+		vm->cfg.mem_mib);
+	for (unsigned i = 0; i < vm->cfg.cpus && vm->vcpus; i++) {
+		fprintf(f, "%s{\"vcpu\":%u", i ? "," : "", i);
+		for (int k = 0; k < VEXIT_COUNT; k++)
+			fprintf(f, ",\"%s\":%llu", vcpu_exit_kind_name(k),
+				(unsigned long long)atomic_load(&vm->vcpus[i].exits[k]));
+		fprintf(f, "}");
+	}
+	fprintf(f, "],\"exit_reason\":%d}\n", (int)vm->exit_reason);
+	if (fclose(f) != 0)
+		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
+	return 0;
+}
+
+void tvm_vm_destroy(struct tvm_vm *vm)
+{
+	if (!vm)
+		return;
+	if (vm->started)
+		vm_end(vm, TVM_EXIT_STOPPED, "destroyed");
+	join_threads(vm);
+	free(vm->vcpus);
+	if (vm->input_stop_fd >= 0)
+		close(vm->input_stop_fd);
+	uart_8250_destroy(&vm->uart);
+	kvm_close(&vm->kvm);
+	gm_destroy(&vm->mem);
+	free(vm->cmdline);
+	pthread_mutex_destroy(&vm->lock);
+	pthread_cond_destroy(&vm->ended);
+	free(vm);
+}
