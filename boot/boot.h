@@ -23,7 +23,7 @@
 #include "vmm/guest_mem.h"
 
 /* Fixed guest-physical layout of the boot structures (all below 1 MiB). */
-#define BOOT_GDT_ADDR 0x500ULL        /* GDT: null, null, __BOOT_CS=0x10, __BOOT_DS=0x18, TSS=0x20 (16 bytes) */
+#define BOOT_GDT_ADDR 0x500ULL        /* GDT: null, null, __BOOT_CS=0x10, __BOOT_DS=0x18, TSS=0x20 */
 #define BOOT_ZERO_PAGE_ADDR 0x7000ULL /* struct boot_params, 4 KiB */
 #define BOOT_STACK_TOP 0x8ff0ULL      /* initial RSP/RBP */
 #define BOOT_PML4_ADDR 0x9000ULL      /* PML4, then PDPT at +0x1000, 4 PDs at +0x2000.. */
@@ -58,11 +58,13 @@ struct boot_kernel {
 };
 
 /* Load an image: dispatches on the ELF magic or the bzImage "HdrS" header.
- * img/len is the whole file; nothing is kept pointing into it. The kernel
- * must lie at or above BOOT_HIMEM_START (the boot structures live below).
- * -ENOEXEC if neither format, -EINVAL for a malformed image, -ENOSPC if it
- * does not fit guest RAM. On error *k is zeroed and guest memory is
- * untouched: every check runs before anything is copied. */
+ * img/len is the whole file; nothing is kept pointing into it. Everything
+ * the kernel occupies must be low RAM (below the MMIO hole, so also inside
+ * the identity map) at or above BOOT_HIMEM_START (the boot structures live
+ * below): -EINVAL if it reaches below 1 MiB, -ENOSPC if it does not fit
+ * low RAM. -ENOEXEC if neither format, -EINVAL for a malformed image. On
+ * error *k is zeroed and guest memory is untouched: every check runs before
+ * anything is copied. */
 int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
 		     struct boot_kernel *k, struct tvm_err *e);
 
@@ -78,7 +80,7 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
  * 1 MiB + 0x200. load_end also covers where the decompressor will run:
  * [runtime_start, runtime_start + init_size) with runtime_start =
  * max(pref_address, relocatable ? align_up(1 MiB, kernel_alignment) : 0)
- * (arch/x86/boot/compressed/head_64.S); all of it must be guest RAM. */
+ * (arch/x86/boot/compressed/head_64.S). */
 int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
 		      struct boot_kernel *k, struct tvm_err *e);
 

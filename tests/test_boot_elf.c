@@ -198,15 +198,33 @@ END_TEST
 
 START_TEST(overlapping_segments)
 {
+	struct tb_seg s[] = { { PT_LOAD, 0x200000, 0x1000, 0x300, 0x1000 },
+			      { PT_LOAD, 0x1fff01, 0x1300, 0x100, 0x100 } };
 	size_t len = tb_good_elf(img, CAP);
 
-	phdr(1)->p_paddr = 0x100fff; /* last byte of segment 0's bss */
+	phdr(1)->p_paddr = 0x100fff; /* its first byte is segment 0's last bss byte */
 	expect_fail(len, EINVAL, "program header 1: segment [0x100fff, +0x100) overlaps an earlier one at [0x100000, +0x1000)");
-	/* Adjacent is fine. */
-	phdr(1)->p_paddr = 0x101000;
+	/* Its last byte is the earlier segment's first. */
+	len = tb_build_elf(img, CAP, 0x200000, s, 2);
+	expect_fail(len, EINVAL, "program header 1: segment [0x1fff01, +0x100) overlaps an earlier one at [0x200000, +0x1000)");
+}
+END_TEST
+
+START_TEST(adjacent_segments)
+{
+	struct tb_seg s[] = { { PT_LOAD, 0x200000, 0x1000, 0x300, 0x1000 },
+			      { PT_LOAD, 0x1fff00, 0x1300, 0x100, 0x100 } };
+	size_t len = tb_good_elf(img, CAP);
+
+	phdr(1)->p_paddr = 0x101000; /* right after segment 0 */
 	ck_assert_int_eq(boot_load_kernel(&ram.m, img, len, &k, &err), 0);
 	ck_assert_uint_eq(k.load_end, 0x101100);
 	ck_assert(memcmp(tb_gpa(&ram, 0x101000, 0x100), img + 0x1300, 0x100) == 0);
+	len = tb_build_elf(img, CAP, 0x200000, s, 2); /* right before it */
+	ck_assert_int_eq(boot_load_kernel(&ram.m, img, len, &k, &err), 0);
+	ck_assert_uint_eq(k.load_start, 0x1fff00);
+	ck_assert_uint_eq(k.load_end, 0x201000);
+	ck_assert(memcmp(tb_gpa(&ram, 0x1fff00, 0x100), img + 0x1300, 0x100) == 0);
 }
 END_TEST
 
@@ -359,6 +377,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, segment_outside_guest_ram);
 	tcase_add_test(tc, segment_in_boot_area);
 	tcase_add_test(tc, overlapping_segments);
+	tcase_add_test(tc, adjacent_segments);
 	tcase_add_test(tc, entry_outside_segments);
 	tcase_add_test(tc, non_load_and_empty_segments_ignored);
 	tcase_add_test(tc, too_many_load_segments);

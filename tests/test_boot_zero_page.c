@@ -279,6 +279,9 @@ START_TEST(initrd_top_of_ram)
 	ck_assert_int_eq(boot_load_initrd(&ram.m, &k, rd, sizeof(rd), &gpa, &err), 0);
 	ck_assert_uint_eq(gpa, 0x7fe000);
 	ck_assert_uint_le(gpa + sizeof(rd) - 1, 0x7fffff);
+	/* A whole number of pages ends exactly at initrd_addr_max + 1. */
+	ck_assert_int_eq(boot_load_initrd(&ram.m, &k, rd, 0x1000, &gpa, &err), 0);
+	ck_assert_uint_eq(gpa, 0x7ff000);
 }
 END_TEST
 

@@ -65,23 +65,24 @@ static int set_msrs(struct vcpu *v, struct tvm_err *e)
 		{ MSR_MTRR_DEF_TYPE, (1u << 11) | 6 }, /* MTRRs on, default write-back */
 	};
 	enum { N = sizeof(boot_msrs) / sizeof(boot_msrs[0]) };
-	struct {
+	union {
 		struct kvm_msrs hdr;
-		struct kvm_msr_entry e[N];
+		uint8_t raw[sizeof(struct kvm_msrs) + N * sizeof(struct kvm_msr_entry)];
 	} m;
+	struct kvm_msr_entry *ent = m.hdr.entries;
 	int r;
 
 	memset(&m, 0, sizeof(m));
 	m.hdr.nmsrs = N;
 	for (int i = 0; i < N; i++) {
-		m.e[i].index = boot_msrs[i].index;
-		m.e[i].data = boot_msrs[i].value;
+		ent[i].index = boot_msrs[i].index;
+		ent[i].data = boot_msrs[i].value;
 	}
 	r = ioctl(v->fd, KVM_SET_MSRS, &m);
 	if (r < 0)
 		return tvm_errf(e, errno, "vcpu %d: KVM_SET_MSRS: %s", v->index, strerror(errno));
 	if (r != N) /* KVM stops at the first MSR it refuses */
-		return tvm_errf(e, EINVAL, "vcpu %d: KVM_SET_MSRS: MSR 0x%x refused", v->index, m.e[r].index);
+		return tvm_errf(e, EINVAL, "vcpu %d: KVM_SET_MSRS: MSR 0x%x refused", v->index, ent[r].index);
 	return 0;
 }
 
