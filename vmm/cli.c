@@ -27,6 +27,11 @@ static const char usage[] =
 	"  --cmdline-append STR   words added after the command line\n"
 	"  --mem MIB              guest RAM in MiB (default 256)\n"
 	"  --cpus N               vCPUs (default 1)\n"
+	"  --rootfs SPEC          root file system drive (/dev/vda), copy-on-write by default\n"
+	"  --drive SPEC           another virtio-blk drive (/dev/vdb, ...), writable by default\n"
+	"      SPEC: [path=]FILE[,ro][,rw][,cow][,overlay=FILE][,overlay-limit=MIB][,id=SERIAL]\n"
+	"      cow: FILE is never written; guest writes go to a private overlay, discarded\n"
+	"      at exit unless overlay=FILE (a new file) keeps it\n"
 	"  --serial-out FILE      write the guest console to FILE instead of stdout\n"
 	"  --metrics FILE         write boot timestamps and exit counts as JSON at exit\n"
 	"  --quirks auto|on|off   nested kvm_pvm host workarounds (default auto)\n"
@@ -74,6 +79,48 @@ static int parse_u32(const char *flag, const char *s, uint32_t *out)
 	return 0;
 }
 
+/* Parse a --drive/--rootfs SPEC into d; cow is the default mode. */
+static int parse_drive(const char *flag, const char *spec, struct tvm_drive *d, int cow)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+	uint32_t mib;
+
+	*d = (struct tvm_drive){ .cow = cow };
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "path=", 5))
+			d->path = tok + 5;
+		else if (!strcmp(tok, "ro"))
+			d->read_only = 1, d->cow = 0;
+		else if (!strcmp(tok, "rw"))
+			d->read_only = 0, d->cow = 0;
+		else if (!strcmp(tok, "cow"))
+			d->cow = 1, d->read_only = 0;
+		else if (!strncmp(tok, "overlay=", 8))
+			d->overlay_path = tok + 8;
+		else if (!strncmp(tok, "overlay-limit=", 14)) {
+			if (parse_u32(flag, tok + 14, &mib))
+				return -1;
+			d->overlay_limit = (uint64_t)mib << 20;
+		} else if (!strncmp(tok, "id=", 3))
+			d->id = tok + 3;
+		else if (!d->path && !strchr(tok, '='))
+			d->path = tok;
+		else {
+			fprintf(stderr, "tinyvmm: %s %s: unknown option '%s'\n", flag, spec, tok);
+			return -1;
+		}
+	}
+	if (!d->path || !*d->path) {
+		fprintf(stderr, "tinyvmm: %s %s: no image path\n", flag, spec);
+		return -1;
+	}
+	if (d->overlay_path && !d->cow) {
+		fprintf(stderr, "tinyvmm: %s %s: overlay= needs copy-on-write mode\n", flag, spec);
+		return -1;
+	}
+	return 0;
+}
+
 struct stopper {
 	struct tvm_vm *vm;
 	sigset_t set;
@@ -100,13 +147,15 @@ static uint64_t now_ns(void)
 
 static int cmd_run(int argc, char **argv, uint64_t t0)
 {
-	enum { O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP };
+	enum { O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
+	       O_ROOTFS, O_DRIVE };
 	static const struct option opts[] = {
 		{ "kernel", required_argument, 0, O_KERNEL },	{ "initrd", required_argument, 0, O_INITRD },
 		{ "cmdline", required_argument, 0, O_CMDLINE }, { "cmdline-append", required_argument, 0, O_APPEND },
 		{ "mem", required_argument, 0, O_MEM },		{ "cpus", required_argument, 0, O_CPUS },
 		{ "serial-out", required_argument, 0, O_SERIAL }, { "metrics", required_argument, 0, O_METRICS },
 		{ "quirks", required_argument, 0, O_QUIRKS },	{ "help", no_argument, 0, O_HELP },
+		{ "rootfs", required_argument, 0, O_ROOTFS },	{ "drive", required_argument, 0, O_DRIVE },
 		{ 0, 0, 0, 0 },
 	};
 	struct tvm_config c;
@@ -115,6 +164,9 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	struct stopper stop = { 0 };
 	pthread_t waiter;
 	const char *metrics = NULL, *serial_out = NULL;
+	struct tvm_drive root = { 0 }, drives[TVM_MAX_DRIVES];
+	unsigned nr_drives = 0;
+	int have_root = 0;
 	int o, r, status;
 
 	tvm_config_init(&c);
@@ -128,6 +180,24 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 		case O_MEM: if (parse_u32("--mem", optarg, &c.mem_mib)) return EXIT_USAGE; break;
 		case O_CPUS: if (parse_u32("--cpus", optarg, &c.cpus)) return EXIT_USAGE; break;
 		case O_SERIAL: serial_out = optarg; break;
+		case O_ROOTFS:
+			if (have_root) {
+				fprintf(stderr, "tinyvmm: --rootfs given twice\n");
+				return EXIT_USAGE;
+			}
+			if (parse_drive("--rootfs", optarg, &root, 1))
+				return EXIT_USAGE;
+			have_root = 1;
+			break;
+		case O_DRIVE:
+			if (nr_drives + 1 >= TVM_MAX_DRIVES) {
+				fprintf(stderr, "tinyvmm: --drive: at most %d drives\n", TVM_MAX_DRIVES - 1);
+				return EXIT_USAGE;
+			}
+			if (parse_drive("--drive", optarg, &drives[nr_drives], 0))
+				return EXIT_USAGE;
+			nr_drives++;
+			break;
 		case O_METRICS: metrics = optarg; break;
 		case O_QUIRKS:
 			if (!strcmp(optarg, "auto")) c.quirks = TVM_QUIRKS_AUTO;
@@ -154,6 +224,12 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 		fprintf(stderr, "tinyvmm: --kernel is required\n");
 		return EXIT_USAGE;
 	}
+	/* The root drive is /dev/vda, then the others in order. */
+	if (have_root)
+		c.drives[c.nr_drives++] = root;
+	c.root_drive = have_root;
+	for (unsigned i = 0; i < nr_drives; i++)
+		c.drives[c.nr_drives++] = drives[i];
 	if (serial_out) {
 		/* Append, never truncate: the user's file keeps what it had. */
 		FILE *f = fopen(serial_out, "ae");

@@ -127,6 +127,26 @@ int kvm_irq_line(struct kvm_sys *k, unsigned gsi, int level)
 	return ioctl(k->vm_fd, KVM_IRQ_LINE, &l) < 0 ? -errno : 0;
 }
 
+int kvm_ioeventfd(struct kvm_sys *k, uint64_t addr, uint32_t datamatch, int fd, struct tvm_err *e)
+{
+	struct kvm_ioeventfd io = {
+		.datamatch = datamatch, .addr = addr, .len = 4, .fd = fd, .flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
+	};
+
+	if (ioctl(k->vm_fd, KVM_IOEVENTFD, &io) < 0)
+		return tvm_errf(e, errno, "KVM_IOEVENTFD at 0x%llx: %s", (unsigned long long)addr, strerror(errno));
+	return 0;
+}
+
+int kvm_irqfd(struct kvm_sys *k, unsigned gsi, int fd, struct tvm_err *e)
+{
+	struct kvm_irqfd irq = { .fd = (uint32_t)fd, .gsi = gsi };
+
+	if (ioctl(k->vm_fd, KVM_IRQFD, &irq) < 0)
+		return tvm_errf(e, errno, "KVM_IRQFD gsi %u: %s", gsi, strerror(errno));
+	return 0;
+}
+
 void kvm_close(struct kvm_sys *k)
 {
 	if (k->vm_fd >= 0)

@@ -44,6 +44,14 @@ int kvm_supported_cpuid(struct kvm_sys *k, struct kvm_cpuid2 **out, struct tvm_e
 /* Set the level of an irqchip input (GSI). Returns 0 or -errno. */
 int kvm_irq_line(struct kvm_sys *k, unsigned gsi, int level);
 
+/* Signal eventfd fd when the guest writes the 4-byte value datamatch to
+ * MMIO address addr (KVM_IOEVENTFD): the write completes in the kernel
+ * without an exit to us. */
+int kvm_ioeventfd(struct kvm_sys *k, uint64_t addr, uint32_t datamatch, int fd, struct tvm_err *e);
+
+/* Inject an edge on gsi whenever eventfd fd is written (KVM_IRQFD). */
+int kvm_irqfd(struct kvm_sys *k, unsigned gsi, int fd, struct tvm_err *e);
+
 /* Close both descriptors; safe on a zeroed struct with fds set to -1. */
 void kvm_close(struct kvm_sys *k);
 

@@ -24,6 +24,18 @@ enum tvm_quirks {
 	TVM_QUIRKS_OFF,      /* never apply them */
 };
 
+#define TVM_MAX_DRIVES 8
+
+/* A virtio-blk drive backed by a raw image file (virtio 1.2 section 5.2). */
+struct tvm_drive {
+	const char *path;         /* image file, size a multiple of 512 bytes */
+	const char *id;           /* serial (VIRTIO_BLK_T_GET_ID), <= 20 bytes; NULL: none */
+	int read_only;            /* guest writes fail (VIRTIO_BLK_F_RO) */
+	int cow;                  /* image opened read-only; writes go to a private overlay */
+	const char *overlay_path; /* cow: keep the overlay in this new file; NULL: discard at exit */
+	uint64_t overlay_limit;   /* cow: most bytes the overlay may hold; 0: no limit */
+};
+
 /* Everything needed to build a VM. Start from tvm_config_init(); strings are
  * borrowed (copied by tvm_vm_create where they must outlive the call). */
 struct tvm_config {
@@ -37,6 +49,9 @@ struct tvm_config {
 	int serial_in_fd;           /* bytes read here go to COM1's receiver; -1 none (default) */
 	int log_fd;                 /* VMM messages (quirks line, unhandled I/O); -1 none (default 2) */
 	enum tvm_quirks quirks;
+	struct tvm_drive drives[TVM_MAX_DRIVES]; /* become /dev/vda, /dev/vdb, ... */
+	unsigned nr_drives;
+	int root_drive;             /* 1: drives[0] is the root fs (root=/dev/vda) */
 	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
 };
 

@@ -19,13 +19,16 @@
 #include "boot/boot.h"
 #include "devices/i8042.h"
 #include "devices/uart_8250.h"
+#include "devices/virtio_blk.h"
 #include "vmm/bus.h"
 #include "vmm/cpuid.h"
+#include "vmm/event_loop.h"
 #include "vmm/guest_mem.h"
 #include "vmm/host_quirks.h"
 #include "vmm/kvm.h"
 #include "vmm/metrics.h"
 #include "vmm/vcpu.h"
+#include "vmm/vdev.h"
 
 #define DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
 #define MAX_CPUS BOOT_MAX_CPUS
@@ -34,7 +37,7 @@
 
 struct tvm_vm {
 	struct tvm_config cfg;
-	char *cmdline; /* composed guest command line */
+	char cmdline[BOOT_CMDLINE_MAX]; /* composed guest command line */
 	bool quirks;
 	struct kvm_sys kvm;
 	struct guest_mem mem;
@@ -45,6 +48,9 @@ struct tvm_vm {
 	int nr_vcpus; /* created so far */
 	struct uart_8250 uart;
 	struct i8042 kbd;
+	struct event_loop loop;
+	struct vdev vdevs[VDEV_MAX];
+	unsigned nr_vdevs;
 
 	atomic_bool stopping;
 	pthread_mutex_t lock;
@@ -146,21 +152,73 @@ static int check_config(const struct tvm_config *c, struct tvm_err *e)
 		return tvm_errf(e, EINVAL, "no kernel given");
 	if (c->cpus < 1 || c->cpus > MAX_CPUS)
 		return tvm_errf(e, EINVAL, "cpus: %u is out of range 1..%d", c->cpus, MAX_CPUS);
+	if (c->nr_drives > TVM_MAX_DRIVES)
+		return tvm_errf(e, EINVAL, "drives: %u is more than %d", c->nr_drives, TVM_MAX_DRIVES);
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (!c->drives[i].path || !*c->drives[i].path)
+			return tvm_errf(e, EINVAL, "drive %u: no path given", i);
 	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
 		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
 				MAX_MEM_MIB);
 	return 0;
 }
 
+/* Append " word" to the guest command line. */
+static int cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e)
+{
+	size_t used = strlen(vm->cmdline);
+	int n;
+
+	if (!*word)
+		return 0;
+	n = snprintf(vm->cmdline + used, sizeof(vm->cmdline) - used, "%s%s", used ? " " : "", word);
+	if (n < 0 || (size_t)n >= sizeof(vm->cmdline) - used)
+		return tvm_errf(e, E2BIG, "guest command line: longer than %zu bytes", sizeof(vm->cmdline) - 1);
+	return 0;
+}
+
+/* Base line, quirk words, root device, then the user's additions last so
+ * they win over ours. Device words are appended when devices attach. */
 static int compose_cmdline(struct tvm_vm *vm, struct tvm_err *e)
 {
-	const char *base = vm->cfg.cmdline ? vm->cfg.cmdline : DEFAULT_CMDLINE;
-	const char *quirks = vm->quirks ? host_quirks_cmdline() : "";
-	const char *extra = vm->cfg.cmdline_append ? vm->cfg.cmdline_append : "";
+	const struct tvm_config *c = &vm->cfg;
+	int r = cmdline_add(vm, c->cmdline ? c->cmdline : DEFAULT_CMDLINE, e);
 
-	if (asprintf(&vm->cmdline, "%s%s%s%s%s", base, *quirks ? " " : "", quirks, *extra ? " " : "", extra) < 0) {
-		vm->cmdline = NULL;
-		return tvm_errf(e, ENOMEM, "command line: out of memory");
+	if (!r && vm->quirks)
+		r = cmdline_add(vm, host_quirks_cmdline(), e);
+	if (!r && c->root_drive && c->nr_drives)
+		r = cmdline_add(vm, c->drives[0].read_only ? "root=/dev/vda rootfstype=ext4 ro"
+							   : "root=/dev/vda rootfstype=ext4 rw", e);
+	if (!r && c->cmdline_append)
+		r = cmdline_add(vm, c->cmdline_append, e);
+	return r;
+}
+
+static void close_blk(void *dev)
+{
+	virtio_blk_close(dev);
+}
+
+static int add_drives(struct tvm_vm *vm, struct tvm_err *e)
+{
+	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
+		const struct tvm_drive *d = &vm->cfg.drives[i];
+		struct blk_opts o = {
+			.path = d->path, .id = d->id, .read_only = d->read_only, .cow = d->cow,
+			.overlay_path = d->overlay_path, .overlay_limit = d->overlay_limit,
+		};
+		struct virtio_blk *blk;
+		char name[24];
+		int r = virtio_blk_open(&blk, &o, e);
+
+		if (r)
+			return r;
+		snprintf(name, sizeof(name), "virtio-blk%u", i);
+		r = vdev_attach(&vm->vdevs[vm->nr_vdevs], vm->nr_vdevs, name, &virtio_blk_ops, blk, close_blk,
+				&vm->kvm, &vm->mmio, &vm->loop, &vm->mem, vm->cmdline, sizeof(vm->cmdline), e);
+		vm->nr_vdevs++; /* destroy cleans up a half-attached one too */
+		if (r)
+			return r;
 	}
 	return 0;
 }
@@ -295,6 +353,7 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 	vm->cfg = *c;
 	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
 	vm->input_stop_fd = -1;
+	vm->loop.epfd = vm->loop.stop_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->ended, NULL);
 	uart_8250_init(&vm->uart, c->serial_out_fd, (struct irq_line){ .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ });
@@ -312,6 +371,8 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 
 	r = compose_cmdline(vm, e);
 	if (!r)
+		r = ev_init(&vm->loop, e);
+	if (!r)
 		r = kvm_open(&vm->kvm, e);
 	if (!r)
 		r = gm_init_anon(&vm->mem, (uint64_t)c->mem_mib << 20, e);
@@ -325,6 +386,8 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 		r = create_vcpus(vm, e);
 	if (!r)
 		r = add_devices(vm, e);
+	if (!r)
+		r = add_drives(vm, e);
 	if (!r) {
 		metrics_mark(&vm->metrics, MARK_VM_CREATED);
 		r = load_guest(vm, e);
@@ -370,6 +433,9 @@ int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
 	if (vm->started)
 		return tvm_errf(e, EALREADY, "vm: already started");
 	vm->started = true;
+	r = ev_start(&vm->loop, e);
+	if (r)
+		return r;
 	if (vm->cfg.serial_in_fd >= 0) {
 		vm->input_stop_fd = eventfd(0, EFD_CLOEXEC);
 		if (vm->input_stop_fd < 0)
@@ -399,6 +465,8 @@ static void join_threads(struct tvm_vm *vm)
 		pthread_join(vm->input_thread, NULL);
 		vm->input_started = false;
 	}
+	/* After the vCPUs: no more notifications can arrive. */
+	ev_stop(&vm->loop);
 }
 
 int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e)
@@ -466,13 +534,15 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 	if (vm->started)
 		vm_end(vm, TVM_EXIT_STOPPED, "destroyed");
 	join_threads(vm);
+	for (unsigned i = 0; i < vm->nr_vdevs; i++)
+		vdev_destroy(&vm->vdevs[i], &vm->loop);
+	ev_destroy(&vm->loop);
 	free(vm->vcpus);
 	if (vm->input_stop_fd >= 0)
 		close(vm->input_stop_fd);
 	uart_8250_destroy(&vm->uart);
 	kvm_close(&vm->kvm);
 	gm_destroy(&vm->mem);
-	free(vm->cmdline);
 	pthread_mutex_destroy(&vm->lock);
 	pthread_cond_destroy(&vm->ended);
 	free(vm);
