@@ -11,7 +11,7 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -I. -D_GNU_SOURCE -MMD -MP
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
-LIB_SRCS := $(filter-out vmm/cli.c,$(wildcard vmm/*.c boot/*.c devices/*.c)) guest/protocol.c
+LIB_SRCS := $(filter-out vmm/cli%,$(wildcard vmm/*.c boot/*.c devices/*.c)) guest/protocol.c
 LIB_SRCS := $(wildcard $(LIB_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/san/%.o)
@@ -26,7 +26,7 @@ TOOL_SRCS := $(wildcard tools/*.c)
 TOOL_BINS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%)
 
 .PHONY: all test unit integration fuzz bench guest clean
-all: tinyvmm $(BUILD)/libtinyvmm.a $(TOOL_BINS)
+all: tinyvmm $(BUILD)/libtinyvmm.a $(TOOL_BINS) $(BUILD)/guest/tinyvmm-agent
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -44,7 +44,7 @@ $(BUILD)/libtinyvmm-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-tinyvmm: $(BUILD)/vmm/cli.o $(BUILD)/libtinyvmm.a
+tinyvmm: $(BUILD)/vmm/cli.o $(BUILD)/vmm/cli_job.o $(BUILD)/libtinyvmm.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/tools/%: tools/%.c
@@ -63,6 +63,8 @@ $(BUILD)/it/%: tests/integration/%.c tests/integration/it_common.h $(BUILD)/libt
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
 	@mkdir -p $(dir $@)
 	$(CLANG) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRCS) -lpthread
+
+include guest/agent.mk
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done

@@ -36,8 +36,8 @@ struct virtio_dev_ops {
 	uint16_t queue_max;  /* QueueNumMax: power of two, 1..VQ_MAX_SIZE */
 	uint32_t config_size;/* bytes of device configuration space (at 0x100) */
 
-	/* Device-specific feature bits offered (bits 0..23; other bits are
-	 * dropped). The transport adds VIRTIO_F_VERSION_1,
+	/* Device-specific feature bits offered (bits 0..23 and 50..63, spec
+	 * 2.2; other bits are dropped). The transport adds VIRTIO_F_VERSION_1,
 	 * VIRTIO_RING_F_INDIRECT_DESC and VIRTIO_RING_F_EVENT_IDX itself.
 	 * Asked once, at virtio_mmio_init(). */
 	uint64_t (*features)(void *dev);

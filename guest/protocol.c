@@ -489,8 +489,9 @@ static int r_field(struct reader *r, const struct field *f, void *fp, const char
 
 int tvp_parse(const struct tvp_frame *f, struct tvp_msg *m, char *err, size_t errlen)
 {
+	static const uint8_t empty[1];
 	const struct msgdef *d = msgdef(f->type);
-	struct reader r = { f->payload, f->len, 0 };
+	struct reader r = { f->payload ? f->payload : empty, f->len, 0 };
 	const char *why = NULL;
 	int rc;
 
@@ -502,8 +503,10 @@ int tvp_parse(const struct tvp_frame *f, struct tvp_msg *m, char *err, size_t er
 		return fail(err, errlen, TVP_E_UNKNOWN_TYPE, "unknown message type 0x%02x", f->type);
 	if (f->flags & ~d->flags)
 		return fail(err, errlen, TVP_E_BAD_FLAGS, "%s: flags 0x%02x not allowed", d->name, f->flags);
-	if (f->len > TVP_MAX_PAYLOAD || (f->len && !f->payload))
+	if (f->len > TVP_MAX_PAYLOAD)
 		return fail(err, errlen, TVP_E_TOO_BIG, "%s: payload length %u over limit", d->name, f->len);
+	if (f->len && !f->payload)
+		return fail(err, errlen, TVP_E_TRUNCATED, "%s: payload missing", d->name);
 	for (unsigned i = 0; i < d->nfields; i++) {
 		const struct field *fd = &d->fields[i];
 
@@ -546,11 +549,12 @@ static int dec_fail(struct tvp_decoder *d, int status, const char *fmt, ...)
  * the header first so that a bad length never reaches an allocation. */
 static size_t dec_frame_size(struct tvp_decoder *d)
 {
-	const uint8_t *h = d->buf + d->rd;
+	const uint8_t *h;
 	uint32_t len;
 
 	if (d->wr - d->rd < TVP_HDR_SIZE)
 		return 0;
+	h = d->buf + d->rd;
 	if (h[0] != TVP_MAGIC)
 		return dec_fail(d, TVP_E_BAD_MAGIC, "bad frame magic 0x%02x (want 0x%02x)", h[0], TVP_MAGIC), 0;
 	if (h[1] != TVP_VERSION)
@@ -594,8 +598,12 @@ void *tvp_decoder_space(struct tvp_decoder *d, size_t *avail)
 	frame = dec_frame_size(d);
 	if (d->status)
 		return NULL;
-	if (frame && d->wr - d->rd >= frame)
-		return NULL; /* a complete frame is waiting */
+	if (frame && d->wr - d->rd >= frame) {
+		/* A complete frame is waiting: read-ahead only into the space
+		 * there is, never growing the buffer for it. */
+		*avail = d->cap - d->wr;
+		return *avail ? d->buf + d->wr : NULL;
+	}
 	if (d->rd == d->wr && d->cap > DECODER_MIN_BUF) {
 		/* Drop a big buffer once its frame is done: idle connections stay small. */
 		free(d->buf);

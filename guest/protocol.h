@@ -276,13 +276,14 @@ void tvp_decoder_free(struct tvp_decoder *d);
 /* Free space to read stream bytes into directly: returns a pointer and sets
  * *avail (> 0), then call tvp_decoder_commit with the count read. Returns
  * NULL when the decoder failed (status set; TVP_E_NOMEM on allocation
- * failure) or when complete frames must be taken out with next() first
- * (*avail = 0, status 0). */
+ * failure) or when the buffer is full of complete frames that must be
+ * taken out with next() first (*avail = 0, status 0). */
 void *tvp_decoder_space(struct tvp_decoder *d, size_t *avail);
 void tvp_decoder_commit(struct tvp_decoder *d, size_t n);
 
 /* Copy up to n bytes of stream into the decoder; returns how many were
- * taken (0: call tvp_decoder_next first, or the decoder failed). */
+ * taken (fewer than n: take frames out with tvp_decoder_next, then feed
+ * the rest; 0 with a status set: the decoder failed). */
 size_t tvp_decoder_feed(struct tvp_decoder *d, const void *data, size_t n);
 
 /* Take the next complete frame: 1 and *f set, 0 if more bytes are needed,

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Build the tinyvmm test initramfs: a newc cpio holding busybox-static as
-# /bin/busybox and /bin/sh, and guest/test-init as /init.
+# /bin/busybox and /bin/sh, guest/test-init as /init and an /etc/fstab for
+# its `mount -a`.
 #
 # Written twice into $TINYVMM_CACHE/initramfs-<hash>/ (default cache
 # /var/tmp/tinyvmm-cache), keyed by the busybox-static version, test-init and
@@ -40,10 +41,15 @@ tmp=$(mktemp -d "$cache/.initramfs-$hash.tmp.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
 fs=$tmp/root
 
-mkdir -p "$fs"/{bin,dev,proc,sys,tmp,root}
+mkdir -p "$fs"/{bin,dev,etc,proc,sys,tmp,root}
 chmod 1777 "$fs/tmp"
 install -m 755 /bin/busybox "$fs/bin/busybox"
 install -m 755 "$init" "$fs/init"
+cat >"$fs/etc/fstab" <<'EOF'
+proc /proc proc defaults 0 0
+sysfs /sys sysfs defaults 0 0
+devtmpfs /dev devtmpfs defaults 0 0
+EOF
 # Only /bin/sh: Debian's busybox sh runs every applet by name without a
 # symlink (FEATURE_SH_STANDALONE), and unpacking each symlink costs ~13 ms
 # of emulated kernel time (~3.5 s for all 270). For a full set inside the

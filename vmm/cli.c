@@ -14,13 +14,18 @@
 
 #include "vmm/tinyvmm.h"
 
-/* Exit statuses of `tinyvmm run` (also in README.md). */
-#define EXIT_USAGE 2       /* bad flags or values */
-#define EXIT_VM_FAILED 125 /* the VM could not be built or did not end cleanly */
+#include "vmm/cli_job.h"
+
+#define BOOT_TIMEOUT_MS 600000 /* agent ready after boot: minutes on the emulated-CPL0 host */
+#define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
 
 static const char usage[] =
-	"usage: tinyvmm run --kernel PATH [options]\n"
+	"usage: tinyvmm run --kernel PATH [VM options] [job options] [-- CMD ARGS...]\n"
+	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
 	"       tinyvmm host      print the host quirks and the default guest command line\n"
+	"Without CMD, `run` boots the guest and shows its console until it ends.\n"
+	"With CMD, the guest's agent runs it: its output is ours, its exit status ours.\n"
+	"VM options:\n"
 	"  --kernel PATH          ELF vmlinux or bzImage\n"
 	"  --initrd PATH          initramfs (cpio, optionally gzip'd)\n"
 	"  --cmdline STR          guest command line (default: \"%s\")\n"
@@ -35,7 +40,22 @@ static const char usage[] =
 	"  --serial-out FILE      write the guest console to FILE instead of stdout\n"
 	"  --metrics FILE         write boot timestamps and exit counts as JSON at exit\n"
 	"  --quirks auto|on|off   nested kvm_pvm host workarounds (default auto)\n"
-	"exit status: 0 when the guest reset itself, %d when the VM failed, %d for usage errors\n";
+	"  --vsock-cid N          guest CID of the vsock device (default 3; 0: no device)\n"
+	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
+	"  --ttl SECONDS          stop the VM this long after it started, whatever happens\n"
+	"  --console              job mode: show the guest console on stderr\n"
+	"job options:\n"
+	"  -e, --env NAME=VALUE   environment for the job (repeatable)\n"
+	"  --workdir DIR          working directory in the guest\n"
+	"  --timeout SECONDS      kill the job's process group after this long\n"
+	"  --put LOCAL:GUEST      copy a file into the guest before the job (repeatable)\n"
+	"  --get GUEST:LOCAL      copy a file out of the guest after the job (repeatable)\n"
+	"  -i, --stdin            read our stdin to EOF and give it to the job\n"
+	"  --output-cap BYTES     output kept per stream (default 1 MiB)\n"
+	"  --json                 print one JSON result object instead of the output\n"
+	"exit status: without CMD, 0 when the guest ended itself; with CMD, the job's\n"
+	"(128+N if killed by signal N); %d job timed out, %d tinyvmm failed (usage,\n"
+	"files, VM, agent), %d command could not run, %d command not found\n";
 
 static struct termios saved_tio;
 static int tio_saved;
@@ -62,6 +82,11 @@ static void raw_terminal(void)
 	t.c_cc[VMIN] = 1;
 	t.c_cc[VTIME] = 0;
 	tcsetattr(0, TCSANOW, &t);
+}
+
+static void print_usage(FILE *f)
+{
+	fprintf(f, usage, tvm_default_cmdline(), EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND);
 }
 
 static int parse_u32(const char *flag, const char *s, uint32_t *out)
@@ -145,103 +170,178 @@ static uint64_t now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+enum {
+	O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
+	O_ROOTFS, O_DRIVE, O_VSOCK_CID, O_VSOCK_UDS, O_TTL, O_CONSOLE, O_STDIN, O_JSON, O_CAP, O_JOB,
+};
+
+static const struct option run_opts[] = {
+	{ "kernel", required_argument, 0, O_KERNEL },	  { "initrd", required_argument, 0, O_INITRD },
+	{ "cmdline", required_argument, 0, O_CMDLINE },	  { "cmdline-append", required_argument, 0, O_APPEND },
+	{ "mem", required_argument, 0, O_MEM },		  { "cpus", required_argument, 0, O_CPUS },
+	{ "serial-out", required_argument, 0, O_SERIAL }, { "metrics", required_argument, 0, O_METRICS },
+	{ "quirks", required_argument, 0, O_QUIRKS },	  { "help", no_argument, 0, O_HELP },
+	{ "rootfs", required_argument, 0, O_ROOTFS },	  { "drive", required_argument, 0, O_DRIVE },
+	{ "vsock-cid", required_argument, 0, O_VSOCK_CID }, { "vsock-uds", required_argument, 0, O_VSOCK_UDS },
+	{ "ttl", required_argument, 0, O_TTL },		  { "console", no_argument, 0, O_CONSOLE },
+	{ "stdin", no_argument, 0, O_STDIN },		  { "json", no_argument, 0, O_JSON },
+	{ "output-cap", required_argument, 0, O_CAP },	  { "env", required_argument, 0, O_JOB },
+	{ "workdir", required_argument, 0, O_JOB },	  { "timeout", required_argument, 0, O_JOB },
+	{ "put", required_argument, 0, O_JOB },		  { "get", required_argument, 0, O_JOB },
+	{ 0, 0, 0, 0 },
+};
+
+struct run_args {
+	struct tvm_config c;
+	struct cli_job job;
+	struct tvm_drive root, drives[TVM_MAX_DRIVES];
+	unsigned nr_drives;
+	int have_root, console;
+	const char *metrics, *serial_out;
+};
+
+/* Parse argv into a; returns 0, or an exit status for a usage error or --help. */
+static int parse_run(int argc, char **argv, struct run_args *a)
+{
+	int o, idx;
+
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own flags stay its. */
+	while ((o = getopt_long(argc, argv, "+e:i", run_opts, &idx)) != -1) {
+		switch (o) {
+		case O_KERNEL: a->c.kernel_path = optarg; break;
+		case O_INITRD: a->c.initrd_path = optarg; break;
+		case O_CMDLINE: a->c.cmdline = optarg; break;
+		case O_APPEND: a->c.cmdline_append = optarg; break;
+		case O_MEM: if (parse_u32("--mem", optarg, &a->c.mem_mib)) return EXIT_VM_FAILED; break;
+		case O_CPUS: if (parse_u32("--cpus", optarg, &a->c.cpus)) return EXIT_VM_FAILED; break;
+		case O_VSOCK_CID: if (parse_u32("--vsock-cid", optarg, &a->c.vsock_cid)) return EXIT_VM_FAILED; break;
+		case O_CAP: if (parse_u32("--output-cap", optarg, &a->job.output_cap)) return EXIT_VM_FAILED; break;
+		case O_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
+		case O_VSOCK_UDS: a->c.vsock_uds = optarg; break;
+		case O_SERIAL: a->serial_out = optarg; break;
+		case O_METRICS: a->metrics = optarg; break;
+		case O_CONSOLE: a->console = 1; break;
+		case O_STDIN: case 'i': a->job.forward_stdin = 1; break;
+		case O_JSON: a->job.json = 1; break;
+		case 'e': if (cli_job_option(&a->job, "env", optarg) < 0) return EXIT_VM_FAILED; break;
+		case O_JOB: if (cli_job_option(&a->job, run_opts[idx].name, optarg) < 0) return EXIT_VM_FAILED; break;
+		case O_QUIRKS:
+			if (!strcmp(optarg, "auto")) a->c.quirks = TVM_QUIRKS_AUTO;
+			else if (!strcmp(optarg, "on")) a->c.quirks = TVM_QUIRKS_ON;
+			else if (!strcmp(optarg, "off")) a->c.quirks = TVM_QUIRKS_OFF;
+			else {
+				fprintf(stderr, "tinyvmm: --quirks: '%s' is not auto, on or off\n", optarg);
+				return EXIT_VM_FAILED;
+			}
+			break;
+		case O_ROOTFS:
+			if (a->have_root) {
+				fprintf(stderr, "tinyvmm: --rootfs given twice\n");
+				return EXIT_VM_FAILED;
+			}
+			if (parse_drive("--rootfs", optarg, &a->root, 1))
+				return EXIT_VM_FAILED;
+			a->have_root = 1;
+			break;
+		case O_DRIVE:
+			if (a->nr_drives + 1 >= TVM_MAX_DRIVES) {
+				fprintf(stderr, "tinyvmm: --drive: at most %d drives\n", TVM_MAX_DRIVES - 1);
+				return EXIT_VM_FAILED;
+			}
+			if (parse_drive("--drive", optarg, &a->drives[a->nr_drives], 0))
+				return EXIT_VM_FAILED;
+			a->nr_drives++;
+			break;
+		case O_HELP:
+			print_usage(stdout);
+			return -1;
+		default:
+			print_usage(stderr);
+			return EXIT_VM_FAILED;
+		}
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--")) {
+		fprintf(stderr, "tinyvmm: unexpected argument '%s' (put the command after --)\n", argv[optind]);
+		return EXIT_VM_FAILED;
+	}
+	a->job.argv = optind < argc ? argv + optind : NULL;
+	return 0;
+}
+
+/* A kept overlay or a writable image wants the guest's caches written out:
+ * ask the agent to sync and reset instead of pulling the plug. */
+static int wants_clean_shutdown(const struct tvm_config *c)
+{
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (c->drives[i].overlay_path || (!c->drives[i].cow && !c->drives[i].read_only))
+			return 1;
+	return 0;
+}
+
+static int run_job_in_vm(struct run_args *a, struct tvm_vm *vm, uint64_t t0)
+{
+	struct tvm_agent *agent;
+	struct tvm_err err = { 0 };
+	int status;
+
+	if (tvm_vm_agent_connect(vm, BOOT_TIMEOUT_MS, &agent, &err)) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	if (tvm_agent_seed(agent, &err))
+		fprintf(stderr, "tinyvmm: warning: %s\n", err.msg);
+	status = cli_job_run(&a->job, agent, t0);
+	if (wants_clean_shutdown(&a->c) && !tvm_agent_shutdown(agent, &err)) {
+		tvm_agent_close(agent);
+		return status; /* the guest resets itself; tvm_vm_wait sees it */
+	}
+	tvm_agent_close(agent);
+	tvm_vm_stop(vm);
+	return status;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t t0)
 {
-	enum { O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
-	       O_ROOTFS, O_DRIVE };
-	static const struct option opts[] = {
-		{ "kernel", required_argument, 0, O_KERNEL },	{ "initrd", required_argument, 0, O_INITRD },
-		{ "cmdline", required_argument, 0, O_CMDLINE }, { "cmdline-append", required_argument, 0, O_APPEND },
-		{ "mem", required_argument, 0, O_MEM },		{ "cpus", required_argument, 0, O_CPUS },
-		{ "serial-out", required_argument, 0, O_SERIAL }, { "metrics", required_argument, 0, O_METRICS },
-		{ "quirks", required_argument, 0, O_QUIRKS },	{ "help", no_argument, 0, O_HELP },
-		{ "rootfs", required_argument, 0, O_ROOTFS },	{ "drive", required_argument, 0, O_DRIVE },
-		{ 0, 0, 0, 0 },
-	};
-	struct tvm_config c;
+	struct run_args a = { 0 };
 	struct tvm_err err = { 0 };
 	struct tvm_vm *vm;
 	struct stopper stop = { 0 };
 	pthread_t waiter;
-	const char *metrics = NULL, *serial_out = NULL;
-	struct tvm_drive root = { 0 }, drives[TVM_MAX_DRIVES];
-	unsigned nr_drives = 0;
-	int have_root = 0;
-	int o, r, status;
+	int r, status;
 
-	tvm_config_init(&c);
-	c.t0_ns = t0;
-	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
-		switch (o) {
-		case O_KERNEL: c.kernel_path = optarg; break;
-		case O_INITRD: c.initrd_path = optarg; break;
-		case O_CMDLINE: c.cmdline = optarg; break;
-		case O_APPEND: c.cmdline_append = optarg; break;
-		case O_MEM: if (parse_u32("--mem", optarg, &c.mem_mib)) return EXIT_USAGE; break;
-		case O_CPUS: if (parse_u32("--cpus", optarg, &c.cpus)) return EXIT_USAGE; break;
-		case O_SERIAL: serial_out = optarg; break;
-		case O_ROOTFS:
-			if (have_root) {
-				fprintf(stderr, "tinyvmm: --rootfs given twice\n");
-				return EXIT_USAGE;
-			}
-			if (parse_drive("--rootfs", optarg, &root, 1))
-				return EXIT_USAGE;
-			have_root = 1;
-			break;
-		case O_DRIVE:
-			if (nr_drives + 1 >= TVM_MAX_DRIVES) {
-				fprintf(stderr, "tinyvmm: --drive: at most %d drives\n", TVM_MAX_DRIVES - 1);
-				return EXIT_USAGE;
-			}
-			if (parse_drive("--drive", optarg, &drives[nr_drives], 0))
-				return EXIT_USAGE;
-			nr_drives++;
-			break;
-		case O_METRICS: metrics = optarg; break;
-		case O_QUIRKS:
-			if (!strcmp(optarg, "auto")) c.quirks = TVM_QUIRKS_AUTO;
-			else if (!strcmp(optarg, "on")) c.quirks = TVM_QUIRKS_ON;
-			else if (!strcmp(optarg, "off")) c.quirks = TVM_QUIRKS_OFF;
-			else {
-				fprintf(stderr, "tinyvmm: --quirks: '%s' is not auto, on or off\n", optarg);
-				return EXIT_USAGE;
-			}
-			break;
-		case O_HELP:
-			printf(usage, tvm_default_cmdline(), EXIT_VM_FAILED, EXIT_USAGE);
-			return 0;
-		default:
-			fprintf(stderr, usage, tvm_default_cmdline(), EXIT_VM_FAILED, EXIT_USAGE);
-			return EXIT_USAGE;
-		}
-	}
-	if (optind < argc) {
-		fprintf(stderr, "tinyvmm: unexpected argument '%s'\n", argv[optind]);
-		return EXIT_USAGE;
-	}
-	if (!c.kernel_path) {
+	tvm_config_init(&a.c);
+	a.c.t0_ns = t0;
+	r = parse_run(argc, argv, &a);
+	if (r)
+		return r < 0 ? 0 : r;
+	if (!a.c.kernel_path) {
 		fprintf(stderr, "tinyvmm: --kernel is required\n");
-		return EXIT_USAGE;
+		return EXIT_VM_FAILED;
 	}
 	/* The root drive is /dev/vda, then the others in order. */
-	if (have_root)
-		c.drives[c.nr_drives++] = root;
-	c.root_drive = have_root;
-	for (unsigned i = 0; i < nr_drives; i++)
-		c.drives[c.nr_drives++] = drives[i];
-	if (serial_out) {
-		/* Append, never truncate: the user's file keeps what it had. */
-		FILE *f = fopen(serial_out, "ae");
-		if (!f) {
-			fprintf(stderr, "tinyvmm: --serial-out %s: %s\n", serial_out, strerror(errno));
-			return EXIT_USAGE;
-		}
-		c.serial_out_fd = fileno(f);
-	}
-	if (isatty(0)) {
-		c.serial_in_fd = 0;
+	if (a.have_root)
+		a.c.drives[a.c.nr_drives++] = a.root;
+	a.c.root_drive = a.have_root;
+	for (unsigned i = 0; i < a.nr_drives; i++)
+		a.c.drives[a.c.nr_drives++] = a.drives[i];
+	if (a.job.argv) {
+		/* Job mode: the console is not the job's output. */
+		a.c.serial_out_fd = a.console ? 2 : -1;
+		if (!a.c.cmdline)
+			a.c.cmdline = JOB_CMDLINE;
+	} else if (isatty(0)) {
+		a.c.serial_in_fd = 0;
 		raw_terminal();
+	}
+	if (a.serial_out) {
+		/* Append, never truncate: the user's file keeps what it had. */
+		FILE *f = fopen(a.serial_out, "ae");
+		if (!f) {
+			fprintf(stderr, "tinyvmm: --serial-out %s: %s\n", a.serial_out, strerror(errno));
+			return EXIT_VM_FAILED;
+		}
+		a.c.serial_out_fd = fileno(f);
 	}
 
 	/* SIGINT/SIGTERM stop the VM from a thread of our own, so that every
@@ -252,27 +352,55 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	sigaddset(&stop.set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
 
-	r = tvm_vm_create(&c, &vm, &err);
+	r = tvm_vm_create(&a.c, &vm, &err);
 	if (r) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
 	}
 	stop.vm = vm;
 	pthread_create(&waiter, NULL, signal_waiter, &stop);
-	r = tvm_vm_run(vm, &err);
-	status = r ? EXIT_VM_FAILED : 0;
-	if (r)
+	r = tvm_vm_start(vm, &err);
+	status = 0;
+	if (!r && a.job.argv)
+		status = run_job_in_vm(&a, vm, t0);
+	if (!r)
+		r = tvm_vm_wait(vm, &err);
+	if (r) {
 		fprintf(stderr, "tinyvmm: guest failed: %s\n", err.msg);
+		status = r == -ETIME ? EXIT_TIMED_OUT : EXIT_VM_FAILED;
+	}
 	pthread_cancel(waiter);
 	pthread_join(waiter, NULL);
 	if (stop.sig)
 		status = 128 + stop.sig;
-	if (metrics && tvm_vm_write_metrics(vm, metrics, &err)) {
+	if (a.metrics && tvm_vm_write_metrics(vm, a.metrics, &err)) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		status = status ? status : EXIT_VM_FAILED;
 	}
 	tvm_vm_destroy(vm);
 	return status;
+}
+
+static int cmd_exec(int argc, char **argv, uint64_t t0)
+{
+	struct run_args a = { 0 };
+	struct tvm_err err = { 0 };
+	struct tvm_agent *agent;
+	int r = parse_run(argc, argv, &a);
+
+	if (r)
+		return r < 0 ? 0 : r;
+	if (!a.c.vsock_uds || !a.job.argv) {
+		fprintf(stderr, "tinyvmm: exec needs --vsock-uds PATH and -- CMD\n");
+		return EXIT_VM_FAILED;
+	}
+	if (tvm_agent_connect_uds(a.c.vsock_uds, TVM_AGENT_PORT, 10000, &agent, &err)) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	r = cli_job_run(&a.job, agent, t0);
+	tvm_agent_close(agent);
+	return r;
 }
 
 int main(int argc, char **argv)
@@ -281,6 +409,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1, t0);
+	if (argc >= 2 && !strcmp(argv[1], "exec"))
+		return cmd_exec(argc - 1, argv + 1, t0);
 	if (argc == 2 && !strcmp(argv[1], "host")) {
 		/* What this host makes tinyvmm add to every guest (benchmarks
 		 * give other VMMs the same words). */
@@ -289,9 +419,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf(usage, tvm_default_cmdline(), EXIT_VM_FAILED, EXIT_USAGE);
+		print_usage(stdout);
 		return 0;
 	}
-	fprintf(stderr, usage, tvm_default_cmdline(), EXIT_VM_FAILED, EXIT_USAGE);
-	return EXIT_USAGE;
+	print_usage(stderr);
+	return EXIT_VM_FAILED;
 }

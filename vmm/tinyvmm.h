@@ -10,6 +10,7 @@
 #define TINYVMM_H
 
 #include <signal.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "vmm/err.h"
@@ -52,6 +53,9 @@ struct tvm_config {
 	struct tvm_drive drives[TVM_MAX_DRIVES]; /* become /dev/vda, /dev/vdb, ... */
 	unsigned nr_drives;
 	int root_drive;             /* 1: drives[0] is the root fs (root=/dev/vda) */
+	uint32_t vsock_cid;         /* guest CID of the virtio-vsock device (default 3); 0: no device */
+	const char *vsock_uds;      /* Firecracker-style hybrid vsock Unix socket path; NULL: none */
+	uint32_t ttl_ms;            /* lifetime: the VM is stopped this long after start; 0: none */
 	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
 };
 
@@ -64,6 +68,7 @@ enum tvm_exit {
 	TVM_EXIT_INTERNAL_ERROR,/* KVM_EXIT_INTERNAL_ERROR: KVM could not emulate something */
 	TVM_EXIT_FAIL_ENTRY,    /* KVM_EXIT_FAIL_ENTRY: invalid guest state */
 	TVM_EXIT_VMM_ERROR,     /* an ioctl or the VMM itself failed */
+	TVM_EXIT_TTL,           /* the VM's lifetime (ttl_ms) expired */
 };
 
 struct tvm_vm;
@@ -89,7 +94,8 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e);
 
 /* Block until the VM ends; join its threads. Returns 0 when it ended with
- * TVM_EXIT_RESET or TVM_EXIT_STOPPED, else -EIO with the reason in e. */
+ * TVM_EXIT_RESET or TVM_EXIT_STOPPED, -ETIME for TVM_EXIT_TTL, else -EIO,
+ * with the reason in e. */
 int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e);
 
 /* tvm_vm_start() then tvm_vm_wait(). */
@@ -107,5 +113,72 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 
 /* Stop if running, free everything. NULL is allowed. */
 void tvm_vm_destroy(struct tvm_vm *vm);
+
+/* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */
+
+#define TVM_AGENT_PORT 1024    /* vsock port the guest agent listens on */
+#define TVM_ID_DEFAULT 0xFFFFFFFFu /* uid/gid: the agent's default (unprivileged) user */
+
+/* One job. Strings are borrowed for the duration of tvm_agent_exec(). */
+struct tvm_job {
+	const char *const *argv;   /* NULL-terminated, at least one entry */
+	const char *const *env;    /* NULL-terminated "NAME=value" over the agent's env; NULL: none */
+	const char *cwd;           /* NULL: "/" */
+	uint32_t uid, gid;         /* TVM_ID_DEFAULT for the agent's default user */
+	uint32_t timeout_ms;       /* 0: none; on expiry the job's process group is SIGKILLed */
+	uint32_t stdout_cap, stderr_cap; /* bytes forwarded per stream; 0: 1 MiB */
+	const void *stdin_data;    /* bytes fed to stdin, then EOF */
+	size_t stdin_len;
+	/* Output as it arrives: stream 1 = stdout, 2 = stderr. May be NULL. */
+	void (*on_output)(void *ctx, int stream, const void *buf, size_t len);
+	void *ctx;
+};
+
+struct tvm_job_result {
+	int exit_code;         /* 0..255; 128 + signal when killed by a signal */
+	int signal;            /* 0 when the process exited */
+	int timed_out;         /* the timeout killed it */
+	int stdout_truncated, stderr_truncated; /* output beyond the caps was dropped */
+	uint64_t wall_ms, cpu_ms; /* cpu: user + system */
+	uint64_t max_rss_kib;
+};
+
+/* A connection to the guest agent over a connected stream socket. */
+struct tvm_agent;
+
+/* Take ownership of fd (connected to the agent's vsock port, in-process or
+ * through the hybrid Unix socket after "OK") and wait up to timeout_ms for
+ * the agent's READY. -ETIMEDOUT, -ECONNRESET or -EPROTO with e set. */
+int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
+
+/* Connect to the agent of a running VM through its in-process vsock device
+ * (retrying until timeout_ms while the agent is not listening yet). */
+int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
+
+/* Connect to the agent of a VM through its hybrid vsock Unix socket
+ * (Firecracker protocol: "CONNECT <port>\n" -> "OK <host port>\n"). */
+int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out,
+			  struct tvm_err *e);
+
+/* Run a job and wait for its result. Returns 0 (the job ran: see r), or
+ * -errno when it could not be started or the connection failed. */
+int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *r, struct tvm_err *e);
+
+/* Write len bytes to guest file path (absolute; parents created) with mode. */
+int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
+		       struct tvm_err *e);
+
+/* Read guest file path, at most cap bytes (else -EFBIG); *data is malloc'd. */
+int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
+		       struct tvm_err *e);
+
+/* Send fresh entropy and the host's wall clock (after restore). */
+int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e);
+
+/* Ask the agent to sync and reset the VM. */
+int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e);
+
+/* Close the connection (NULL allowed). */
+void tvm_agent_close(struct tvm_agent *a);
 
 #endif

@@ -13,13 +13,16 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <sys/epoll.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "boot/boot.h"
 #include "devices/i8042.h"
 #include "devices/uart_8250.h"
 #include "devices/virtio_blk.h"
+#include "devices/virtio_vsock.h"
 #include "vmm/bus.h"
 #include "vmm/cpuid.h"
 #include "vmm/event_loop.h"
@@ -51,6 +54,9 @@ struct tvm_vm {
 	struct event_loop loop;
 	struct vdev vdevs[VDEV_MAX];
 	unsigned nr_vdevs;
+	struct virtio_vsock *vsock; /* owned by its vdev */
+	struct vdev *vsock_dev;
+	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
 
 	atomic_bool stopping;
 	pthread_mutex_t lock;
@@ -73,6 +79,7 @@ void tvm_config_init(struct tvm_config *c)
 	c->serial_in_fd = -1;
 	c->log_fd = 2;
 	c->quirks = TVM_QUIRKS_AUTO;
+	c->vsock_cid = 3;
 }
 
 const char *tvm_default_cmdline(void)
@@ -197,6 +204,79 @@ static int compose_cmdline(struct tvm_vm *vm, struct tvm_err *e)
 static void close_blk(void *dev)
 {
 	virtio_blk_close(dev);
+}
+
+static int vsock_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
+{
+	struct tvm_vm *vm = ctx;
+
+	return ev_add(&vm->loop, fd, events, cb, arg, NULL);
+}
+
+static void vsock_unwatch(void *ctx, int fd)
+{
+	struct tvm_vm *vm = ctx;
+
+	ev_del(&vm->loop, fd);
+}
+
+static void vsock_kick(void *ctx, unsigned queue)
+{
+	struct tvm_vm *vm = ctx;
+
+	virtio_mmio_notify(&vm->vsock_dev->t, queue);
+}
+
+static void close_vsock(void *dev)
+{
+	virtio_vsock_close(dev);
+}
+
+static int add_vsock(struct tvm_vm *vm, struct tvm_err *e)
+{
+	struct vsock_opts o = {
+		.guest_cid = vm->cfg.vsock_cid, .uds_path = vm->cfg.vsock_uds,
+		.io = { .watch = vsock_watch, .unwatch = vsock_unwatch, .kick = vsock_kick, .ctx = vm },
+	};
+	int r;
+
+	if (!vm->cfg.vsock_cid)
+		return 0;
+	r = virtio_vsock_open(&vm->vsock, &o, e);
+	if (r)
+		return r;
+	vm->vsock_dev = &vm->vdevs[vm->nr_vdevs];
+	r = vdev_attach(vm->vsock_dev, vm->nr_vdevs, "virtio-vsock", &virtio_vsock_ops, vm->vsock, close_vsock,
+			&vm->kvm, &vm->mmio, &vm->loop, &vm->mem, vm->cmdline, sizeof(vm->cmdline), e);
+	vm->nr_vdevs++;
+	return r;
+}
+
+static void on_ttl(void *opaque, uint32_t events)
+{
+	struct tvm_vm *vm = opaque;
+	uint64_t n;
+
+	(void)events;
+	if (read(vm->ttl_fd, &n, sizeof(n)) == (ssize_t)sizeof(n))
+		vm_end(vm, TVM_EXIT_TTL, "VM lifetime expired");
+}
+
+/* The lifetime runs on the event loop, so it holds whatever the caller of
+ * the library does. */
+static int arm_ttl(struct tvm_vm *vm, struct tvm_err *e)
+{
+	struct itimerspec its = { .it_value = { .tv_sec = vm->cfg.ttl_ms / 1000,
+						 .tv_nsec = (long)(vm->cfg.ttl_ms % 1000) * 1000000 } };
+
+	if (!vm->cfg.ttl_ms)
+		return 0;
+	vm->ttl_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (vm->ttl_fd < 0)
+		return tvm_errf(e, errno, "ttl: timerfd_create: %s", strerror(errno));
+	if (timerfd_settime(vm->ttl_fd, 0, &its, NULL) < 0)
+		return tvm_errf(e, errno, "ttl: timerfd_settime: %s", strerror(errno));
+	return ev_add(&vm->loop, vm->ttl_fd, EPOLLIN, on_ttl, vm, e);
 }
 
 static int add_drives(struct tvm_vm *vm, struct tvm_err *e)
@@ -354,6 +434,7 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
 	vm->input_stop_fd = -1;
 	vm->loop.epfd = vm->loop.stop_fd = -1;
+	vm->ttl_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->ended, NULL);
 	uart_8250_init(&vm->uart, c->serial_out_fd, (struct irq_line){ .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ });
@@ -388,6 +469,8 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 		r = add_devices(vm, e);
 	if (!r)
 		r = add_drives(vm, e);
+	if (!r)
+		r = add_vsock(vm, e);
 	if (!r) {
 		metrics_mark(&vm->metrics, MARK_VM_CREATED);
 		r = load_guest(vm, e);
@@ -433,7 +516,9 @@ int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
 	if (vm->started)
 		return tvm_errf(e, EALREADY, "vm: already started");
 	vm->started = true;
-	r = ev_start(&vm->loop, e);
+	r = arm_ttl(vm, e);
+	if (!r)
+		r = ev_start(&vm->loop, e);
 	if (r)
 		return r;
 	if (vm->cfg.serial_in_fd >= 0) {
@@ -481,6 +566,8 @@ int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e)
 	join_threads(vm);
 	if (reason == TVM_EXIT_RESET || reason == TVM_EXIT_STOPPED)
 		return 0;
+	if (reason == TVM_EXIT_TTL)
+		return tvm_errf(e, ETIME, "%s", vm->exit_msg);
 	return tvm_errf(e, EIO, "%s", vm->exit_msg);
 }
 
@@ -496,6 +583,33 @@ int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e)
 void tvm_vm_stop(struct tvm_vm *vm)
 {
 	vm_end(vm, TVM_EXIT_STOPPED, "stopped by the host");
+}
+
+int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e)
+{
+	uint64_t deadline = metrics_now_ns() + (uint64_t)timeout_ms * 1000000u;
+	int r, fd;
+
+	if (!vm->vsock)
+		return tvm_errf(e, ENODEV, "agent: the VM has no vsock device");
+	/* Until the agent listens, the guest refuses (EOF on our end): try
+	 * again. Each try costs the guest a little, so not too often. */
+	for (;;) {
+		uint64_t now = metrics_now_ns();
+		int left = now >= deadline ? 0 : (int)((deadline - now) / 1000000);
+
+		if (atomic_load(&vm->stopping))
+			return tvm_errf(e, ECONNREFUSED, "agent: the VM ended (%s)", vm->exit_msg);
+		r = virtio_vsock_connect(vm->vsock, TVM_AGENT_PORT, &fd, e);
+		if (r)
+			return r;
+		r = tvm_agent_open(fd, left, out, e);
+		if (r != -ECONNRESET && r != -ECONNREFUSED)
+			return r;
+		if (metrics_now_ns() + 200000000u >= deadline)
+			return tvm_errf(e, ETIMEDOUT, "agent: not ready within %d ms", timeout_ms);
+		usleep(200000);
+	}
 }
 
 enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm)
@@ -537,6 +651,8 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 	for (unsigned i = 0; i < vm->nr_vdevs; i++)
 		vdev_destroy(&vm->vdevs[i], &vm->loop);
 	ev_destroy(&vm->loop);
+	if (vm->ttl_fd >= 0)
+		close(vm->ttl_fd);
 	free(vm->vcpus);
 	if (vm->input_stop_fd >= 0)
 		close(vm->input_stop_fd);

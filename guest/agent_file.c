@@ -1,0 +1,256 @@
+/* PUT_FILE / GET_FILE transfers.
+ *
+ * File system calls run with the requested uid:gid as file system identity
+ * (setfsuid), so a job cannot turn a host request into a root write or read
+ * through a symlink it planted. */
+#include "guest/agent.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fsuid.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct xfer {
+	struct xfer *next;
+	uint32_t id;
+	bool put;
+	bool failed;    /* PUT: error already reported, data is dropped until FILE_END */
+	int fd;
+	uint64_t done;  /* bytes moved */
+	uint64_t max;   /* GET: cap */
+	uint32_t mode;  /* GET: the file's mode bits */
+};
+
+static struct xfer *xfer_find(struct conn *c, uint32_t id)
+{
+	for (struct xfer *x = c->xfers; x; x = x->next)
+		if (x->id == id)
+			return x;
+	return NULL;
+}
+
+static void xfer_drop(struct conn *c, struct xfer *x)
+{
+	struct xfer **pp = &c->xfers;
+
+	while (*pp != x)
+		pp = &(*pp)->next;
+	*pp = x->next;
+	if (x->fd >= 0)
+		close(x->fd);
+	free(x);
+}
+
+/* mkdir -p of path's parents, with mode 0755. */
+static int mkdir_parents(char *path)
+{
+	for (char *s = strchr(path + 1, '/'); s; s = strchr(s + 1, '/')) {
+		int rc;
+
+		*s = 0;
+		rc = mkdir(path, 0755);
+		*s = '/';
+		if (rc < 0 && errno != EEXIST)
+			return -1;
+	}
+	return 0;
+}
+
+/* Opens a regular file for a new transfer id with the requested identity;
+ * reports errors to the host and returns -1. */
+static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, uint32_t uid, uint32_t gid, int flags,
+		     mode_t mode, struct stat *st)
+{
+	char path[TVP_MAX_PATH + 1];
+	unsigned n = 0;
+	int fd, err;
+
+	for (struct xfer *x = c->xfers; x; x = x->next)
+		n++;
+	if (xfer_find(c, m->id)) {
+		conn_send_error(c, m->id, TVP_ERR_BUSY, 0, "transfer id %u is in use", m->id);
+		return -1;
+	}
+	if (n >= AGENT_MAX_XFERS) {
+		conn_send_error(c, m->id, TVP_ERR_LIMIT, 0, "too many transfers (%d)", AGENT_MAX_XFERS);
+		return -1;
+	}
+	memcpy(path, p.p, p.len); /* parse checked: 0 < len <= TVP_MAX_PATH, no NUL */
+	path[p.len] = 0;
+	if (!agent_identity(&uid, &gid)) {
+		conn_send_error(c, m->id, TVP_ERR_IO, EPERM, "open %s: not allowed as %u:%u", path, uid, gid);
+		return -1;
+	}
+	if (ag.can_setuid) {
+		setfsgid(gid);
+		setfsuid(uid);
+	}
+	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
+	fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	if (fd < 0 && errno == ENOENT && m->type == TVP_PUT_FILE && (m->flags & TVP_PUT_MKDIRS))
+		fd = mkdir_parents(path) < 0 ? -1 : open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	err = errno;
+	if (ag.can_setuid) {
+		setfsuid(0);
+		setfsgid(0);
+	}
+	if (fd >= 0 && fstat(fd, st) < 0) {
+		err = errno;
+		close(fd);
+		fd = -1;
+	} else if (fd >= 0 && !S_ISREG(st->st_mode)) {
+		err = EINVAL;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		conn_send_error(c, m->id, TVP_ERR_IO, err, "open %s: %s", path,
+				err == EINVAL ? "not a regular file" : strerror(err));
+		return -1;
+	}
+	if (m->type == TVP_GET_FILE && (uint64_t)st->st_size > m->get.max_bytes) {
+		conn_send_error(c, m->id, TVP_ERR_TOO_BIG, EFBIG, "%s: %lld bytes over the cap of %llu", path,
+				(long long)st->st_size, (unsigned long long)m->get.max_bytes);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void xfer_add(struct conn *c, const struct tvp_msg *m, int fd, uint64_t max, uint32_t mode)
+{
+	struct xfer *x = calloc(1, sizeof(*x));
+
+	if (!x) {
+		close(fd);
+		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
+		return;
+	}
+	*x = (struct xfer){ c->xfers, m->id, m->type == TVP_PUT_FILE, false, fd, 0, max, mode };
+	c->xfers = x;
+}
+
+void file_put(struct conn *c, const struct tvp_msg *m)
+{
+	struct stat st;
+	int fd = xfer_open(c, m, m->put.path, m->put.uid, m->put.gid, O_WRONLY | O_CREAT | O_TRUNC,
+			   m->put.mode & 07777, &st);
+
+	if (fd >= 0)
+		xfer_add(c, m, fd, 0, 0);
+}
+
+void file_get(struct conn *c, const struct tvp_msg *m)
+{
+	struct stat st;
+	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, O_RDONLY, 0, &st);
+
+	if (fd >= 0)
+		xfer_add(c, m, fd, m->get.max_bytes, st.st_mode & 07777);
+}
+
+static struct xfer *put_find(struct conn *c, const struct tvp_msg *m)
+{
+	struct xfer *x = xfer_find(c, m->id);
+
+	if (!x || !x->put) {
+		conn_send_error(c, m->id, TVP_ERR_STATE, 0, "%s: no PUT_FILE %u in progress", tvp_type_name(m->type),
+				m->id);
+		return NULL;
+	}
+	return x;
+}
+
+void file_data(struct conn *c, const struct tvp_msg *m)
+{
+	struct xfer *x = put_find(c, m);
+	const uint8_t *p = m->data.data.p;
+	size_t left = m->data.data.len;
+	ssize_t n;
+
+	if (!x || x->failed)
+		return;
+	while (left) {
+		n = write(x->fd, p, left);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			conn_send_error(c, m->id, TVP_ERR_IO, n < 0 ? errno : ENOSPC, "write: %s",
+					strerror(n < 0 ? errno : ENOSPC));
+			x->failed = true;
+			return;
+		}
+		p += n;
+		left -= (size_t)n;
+		x->done += (uint64_t)n;
+	}
+}
+
+void file_end(struct conn *c, const struct tvp_msg *m)
+{
+	struct xfer *x = put_find(c, m);
+	int rc;
+
+	if (!x)
+		return;
+	if (!x->failed) {
+		rc = close(x->fd);
+		x->fd = -1;
+		if (rc < 0)
+			conn_send_error(c, m->id, TVP_ERR_IO, errno, "close: %s", strerror(errno));
+		else if (m->file_end.size != x->done)
+			conn_send_error(c, m->id, TVP_ERR_STATE, 0, "FILE_END says %llu bytes, %llu arrived",
+					(unsigned long long)m->file_end.size, (unsigned long long)x->done);
+		else
+			conn_send_ok(c, m->id, TVP_PUT_FILE, x->done);
+	}
+	xfer_drop(c, x);
+}
+
+bool file_pump(struct conn *c)
+{
+	struct xfer *x, *next;
+	uint8_t *buf;
+	ssize_t n;
+	bool more = false;
+
+	for (x = c->xfers; x && !c->dead; x = next) {
+		next = x->next;
+		if (x->put)
+			continue;
+		if (!conn_room(c))
+			return true;
+		buf = conn_data_begin(c, AGENT_FILE_CHUNK);
+		n = buf ? read(x->fd, buf, AGENT_FILE_CHUNK) : -1;
+		if (n < 0 && errno == EINTR) {
+			more = true;
+		} else if (n < 0) {
+			conn_send_error(c, x->id, TVP_ERR_IO, buf ? errno : ENOMEM, "read: %s",
+					strerror(buf ? errno : ENOMEM));
+			xfer_drop(c, x);
+		} else if ((uint64_t)n > x->max - x->done) {
+			conn_send_error(c, x->id, TVP_ERR_TOO_BIG, EFBIG, "file grew over the cap of %llu bytes",
+					(unsigned long long)x->max);
+			xfer_drop(c, x);
+		} else if (n == 0) {
+			struct tvp_msg end = { .type = TVP_FILE_END, .id = x->id, .file_end = { x->done, x->mode } };
+
+			conn_send(c, &end);
+			xfer_drop(c, x);
+		} else {
+			conn_data_end(c, TVP_FILE_DATA, x->id, (size_t)n);
+			x->done += (uint64_t)n;
+			more = true;
+		}
+	}
+	return more;
+}
+
+void file_conn_gone(struct conn *c)
+{
+	while (c->xfers)
+		xfer_drop(c, c->xfers);
+}

@@ -1,0 +1,283 @@
+/* The guest agent, run on this host in Unix-socket test mode: PUT_FILE /
+ * GET_FILE, file identities, and the static guest build's footprint. */
+#include "tests/test_agent_client.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+#define CHUNK (256u << 10)
+
+static struct ac_conn *c;
+static char dir[64];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/tinyvmm-agent-files-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(chmod(dir, 0755), 0);
+	ac_start();
+	c = ac_open();
+}
+
+static void teardown(void)
+{
+	char cmd[128];
+
+	if (c)
+		ac_close(c);
+	c = NULL;
+	ac_stop();
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void put_begin(uint32_t id, const char *path, uint32_t mode, uint8_t flags, uint32_t uid)
+{
+	ac_send(c, &(struct tvp_msg){ .type = TVP_PUT_FILE, .id = id, .flags = flags,
+				      .put = { mode, uid, uid, tvp_cstr(path) } });
+}
+
+/* PUT_FILE + FILE_DATA chunks + FILE_END; returns the reply. */
+static void put(uint32_t id, const char *path, const uint8_t *data, size_t len, uint32_t mode, uint8_t flags,
+		uint32_t uid, struct tvp_msg *reply)
+{
+	put_begin(id, path, mode, flags, uid);
+	for (size_t off = 0; off < len; off += CHUNK) {
+		struct tvp_msg d = { .type = TVP_FILE_DATA, .id = id };
+
+		d.data.data = (struct tvp_bytes){ data + off, (uint32_t)(len - off < CHUNK ? len - off : CHUNK) };
+		ac_send(c, &d);
+	}
+	ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { len, 0 } });
+	ck_assert_int_eq(ac_recv(c, reply), 1);
+	ck_assert_uint_eq(reply->id, id);
+}
+
+/* GET_FILE; returns the data (malloc'd, *len set) or NULL with *reply the ERROR. */
+static uint8_t *get(uint32_t id, const char *path, uint64_t cap, uint32_t uid, size_t *len, struct tvp_msg *reply)
+{
+	uint8_t *buf = NULL;
+
+	*len = 0;
+	ac_send(c, &(struct tvp_msg){ .type = TVP_GET_FILE, .id = id, .get = { cap, uid, uid, tvp_cstr(path) } });
+	for (;;) {
+		ck_assert_int_eq(ac_recv(c, reply), 1);
+		ck_assert_uint_eq(reply->id, id);
+		if (reply->type != TVP_FILE_DATA)
+			break;
+		buf = realloc(buf, *len + reply->data.data.len + 1);
+		memcpy(buf + *len, reply->data.data.p, reply->data.data.len);
+		*len += reply->data.data.len;
+	}
+	if (reply->type == TVP_ERROR) {
+		free(buf);
+		return NULL;
+	}
+	ck_assert_uint_eq(reply->type, TVP_FILE_END);
+	ck_assert_uint_eq(reply->file_end.size, *len);
+	return buf ? buf : malloc(1);
+}
+
+START_TEST(put_get_5mib_roundtrip)
+{
+	size_t len = 5u << 20, got_len;
+	uint8_t *data = malloc(len), *got;
+	char path[128];
+	struct tvp_msg r;
+	struct stat st;
+	int fd = open("/dev/urandom", O_RDONLY);
+
+	ck_assert_int_eq(read(fd, data, len), (ssize_t)len);
+	close(fd);
+	snprintf(path, sizeof(path), "%s/a/b/c/blob.bin", dir);
+	put(1, path, data, len, 0640, TVP_PUT_MKDIRS, TVP_ID_DEFAULT, &r);
+	ck_assert_msg(r.type == TVP_OK, "put failed: %.*s", (int)r.error.message.len, r.error.message.p);
+	ck_assert_uint_eq(r.ok.of_type, TVP_PUT_FILE);
+	ck_assert_uint_eq(r.ok.value, len);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0640);
+	ck_assert_uint_eq(st.st_size, len);
+
+	got = get(2, path, len, TVP_ID_DEFAULT, &got_len, &r);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(got_len, len);
+	ck_assert(!memcmp(got, data, len));
+	ck_assert_uint_eq(r.file_end.mode, 0640);
+	free(got);
+
+	/* Overwriting truncates; an empty file round-trips too. */
+	put(3, path, data, 0, 0600, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	got = get(4, path, 10, TVP_ID_DEFAULT, &got_len, &r);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_uint_eq(got_len, 0);
+	free(got);
+	free(data);
+}
+END_TEST
+
+START_TEST(get_errors)
+{
+	char path[128];
+	size_t len;
+	struct tvp_msg r;
+
+	snprintf(path, sizeof(path), "%s/small", dir);
+	put(1, path, (const uint8_t *)"0123456789", 10, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ck_assert_ptr_null(get(2, path, 9, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_eq(r.error.code, TVP_ERR_TOO_BIG);
+	ck_assert_ptr_null(get(3, "/nonexistent/file", 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_eq(r.error.code, TVP_ERR_IO);
+	ck_assert_int_eq(r.error.sys_errno, ENOENT);
+	ck_assert_ptr_null(get(4, dir, 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_eq(r.error.code, TVP_ERR_IO);
+	/* /proc files say size 0: read up to the cap. */
+	free(get(5, "/proc/self/status", 1 << 20, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_gt(len, 100);
+	ck_assert_ptr_null(get(6, "/proc/self/status", 10, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_eq(r.error.code, TVP_ERR_TOO_BIG);
+}
+END_TEST
+
+START_TEST(put_errors)
+{
+	char path[128];
+	struct tvp_msg r;
+
+	/* No MKDIRS: the parent must exist. */
+	snprintf(path, sizeof(path), "%s/missing/file", dir);
+	put(1, path, (const uint8_t *)"x", 1, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_ERROR);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_IO);
+	ck_assert_int_eq(r.error.sys_errno, ENOENT);
+	/* The failed PUT's FILE_DATA and FILE_END were answered: each got an
+	 * ERROR (no transfer with that id). */
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+
+	/* A size mismatch at FILE_END. */
+	snprintf(path, sizeof(path), "%s/short", dir);
+	put_begin(2, path, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 2, .file_end = { 5, 0 } });
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+
+	/* An id in use. */
+	put_begin(3, path, 0644, 0, TVP_ID_DEFAULT);
+	put_begin(3, path, 0644, 0, TVP_ID_DEFAULT);
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_BUSY);
+
+	/* A directory is not a file. */
+	put_begin(4, dir, 0644, 0, TVP_ID_DEFAULT);
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_IO);
+}
+END_TEST
+
+/* Transfers interleave with a running job on the same connection. */
+START_TEST(transfer_during_job)
+{
+	struct ac_out o[AC_MAX_IDS] = { 0 };
+	char path[128], script[320];
+	struct tvp_msg r;
+	size_t len;
+	uint8_t *got;
+
+	snprintf(path, sizeof(path), "%s/shared", dir);
+	snprintf(script, sizeof(script), "while [ ! -e %s ]; do sleep 0.05; done; cat %s", path, path);
+	ac_exec(c, 7, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", script) });
+	put(1, path, (const uint8_t *)"from the host\n", 14, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	got = get(2, path, 100, TVP_ID_DEFAULT, &len, &r);
+	ck_assert_uint_eq(len, 14);
+	free(got);
+	ac_wait(c, o, 7);
+	ck_assert_str_eq(o[7].out, "from the host\n");
+	ac_out_free(o, AC_MAX_IDS);
+}
+END_TEST
+
+/* File operations run with the requested identity: a user cannot make the
+ * agent write where that user could not. */
+START_TEST(file_identity)
+{
+	char path[128];
+	struct tvp_msg r;
+	struct stat st;
+	size_t len;
+
+	if (geteuid() != 0)
+		return;
+	snprintf(path, sizeof(path), "%s/user/file", dir);
+	put(1, path, (const uint8_t *)"u", 1, 0600, TVP_PUT_MKDIRS, 1000, &r);
+	ck_assert_uint_eq(r.type, TVP_ERROR); /* dir is root's 0755: no mkdir as 1000 */
+	ck_assert_int_eq(r.error.sys_errno, EACCES);
+	ck_assert_int_eq(ac_recv(c, &r), 1); /* FILE_DATA: no such transfer */
+	ck_assert_int_eq(ac_recv(c, &r), 1); /* FILE_END */
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	put(2, path, (const uint8_t *)"u", 1, 0600, TVP_PUT_MKDIRS, 1000, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_uid, 1000);
+	ck_assert_uint_eq(st.st_gid, 1000);
+	snprintf(path, sizeof(path), "%s/user", dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_uid, 1000);
+	/* uid 1001 cannot read 1000's 0600 file; root can. */
+	snprintf(path, sizeof(path), "%s/user/file", dir);
+	ck_assert_ptr_null(get(3, path, 10, 1001, &len, &r));
+	ck_assert_int_eq(r.error.sys_errno, EACCES);
+	free(get(4, path, 10, 0, &len, &r));
+	ck_assert_uint_eq(len, 1);
+}
+END_TEST
+
+/* The guest build: small binary, small idle footprint. */
+START_TEST(static_build_footprint)
+{
+	const char *bin = getenv("TINYVMM_AGENT_STATIC");
+	struct ac_out o[AC_MAX_IDS];
+	struct stat st;
+	long rss;
+
+	if (!bin || !*bin)
+		bin = "build/guest/tinyvmm-agent";
+	ck_assert_msg(stat(bin, &st) == 0, "static agent %s missing (make agent)", bin);
+	ck_assert_msg(st.st_size < (1 << 20), "static agent is %lld bytes", (long long)st.st_size);
+	ac_close(c);
+	ac_stop();
+	ac_start_bin(bin);
+	c = ac_open();
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("echo", "static") }, o);
+	ck_assert_str_eq(o[1].out, "static\n");
+	ac_out_free(o, AC_MAX_IDS);
+	rss = ac_status_kib(ac_agent_pid, "VmRSS");
+	ck_assert_msg(rss > 0 && rss < 1024, "static agent RSS %ld KiB", rss);
+}
+END_TEST
+
+static Suite *files_suite(void)
+{
+	Suite *s = suite_create("agent_files");
+	TCase *tc = tcase_create("files");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, put_get_5mib_roundtrip);
+	tcase_add_test(tc, get_errors);
+	tcase_add_test(tc, put_errors);
+	tcase_add_test(tc, transfer_during_job);
+	tcase_add_test(tc, file_identity);
+	tcase_add_test(tc, static_build_footprint);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tvm_run_suite(files_suite());
+}

@@ -1,0 +1,534 @@
+#include <check.h>
+#include <errno.h>
+
+#include "devices/virtio_blk.h"
+#include "tests/test_blk_files.h"
+#include "tests/test_virtio_driver.h"
+#include "tests/unit.h"
+
+#define QS 64
+#define SECTORS 2048 /* 1 MiB image */
+#define HDR 0x80000
+#define ST 0x80100
+#define SEGS 0x80200
+#define DATA TD_DATA
+#define R 0
+#define W VRING_DESC_F_WRITE
+#define N VRING_DESC_F_NEXT
+
+static struct tb tb;
+static char img[128];
+static struct td d;
+static struct virtio_mmio t;
+static struct virtio_blk *blk;
+
+static void start(struct blk_opts o)
+{
+	struct tvm_err e = { 0 };
+
+	ck_assert_msg(virtio_blk_open(&blk, &o, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(virtio_mmio_init(&t, &virtio_blk_ops, blk, &d.mem, td_count_irq, &d, NULL), 0);
+	ck_assert_uint_eq(td_driver_init(&d, &t, ~0ULL) & VIRTIO_CONFIG_S_DRIVER_OK, VIRTIO_CONFIG_S_DRIVER_OK);
+}
+
+static void stop(void)
+{
+	virtio_mmio_destroy(&t);
+	virtio_blk_close(blk);
+	blk = NULL;
+}
+
+static void setup(void)
+{
+	tb_init(&tb);
+	strcpy(img, tb_image(&tb, "disk.img", SECTORS * 512));
+	td_init(&d, QS);
+	start((struct blk_opts){ .path = img, .id = "serial-1" });
+}
+
+static void teardown(void)
+{
+	if (blk)
+		stop();
+	td_fini(&d);
+	tb_fini(&tb);
+}
+
+static void header(uint32_t type, uint64_t sector)
+{
+	struct virtio_blk_outhdr h = { htole32(type), 0, htole64(sector) };
+	memcpy(td_ptr(&d, HDR), &h, sizeof(h));
+}
+
+static uint8_t status_byte(void)
+{
+	return *(uint8_t *)td_ptr(&d, ST);
+}
+
+/* Make chain 0 available, notify, check one completion; returns used len. */
+static uint32_t run(void)
+{
+	uint16_t before = td_used_idx(&d);
+	uint32_t id, len;
+
+	*(uint8_t *)td_ptr(&d, ST) = 0xee;
+	td_post(&d, 0);
+	virtio_mmio_notify(&t, 0);
+	ck_assert_uint_eq(td_used_idx(&d), (uint16_t)(before + 1));
+	td_used(&d, before, &id, &len);
+	ck_assert_uint_eq(id, 0);
+	return len;
+}
+
+/* Chain 0: header at HDR, len bytes at DATA, status at ST, with the given
+ * direction flags (R or W) for each. */
+static void chain3(uint16_t hflags, uint32_t len, uint16_t dflags, uint16_t sflags)
+{
+	td_desc(&d, 0, HDR, 16, hflags | N, 1);
+	td_desc(&d, 1, DATA, len, dflags | N, 2);
+	td_desc(&d, 2, ST, 1, sflags, 0);
+}
+
+/* The usual layout: readable header, data (dflags), writable status. */
+static uint32_t req(uint32_t type, uint64_t sector, uint32_t len, uint16_t dflags)
+{
+	header(type, sector);
+	chain3(R, len, dflags, W);
+	return run();
+}
+
+/* header + status only. */
+static uint32_t req0(uint32_t type, uint64_t sector)
+{
+	header(type, sector);
+	td_desc(&d, 0, HDR, 16, R | N, 1);
+	td_desc(&d, 1, ST, 1, W, 0);
+	return run();
+}
+
+static uint8_t *data(void)
+{
+	return td_ptr(&d, DATA);
+}
+
+static void file(uint64_t off, void *buf, size_t len)
+{
+	tb_read(img, off, buf, len);
+}
+
+START_TEST(config_space)
+{
+	uint64_t f = td_device_features(&t);
+	uint8_t b;
+
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_DEVICE_ID), 2);
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_CONFIG), SECTORS);
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_CONFIG + 4), 0);
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_CONFIG + 12), VIRTIO_BLK_SEG_MAX);
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_CONFIG + 20), 512);
+	virtio_mmio_io(&t, VIRTIO_MMIO_CONFIG + 1, &b, 1, false);
+	ck_assert_uint_eq(b, SECTORS >> 8);
+	ck_assert(f & (1ULL << VIRTIO_BLK_F_FLUSH));
+	ck_assert(f & (1ULL << VIRTIO_BLK_F_DISCARD));
+	ck_assert(f & (1ULL << VIRTIO_BLK_F_WRITE_ZEROES));
+	ck_assert(!(f & (1ULL << VIRTIO_BLK_F_RO)));
+}
+END_TEST
+
+START_TEST(read_sectors)
+{
+	memset(data(), 0xcc, 2048);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 3, 1024, W), 1025);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	ck_assert(tb_is_pattern(data(), 3 * 512, 1024));
+	ck_assert(tb_is_fill(data() + 1024, 0xcc, 1024));
+	/* The last sector. */
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, SECTORS - 1, 512, W), 513);
+	ck_assert(tb_is_pattern(data(), (SECTORS - 1) * 512, 512));
+}
+END_TEST
+
+START_TEST(write_sectors)
+{
+	uint8_t b[1536];
+
+	memset(data(), 0x5a, 512);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 5, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	file(4 * 512, b, sizeof(b));
+	ck_assert(tb_is_pattern(b, 4 * 512, 512));
+	ck_assert(tb_is_fill(b + 512, 0x5a, 512));
+	ck_assert(tb_is_pattern(b + 1024, 6 * 512, 512));
+}
+END_TEST
+
+START_TEST(scatter_gather)
+{
+	/* Three data buffers, scattered and of different sizes. */
+	header(VIRTIO_BLK_T_IN, 10);
+	td_desc(&d, 0, HDR, 16, R | N, 1);
+	td_desc(&d, 1, DATA + 0x3000, 512, W | N, 2);
+	td_desc(&d, 2, DATA, 1024, W | N, 3);
+	td_desc(&d, 3, DATA + 0x5000, 512, W | N, 4);
+	td_desc(&d, 4, ST, 1, W, 0);
+	ck_assert_uint_eq(run(), 2049);
+	ck_assert(tb_is_pattern(data() + 0x3000, 10 * 512, 512));
+	ck_assert(tb_is_pattern(data(), 11 * 512, 1024));
+	ck_assert(tb_is_pattern(data() + 0x5000, 13 * 512, 512));
+}
+END_TEST
+
+START_TEST(any_layout)
+{
+	uint8_t b[512];
+	struct virtio_blk_outhdr h = { htole32(VIRTIO_BLK_T_OUT), 0, htole64(7) };
+
+	/* OUT: header and data in one buffer. */
+	memcpy(data(), &h, 16);
+	memset(data() + 16, 0x42, 512);
+	td_desc(&d, 0, DATA, 16 + 512, R | N, 1);
+	td_desc(&d, 1, ST, 1, W, 0);
+	ck_assert_uint_eq(run(), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	file(7 * 512, b, 512);
+	ck_assert(tb_is_fill(b, 0x42, 512));
+	/* IN: data and status in one buffer, the header split in two. */
+	header(VIRTIO_BLK_T_IN, 7);
+	td_desc(&d, 0, HDR, 5, R | N, 1);
+	td_desc(&d, 1, HDR + 5, 11, R | N, 2);
+	td_desc(&d, 2, DATA, 513, W, 0);
+	data()[512] = 0xee;
+	ck_assert_uint_eq(run(), 513);
+	ck_assert(tb_is_fill(data(), 0x42, 512));
+	ck_assert_uint_eq(data()[512], VIRTIO_BLK_S_OK);
+}
+END_TEST
+
+START_TEST(flush_and_get_id)
+{
+	ck_assert_uint_eq(req0(VIRTIO_BLK_T_FLUSH, 0), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	memset(data(), 0xcc, 32);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_GET_ID, 0, VIRTIO_BLK_ID_BYTES, W), 21);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	ck_assert_mem_eq(data(), "serial-1\0\0\0\0\0\0\0\0\0\0\0\0", 20);
+	ck_assert_uint_eq(data()[20], 0xcc);
+	/* A short buffer gets the start of the id. */
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_GET_ID, 0, 4, W), 5);
+	ck_assert_mem_eq(data(), "seri", 4);
+	/* A long one: 20 bytes written, used length says so. */
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_GET_ID, 0, 64, W), 20);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	/* A flush carrying data is malformed. */
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_FLUSH, 0, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+}
+END_TEST
+
+START_TEST(writable_header)
+{
+	memset(data(), 0xcc, 512);
+	header(VIRTIO_BLK_T_IN, 0);
+	chain3(W, 512, W, W);
+	ck_assert_uint_eq(run(), 0);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert(tb_is_fill(data(), 0xcc, 512));
+}
+END_TEST
+
+START_TEST(short_header)
+{
+	header(VIRTIO_BLK_T_FLUSH, 0);
+	td_desc(&d, 0, HDR, 8, R | N, 1);
+	td_desc(&d, 1, ST, 1, W, 0);
+	ck_assert_uint_eq(run(), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+}
+END_TEST
+
+START_TEST(readable_status)
+{
+	uint64_t h = tb_hash(img);
+
+	/* OUT with no writable byte at all: nothing to report into, nothing done. */
+	memset(data(), 0x11, 512);
+	header(VIRTIO_BLK_T_OUT, 0);
+	chain3(R, 512, R, R);
+	ck_assert_uint_eq(run(), 0);
+	ck_assert_uint_eq(status_byte(), 0xee);
+	ck_assert_uint_eq(tb_hash(img), h);
+	/* IN with a readable status after writable data breaks the ring rules. */
+	header(VIRTIO_BLK_T_IN, 0);
+	chain3(R, 512, W, R);
+	td_post(&d, 0);
+	virtio_mmio_notify(&t, 0);
+	ck_assert_uint_eq(td_rd(&t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET, VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+}
+END_TEST
+
+START_TEST(wrong_data_direction)
+{
+	uint64_t h = tb_hash(img);
+
+	memset(data(), 0xcc, 512);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 0, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert(tb_is_fill(data(), 0xcc, 512));
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 0, 512, W), 0);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+START_TEST(past_capacity)
+{
+	uint64_t h = tb_hash(img);
+
+	memset(data(), 0xcc, 1024);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, SECTORS - 1, 1024, W), 0);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert(tb_is_fill(data(), 0xcc, 1024));
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, SECTORS - 1, 1024, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, SECTORS, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	/* sector * 512 overflows 64 bits; sector * 512 + len wraps. */
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, UINT64_MAX / 512 + 1, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, UINT64_MAX / 512, 1024, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, UINT64_MAX, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+START_TEST(length_not_sector_multiple)
+{
+	uint64_t h = tb_hash(img);
+
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 0, 513, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 0, 100, W), 0);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+START_TEST(unknown_type)
+{
+	ck_assert_uint_eq(req0(0x1234, 0), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_UNSUPP);
+	ck_assert_uint_eq(req0(VIRTIO_BLK_T_SCSI_CMD, 0), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_UNSUPP);
+}
+END_TEST
+
+/* A discard/write-zeroes request with n segments from segs[]. */
+static uint32_t dwz(uint32_t type, const struct virtio_blk_discard_write_zeroes *segs, unsigned n)
+{
+	memcpy(td_ptr(&d, SEGS), segs, n * sizeof(*segs));
+	header(type, 0);
+	td_desc(&d, 0, HDR, 16, R | N, 1);
+	td_desc(&d, 1, SEGS, n * sizeof(*segs), R | N, 2);
+	td_desc(&d, 2, ST, 1, W, 0);
+	return run();
+}
+
+static struct virtio_blk_discard_write_zeroes seg(uint64_t sector, uint32_t n, uint32_t flags)
+{
+	return (struct virtio_blk_discard_write_zeroes){ htole64(sector), htole32(n), htole32(flags) };
+}
+
+START_TEST(write_zeroes)
+{
+	struct virtio_blk_discard_write_zeroes s[2] = { seg(8, 16, 0), seg(100, 1, VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) };
+	uint8_t b[18 * 512];
+
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, s, 2), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	file(7 * 512, b, sizeof(b));
+	ck_assert(tb_is_pattern(b, 7 * 512, 512));
+	ck_assert(tb_is_fill(b + 512, 0, 16 * 512));
+	ck_assert(tb_is_pattern(b + 17 * 512, 24 * 512, 512));
+	file(100 * 512, b, 512);
+	ck_assert(tb_is_fill(b, 0, 512));
+}
+END_TEST
+
+START_TEST(discard_and_zeroes_checked)
+{
+	struct virtio_blk_discard_write_zeroes many[VIRTIO_BLK_DWZ_SEGS + 1], s;
+	uint64_t h = tb_hash(img);
+
+	s = seg(0, 8, 0);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_DISCARD, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	h = tb_hash(img); /* a discard may or may not change the data */
+	s = seg(0, 8, VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_DISCARD, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_UNSUPP);
+	s = seg(0, 8, 2);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_UNSUPP);
+	s = seg(0, VIRTIO_BLK_ZEROES_SECTORS + 1, 0);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	s = seg(SECTORS - 4, 8, 0);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	s = seg(UINT64_MAX / 256, 8, 0);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	for (unsigned i = 0; i <= VIRTIO_BLK_DWZ_SEGS; i++)
+		many[i] = seg(i, 1, 0);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, many, VIRTIO_BLK_DWZ_SEGS + 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_WRITE_ZEROES, 0, 20, R), 1); /* not whole segments */
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req0(VIRTIO_BLK_T_DISCARD, 0), 1); /* no segment */
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+START_TEST(batch_one_interrupt)
+{
+	/* Three chains: heads 0, 3, 6, each header + data + status. */
+	for (unsigned k = 0; k < 3; k++) {
+		struct virtio_blk_outhdr h = { htole32(VIRTIO_BLK_T_IN), 0, htole64(k) };
+
+		memcpy(td_ptr(&d, HDR + 32 * k), &h, 16);
+		td_desc(&d, 3 * k, HDR + 32 * k, 16, R | N, 3 * k + 1);
+		td_desc(&d, 3 * k + 1, DATA + 512 * k, 512, W | N, 3 * k + 2);
+		td_desc(&d, 3 * k + 2, ST + k, 1, W, 0);
+		td_post(&d, 3 * k);
+	}
+	d.irqs = 0;
+	virtio_mmio_notify(&t, 0);
+	ck_assert_uint_eq(td_used_idx(&d), 3);
+	ck_assert_int_eq(d.irqs, 1);
+	ck_assert(tb_is_pattern(data(), 0, 3 * 512));
+	for (unsigned k = 0; k < 3; k++) {
+		uint32_t id, len;
+
+		td_used(&d, k, &id, &len);
+		ck_assert_uint_eq(id, 3 * k);
+		ck_assert_uint_eq(len, 513);
+		ck_assert_uint_eq(*(uint8_t *)td_ptr(&d, ST + k), VIRTIO_BLK_S_OK);
+	}
+}
+END_TEST
+
+START_TEST(read_only_drive)
+{
+	uint64_t h = tb_hash(img), f;
+	struct virtio_blk_discard_write_zeroes s = seg(0, 8, 0);
+
+	stop();
+	start((struct blk_opts){ .path = img, .read_only = true });
+	f = td_device_features(&t);
+	ck_assert(f & (1ULL << VIRTIO_BLK_F_RO));
+	ck_assert(!(f & (1ULL << VIRTIO_BLK_F_DISCARD)));
+	memset(data(), 0x77, 512);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 0, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_IOERR);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 0, 512, W), 513);
+	ck_assert(tb_is_pattern(data(), 0, 512));
+	ck_assert_uint_eq(req0(VIRTIO_BLK_T_FLUSH, 0), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+START_TEST(copy_on_write_drive)
+{
+	uint64_t h = tb_hash(img);
+	struct td d2;
+	struct virtio_mmio t2;
+	struct virtio_blk *b2;
+	struct blk_opts o = { .path = img, .cow = true, .overlay_dir = tb.dir };
+
+	stop();
+	start(o);
+	ck_assert_int_eq(virtio_blk_open(&b2, &o, NULL), 0);
+	td_init(&d2, QS);
+	ck_assert_int_eq(virtio_mmio_init(&t2, &virtio_blk_ops, b2, &d2.mem, NULL, NULL, NULL), 0);
+	td_driver_init(&d2, &t2, ~0ULL);
+
+	memset(data(), 0x3c, 512);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 9, 512, R), 1);
+	ck_assert_uint_eq(status_byte(), VIRTIO_BLK_S_OK);
+	memset(data(), 0, 4096);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 8, 4096, W), 4097);
+	ck_assert(tb_is_pattern(data(), 8 * 512, 512));
+	ck_assert(tb_is_fill(data() + 512, 0x3c, 512));
+	ck_assert(tb_is_pattern(data() + 1024, 10 * 512, 3072));
+	ck_assert_uint_eq(tb_hash(img), h);
+
+	/* The other VM over the same image sees none of it. */
+	{
+		struct virtio_blk_outhdr hd = { htole32(VIRTIO_BLK_T_IN), 0, htole64(9) };
+
+		memcpy(td_ptr(&d2, HDR), &hd, 16);
+		td_desc(&d2, 0, HDR, 16, R | N, 1);
+		td_desc(&d2, 1, DATA, 512, W | N, 2);
+		td_desc(&d2, 2, ST, 1, W, 0);
+		td_post(&d2, 0);
+		virtio_mmio_notify(&t2, 0);
+		ck_assert_uint_eq(td_used_idx(&d2), 1);
+		ck_assert(tb_is_pattern(td_ptr(&d2, DATA), 9 * 512, 512));
+	}
+	virtio_mmio_destroy(&t2);
+	virtio_blk_close(b2);
+	td_fini(&d2);
+}
+END_TEST
+
+START_TEST(open_errors)
+{
+	struct virtio_blk *b;
+	struct tvm_err e = { 0 };
+
+	ck_assert_int_eq(virtio_blk_open(&b, &(struct blk_opts){ .path = img, .id = "123456789012345678901" }, &e),
+			 -EINVAL);
+	ck_assert_ptr_null(b);
+	ck_assert_ptr_nonnull(strstr(e.msg, "longer than 20"));
+	ck_assert_int_eq(virtio_blk_open(&b, &(struct blk_opts){ .path = "/nonexistent.img" }, &e), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(e.msg, "drive /nonexistent.img"));
+	/* Already open for writing by the fixture. */
+	ck_assert_int_eq(virtio_blk_open(&b, &(struct blk_opts){ .path = img }, &e), -EBUSY);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("virtio_blk");
+	TCase *tc = tcase_create("requests");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, config_space);
+	tcase_add_test(tc, read_sectors);
+	tcase_add_test(tc, write_sectors);
+	tcase_add_test(tc, scatter_gather);
+	tcase_add_test(tc, any_layout);
+	tcase_add_test(tc, flush_and_get_id);
+	tcase_add_test(tc, writable_header);
+	tcase_add_test(tc, short_header);
+	tcase_add_test(tc, readable_status);
+	tcase_add_test(tc, wrong_data_direction);
+	tcase_add_test(tc, past_capacity);
+	tcase_add_test(tc, length_not_sector_multiple);
+	tcase_add_test(tc, unknown_type);
+	tcase_add_test(tc, write_zeroes);
+	tcase_add_test(tc, discard_and_zeroes_checked);
+	tcase_add_test(tc, batch_one_interrupt);
+	tcase_add_test(tc, read_only_drive);
+	tcase_add_test(tc, copy_on_write_drive);
+	tcase_add_test(tc, open_errors);
+	suite_add_tcase(s, tc);
+	return tvm_run_suite(s);
+}

@@ -1,0 +1,516 @@
+/* virtio-vsock: connections both ways over the hybrid Unix-socket backend
+ * and the in-process backend, data, shutdown, reset, the event queue. The
+ * guest is played through the transport (tests/test_virtio_vsock.h). */
+#include <check.h>
+#include <sys/stat.h>
+
+#include "tests/test_virtio_vsock.h"
+#include "tests/unit.h"
+
+static struct tg g;
+
+static void setup_hybrid(void)
+{
+	tg_start(&g, true, QSZ);
+}
+
+static void teardown(void)
+{
+	if (g.v)
+		tg_stop(&g);
+}
+
+/* Guest port gp connects to host port hp where a test listener waits;
+ * returns the host's accepted socket (non-blocking). */
+static int guest_connect(uint32_t gp, uint32_t hp)
+{
+	char p[128];
+	struct tpkt r;
+	int l, fd;
+
+	snprintf(p, sizeof(p), "%s_%u", g.path, hp);
+	l = unix_listen(p);
+	tg_send(&g, VIRTIO_VSOCK_OP_REQUEST, gp, hp, NULL, 0);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RESPONSE);
+	ck_assert_uint_eq(r.src_port, hp);
+	ck_assert_uint_eq(r.dst_port, gp);
+	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
+	ck_assert_uint_eq(r.fwd_cnt, 0);
+	ck_assert_uint_eq(r.len, 0);
+	fd = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	close(l);
+	tg_rx_kick(&g);
+	return fd;
+}
+
+/* A hybrid client: connect, CONNECT gp, the guest accepts. Returns the
+ * client socket after "OK <port>\n" and the host port in *hp. */
+static int host_connect(uint32_t gp, uint32_t *hp)
+{
+	char line[32], want[32];
+	struct tpkt r;
+	int fd = unix_connect(g.path);
+	long n;
+
+	snprintf(line, sizeof(line), "CONNECT %u\n", gp);
+	write_all(fd, line, strlen(line));
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, gp);
+	ck_assert_uint_ge(r.src_port, HOST_PORT0);
+	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
+	*hp = r.src_port;
+	tg_send(&g, VIRTIO_VSOCK_OP_RESPONSE, gp, *hp, NULL, 0);
+	set_nonblock(fd);
+	snprintf(want, sizeof(want), "OK %u\n", *hp);
+	n = read_now(fd, line, sizeof(line));
+	ck_assert_int_eq(n, (long)strlen(want));
+	ck_assert(memcmp(line, want, (size_t)n) == 0);
+	return fd;
+}
+
+START_TEST(config_space)
+{
+	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_DEVICE_ID), 19);
+	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_CONFIG), GUEST_CID);
+	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_CONFIG + 4), 0);
+	ck_assert(td_device_features(&g.t) & 1); /* VIRTIO_VSOCK_F_STREAM */
+	ck_assert(!(td_device_features(&g.t) & 2)); /* no SEQPACKET */
+}
+END_TEST
+
+START_TEST(guest_to_host_uds)
+{
+	char buf[64];
+	struct tpkt r;
+	int fd = guest_connect(5000, 1234);
+
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 5000, 1234, "hello", 5);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 5);
+	ck_assert(memcmp(buf, "hello", 5) == 0);
+	write_all(fd, "world!", 6);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 6);
+	ck_assert(memcmp(r.data, "world!", 6) == 0);
+	ck_assert_uint_eq(r.src_port, 1234);
+	ck_assert_uint_eq(r.dst_port, 5000);
+	ck_assert_uint_eq(r.fwd_cnt, 5); /* "hello" went to the host */
+	tg_expect_none(&g);
+	close(fd);
+}
+END_TEST
+
+START_TEST(guest_to_nobody)
+{
+	struct tpkt r;
+
+	tg_send(&g, VIRTIO_VSOCK_OP_REQUEST, 5000, 999, NULL, 0);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST);
+	ck_assert_uint_eq(r.src_port, 999);
+	ck_assert_uint_eq(r.dst_port, 5000);
+	tg_expect_none(&g);
+}
+END_TEST
+
+START_TEST(host_connect_hybrid)
+{
+	uint32_t hp, hp2;
+	char buf[64];
+	struct tpkt r;
+	int fd = host_connect(52, &hp), fd2;
+
+	ck_assert_uint_eq(hp, HOST_PORT0);
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 52, hp, "ping", 4);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 4);
+	ck_assert(memcmp(buf, "ping", 4) == 0);
+	write_all(fd, "pong", 4);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 4);
+	ck_assert(memcmp(r.data, "pong", 4) == 0);
+	ck_assert_uint_eq(r.dst_port, 52);
+	ck_assert_uint_eq(r.src_port, hp);
+	/* A second client to the same guest port gets its own host port. */
+	fd2 = host_connect(52, &hp2);
+	ck_assert_uint_eq(hp2, HOST_PORT0 + 1);
+	close(fd);
+	close(fd2);
+}
+END_TEST
+
+/* Bytes the client sends right after its CONNECT line reach the guest
+ * after the guest accepted, not before. */
+START_TEST(host_connect_early_data)
+{
+	const char msg[] = "CONNECT 7\nearly bytes";
+	char buf[32];
+	struct tpkt r;
+	int fd = unix_connect(g.path);
+
+	write_all(fd, msg, sizeof(msg) - 1);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	tg_expect_none(&g);
+	tg_send(&g, VIRTIO_VSOCK_OP_RESPONSE, 7, r.src_port, NULL, 0);
+	tg_rx_kick(&g);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 11);
+	ck_assert(memcmp(r.data, "early bytes", 11) == 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 14); /* "OK 1073741824\n" */
+	close(fd);
+}
+END_TEST
+
+START_TEST(host_connect_refused)
+{
+	char buf[8];
+	struct tpkt r;
+	int fd = unix_connect(g.path);
+
+	write_all(fd, "CONNECT 80\n", 11);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	tg_send(&g, VIRTIO_VSOCK_OP_RST, 80, r.src_port, NULL, 0);
+	set_nonblock(fd);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 0); /* closed, nothing written */
+	close(fd);
+	tg_expect_none(&g);
+}
+END_TEST
+
+static void bad_line(const char *line, size_t len)
+{
+	struct vsock_stats s;
+	char buf[8];
+	int fd = unix_connect(g.path);
+	long n;
+
+	write_all(fd, line, len);
+	tw_settle(&g.w);
+	set_nonblock(fd);
+	/* Closed; with unread bytes left, Unix sockets say ECONNRESET. */
+	n = read_now(fd, buf, sizeof(buf));
+	ck_assert_msg(n == 0 || n == -ECONNRESET, "line \"%.*s\" not refused: %ld", (int)len, line, n);
+	close(fd);
+	tg_expect_none(&g);
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, 0);
+}
+
+START_TEST(host_connect_bad_lines)
+{
+	char longline[64];
+
+	bad_line("CONNECT x\n", 10);
+	bad_line("CONNECT \n", 9);
+	bad_line("CONNECT 12 \n", 12);
+	bad_line("connect 12\n", 11);
+	bad_line("CONNECT 4294967296\n", 19);
+	bad_line("CONNECT 99999999999999999999\n", 29);
+	bad_line("CONNECT -1\n", 11);
+	memset(longline, '1', sizeof(longline));
+	memcpy(longline, "CONNECT ", 8);
+	bad_line(longline, sizeof(longline)); /* no newline within the cap */
+	/* EOF before the newline. */
+	{
+		int fd = unix_connect(g.path);
+		char b;
+		write_all(fd, "CONNECT 5", 9);
+		shutdown(fd, SHUT_WR);
+		tw_settle(&g.w);
+		ck_assert_int_eq(read(fd, &b, 1), 0);
+		close(fd);
+	}
+	tg_expect_none(&g);
+}
+END_TEST
+
+/* The line may come a byte at a time; the largest port works. */
+START_TEST(host_connect_slow_line)
+{
+	const char *line = "CONNECT 4294967295\n";
+	struct tpkt r;
+	int fd = unix_connect(g.path);
+
+	for (const char *c = line; *c; c++) {
+		write_all(fd, c, 1);
+		tw_settle(&g.w);
+		if (c[1])
+			tg_expect_none(&g);
+	}
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, 4294967295u);
+	close(fd);
+}
+END_TEST
+
+START_TEST(in_process)
+{
+	char buf[64];
+	struct tpkt r;
+	int fd;
+
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 1024, &fd, NULL), 0);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, 1024);
+	ck_assert_uint_eq(r.src_port, HOST_PORT0);
+	write_all(fd, "before", 6); /* buffered in the socket until accepted */
+	tw_settle(&g.w);
+	tg_expect_none(&g);
+	tg_send(&g, VIRTIO_VSOCK_OP_RESPONSE, 1024, r.src_port, NULL, 0);
+	tg_rx_kick(&g);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 6);
+	ck_assert(memcmp(r.data, "before", 6) == 0);
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 1024, r.src_port, "reply", 5);
+	set_nonblock(fd);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 5); /* no "OK" line in process */
+	ck_assert(memcmp(buf, "reply", 5) == 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(in_process_refused)
+{
+	char buf[8];
+	struct tpkt r;
+	int fd;
+
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 9, &fd, NULL), 0);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	tg_send(&g, VIRTIO_VSOCK_OP_RST, 9, r.src_port, NULL, 0);
+	ck_assert_int_eq(read(fd, buf, sizeof(buf)), 0);
+	close(fd);
+}
+END_TEST
+
+/* The guest half-closes first; the host still answers; then the host
+ * closes and the connection ends with an RST. */
+START_TEST(shutdown_guest_first)
+{
+	char buf[64];
+	struct tpkt r;
+	int fd = guest_connect(6000, 80);
+
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 6000, 80, "GET", 3);
+	tg_send_credit(&g, VIRTIO_VSOCK_OP_SHUTDOWN, 6000, 80, VSOCK_BUF_ALLOC, 0);
+	{
+		struct virtio_vsock_hdr h = tg_hdr(VIRTIO_VSOCK_OP_SHUTDOWN, 6000, 80, 0);
+		h.flags = htole32(VIRTIO_VSOCK_SHUTDOWN_SEND);
+		tg_send_hdr(&g, &h, NULL, 0);
+	}
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 3);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 0); /* EOF: the guest will send no more */
+	write_all(fd, "200 OK", 6);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 6);
+	tg_rx_kick(&g);
+	close(fd);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST); /* both directions done */
+	ck_assert_uint_eq(r.dst_port, 6000);
+	tg_expect_none(&g);
+	/* Late packets for it get an RST. */
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 6000, 80, "x", 1);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST);
+}
+END_TEST
+
+/* The host half-closes first: the guest gets SHUTDOWN(SEND); the guest
+ * closes (both flags) and the host sees EOF; the device ends with RST. */
+START_TEST(shutdown_host_first)
+{
+	char buf[64];
+	struct tpkt r;
+	uint32_t hp;
+	int fd = host_connect(33, &hp);
+	struct virtio_vsock_hdr h = tg_hdr(VIRTIO_VSOCK_OP_SHUTDOWN, 33, hp, 0);
+
+	write_all(fd, "last words", 10);
+	shutdown(fd, SHUT_WR);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.len, 10);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_SHUTDOWN);
+	ck_assert_uint_eq(r.flags, VIRTIO_VSOCK_SHUTDOWN_SEND);
+	tg_rx_kick(&g);
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 33, hp, "ack", 3); /* the guest may still send */
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 3);
+	h.flags = htole32(VIRTIO_VSOCK_SHUTDOWN_SEND | VIRTIO_VSOCK_SHUTDOWN_RCV);
+	tg_send_hdr(&g, &h, NULL, 0);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 0);
+	close(fd);
+}
+END_TEST
+
+START_TEST(guest_rst_closes_host)
+{
+	char buf[8];
+	int fd = guest_connect(6001, 81);
+	struct vsock_stats s;
+
+	tg_send(&g, VIRTIO_VSOCK_OP_RST, 6001, 81, NULL, 0);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 0);
+	tg_expect_none(&g); /* no RST answers an RST */
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, 0);
+	close(fd);
+}
+END_TEST
+
+/* Host closing without the guest having shut down: SHUTDOWN(SEND), and a
+ * guest write afterwards fails on the closed socket: RST. */
+START_TEST(host_close_then_guest_writes)
+{
+	struct tpkt r;
+	int fd = guest_connect(6002, 82);
+
+	close(fd);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_SHUTDOWN);
+	tg_rx_kick(&g);
+	tg_send(&g, VIRTIO_VSOCK_OP_RW, 6002, 82, "data", 4);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST);
+}
+END_TEST
+
+START_TEST(transport_reset)
+{
+	struct vsock_stats s;
+	uint32_t hp, id, len, ev;
+	char buf[8];
+	int a = guest_connect(7000, 70), b = host_connect(71, &hp), c;
+
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 72, &c, NULL), 0);
+	tw_settle(&g.w);
+	virtio_vsock_transport_reset(g.v);
+	ck_assert(td_vq_take(&g.d, &g.ev, &id, &len));
+	ck_assert_uint_eq(len, 4);
+	memcpy(&ev, td_ptr(&g.d, EV_BUFS + 16ull * id), 4);
+	ck_assert_uint_eq(le32toh(ev), VIRTIO_VSOCK_EVENT_TRANSPORT_RESET);
+	ck_assert(!td_vq_take(&g.d, &g.ev, &id, &len)); /* exactly one */
+	ck_assert_int_eq(read_now(a, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(read_now(b, buf, sizeof(buf)), 0);
+	ck_assert_int_eq(read(c, buf, sizeof(buf)), 0);
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, 0);
+	close(a);
+	close(b);
+	close(c);
+}
+END_TEST
+
+/* The event is posted once the driver gives an event buffer. */
+START_TEST(transport_reset_waits_for_buffer)
+{
+	uint32_t id, len;
+
+	/* Use up the 4 event buffers. */
+	for (int i = 0; i < 4; i++) {
+		virtio_vsock_transport_reset(g.v);
+		ck_assert(td_vq_take(&g.d, &g.ev, &id, &len));
+	}
+	virtio_vsock_transport_reset(g.v);
+	ck_assert(!td_vq_take(&g.d, &g.ev, &id, &len));
+	tg_post_ev(&g, 0);
+	virtio_mmio_notify(&g.t, VSOCK_EVQ);
+	ck_assert(td_vq_take(&g.d, &g.ev, &id, &len));
+	ck_assert_uint_eq(len, 4);
+}
+END_TEST
+
+START_TEST(device_reset_drops_all)
+{
+	struct vsock_stats s;
+	char buf[8];
+	int fd = guest_connect(7100, 71);
+
+	td_wr(&g.t, VIRTIO_MMIO_STATUS, 0);
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 0);
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, 0);
+	close(fd);
+}
+END_TEST
+
+/* Buffers may be any layout (spec 2.6.4): split over descriptors even
+ * inside the header, on tx and on rx. */
+START_TEST(any_layout)
+{
+	struct virtio_vsock_hdr hd = tg_hdr(VIRTIO_VSOCK_OP_RW, 8000, 90, 7);
+	uint32_t id, len;
+	struct tpkt r;
+	char buf[64];
+	uint8_t *h;
+	int fd;
+
+	tg_stop(&g);
+	tg_start(&g, true, 0);
+	h = td_ptr(&g.d, TX_BUFS);
+	/* rx buffer 0: 20 + 4076 bytes; buffer 2: header, then data. */
+	td_vq_desc(&g.d, &g.rx, 0, RX_BUFS, 20, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 1);
+	td_vq_desc(&g.d, &g.rx, 1, RX_BUFS + 20, RXB - 20, VRING_DESC_F_WRITE, 0);
+	td_vq_post(&g.d, &g.rx, 0);
+	td_vq_desc(&g.d, &g.rx, 2, RX_BUFS + 2 * RXB, HDR, VRING_DESC_F_WRITE | VRING_DESC_F_NEXT, 3);
+	td_vq_desc(&g.d, &g.rx, 3, RX_BUFS + 2 * RXB + HDR, RXB - HDR, VRING_DESC_F_WRITE, 0);
+	td_vq_post(&g.d, &g.rx, 2);
+	fd = guest_connect(8000, 90); /* RESPONSE lands in buffer 0 */
+
+	/* tx: 10 header bytes, then the rest of the header and the payload. */
+	memcpy(h, &hd, HDR);
+	memcpy(h + HDR, "layout!", 7);
+	td_vq_desc(&g.d, &g.tx, 0, TX_BUFS, 10, VRING_DESC_F_NEXT, 1);
+	td_vq_desc(&g.d, &g.tx, 1, TX_BUFS + 10, HDR - 10 + 7, 0, 0);
+	td_vq_post(&g.d, &g.tx, 0);
+	virtio_mmio_notify(&g.t, VSOCK_TXQ);
+	ck_assert(td_vq_take(&g.d, &g.tx, &id, &len));
+	ck_assert_int_eq(read_now(fd, buf, sizeof(buf)), 7);
+	ck_assert(memcmp(buf, "layout!", 7) == 0);
+
+	write_all(fd, "split rx", 8);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RW);
+	ck_assert_uint_eq(r.used, HDR + 8);
+	ck_assert(memcmp(r.data, "split rx", 8) == 0);
+	close(fd);
+}
+END_TEST
+
+static Suite *suite(void)
+{
+	Suite *s = suite_create("virtio_vsock");
+	TCase *tc = tcase_create("hybrid");
+
+	tcase_add_checked_fixture(tc, setup_hybrid, teardown);
+	tcase_add_test(tc, config_space);
+	tcase_add_test(tc, guest_to_host_uds);
+	tcase_add_test(tc, guest_to_nobody);
+	tcase_add_test(tc, host_connect_hybrid);
+	tcase_add_test(tc, host_connect_early_data);
+	tcase_add_test(tc, host_connect_refused);
+	tcase_add_test(tc, host_connect_bad_lines);
+	tcase_add_test(tc, host_connect_slow_line);
+	tcase_add_test(tc, in_process);
+	tcase_add_test(tc, in_process_refused);
+	tcase_add_test(tc, shutdown_guest_first);
+	tcase_add_test(tc, shutdown_host_first);
+	tcase_add_test(tc, guest_rst_closes_host);
+	tcase_add_test(tc, host_close_then_guest_writes);
+	tcase_add_test(tc, transport_reset);
+	tcase_add_test(tc, transport_reset_waits_for_buffer);
+	tcase_add_test(tc, device_reset_drops_all);
+	tcase_add_test(tc, any_layout);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tvm_run_suite(suite());
+}

@@ -1,0 +1,437 @@
+/* Host side of the agent protocol (guest/PROTOCOL.md): one connection,
+ * blocking calls, a poll loop while a job runs so stdin and output flow at
+ * the same time. Every frame from the guest goes through the shared codec
+ * (guest/protocol.c), which bounds every length before use. */
+#include "vmm/tinyvmm.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "guest/protocol.h"
+
+#define CHUNK (64u << 10) /* bytes of stdin/file data per frame */
+#define DEFAULT_CAP (1u << 20)
+
+struct tvm_agent {
+	int fd;
+	uint32_t next_id;
+	struct tvp_decoder dec;
+};
+
+static int send_all(struct tvm_agent *a, const void *buf, size_t len, struct tvm_err *e)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = send(a->fd, p, len, MSG_NOSIGNAL);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN) {
+			struct pollfd pf = { .fd = a->fd, .events = POLLOUT };
+			poll(&pf, 1, -1);
+			continue;
+		}
+		if (n <= 0)
+			return tvm_errf(e, n < 0 ? errno : EPIPE, "agent: send: %s", n < 0 ? strerror(errno) : "closed");
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int send_msg(struct tvm_agent *a, const struct tvp_msg *m, struct tvm_err *e)
+{
+	size_t need = 0;
+	uint8_t small[512], *buf = small;
+	int r = tvp_encode(m, NULL, 0, &need);
+
+	if (r != TVP_E_NOSPACE && r != 0)
+		return tvm_errf(e, EINVAL, "agent: cannot encode %s: %s", tvp_type_name(m->type), tvp_strerror(r));
+	if (need > sizeof(small) && !(buf = malloc(need)))
+		return tvm_errf(e, ENOMEM, "agent: out of memory");
+	r = tvp_encode(m, buf, need, &need);
+	r = r ? tvm_errf(e, EINVAL, "agent: cannot encode %s: %s", tvp_type_name(m->type), tvp_strerror(r))
+	      : send_all(a, buf, need, e);
+	if (buf != small)
+		free(buf);
+	return r;
+}
+
+/* A data frame (STDIN, FILE_DATA) straight from the caller's bytes. */
+static int send_data(struct tvm_agent *a, uint8_t type, uint32_t id, const void *data, size_t len,
+		     struct tvm_err *e)
+{
+	uint8_t hdr[TVP_HDR_SIZE];
+	int r;
+
+	tvp_put_header(hdr, type, 0, id, (uint32_t)len);
+	r = send_all(a, hdr, sizeof(hdr), e);
+	return r ? r : send_all(a, data, len, e);
+}
+
+/* Read until a whole frame is there (timeout_ms < 0: wait forever) and
+ * parse it. The message points into the decoder until the next call. */
+static int recv_msg(struct tvm_agent *a, struct tvp_msg *m, int timeout_ms, struct tvm_err *e)
+{
+	struct tvp_frame f;
+	char why[128];
+
+	for (;;) {
+		int r = tvp_decoder_next(&a->dec, &f);
+		size_t avail;
+		void *space;
+		ssize_t n;
+
+		if (r < 0)
+			return tvm_errf(e, EPROTO, "agent: bad frame: %s", tvp_decoder_error(&a->dec));
+		if (r == 1) {
+			r = tvp_parse(&f, m, why, sizeof(why));
+			if (r)
+				return tvm_errf(e, EPROTO, "agent: bad %s message: %s",
+						tvp_type_name(f.type) ? tvp_type_name(f.type) : "unknown", why);
+			return 0;
+		}
+		if (timeout_ms >= 0) {
+			struct pollfd pf = { .fd = a->fd, .events = POLLIN };
+			r = poll(&pf, 1, timeout_ms);
+			if (r == 0)
+				return tvm_errf(e, ETIMEDOUT, "agent: no answer within %d ms", timeout_ms);
+		}
+		space = tvp_decoder_space(&a->dec, &avail);
+		if (!space)
+			return tvm_errf(e, EPROTO, "agent: %s", tvp_decoder_error(&a->dec));
+		n = recv(a->fd, space, avail, 0);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n <= 0)
+			return tvm_errf(e, n < 0 ? errno : ECONNRESET, "agent: connection %s",
+					n < 0 ? strerror(errno) : "closed");
+		tvp_decoder_commit(&a->dec, (size_t)n);
+	}
+}
+
+static int agent_error(const struct tvp_msg *m, struct tvm_err *e)
+{
+	int err = m->error.sys_errno > 0 ? m->error.sys_errno : EPROTO;
+
+	return tvm_errf(e, err, "agent: %.*s", (int)m->error.message.len, m->error.message.p);
+}
+
+int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e)
+{
+	struct tvm_agent *a = calloc(1, sizeof(*a));
+	struct tvp_msg m;
+	int r;
+
+	*out = NULL;
+	if (!a) {
+		close(fd);
+		return tvm_errf(e, ENOMEM, "agent: out of memory");
+	}
+	a->fd = fd;
+	tvp_decoder_init(&a->dec, 0);
+	r = recv_msg(a, &m, timeout_ms, e);
+	if (!r && m.type != TVP_READY)
+		r = tvm_errf(e, EPROTO, "agent: expected READY, got %s", tvp_type_name(m.type));
+	if (r) {
+		tvm_agent_close(a);
+		return r;
+	}
+	*out = a;
+	return 0;
+}
+
+void tvm_agent_close(struct tvm_agent *a)
+{
+	if (!a)
+		return;
+	close(a->fd);
+	tvp_decoder_free(&a->dec);
+	free(a);
+}
+
+static void fill_result(const struct tvp_msg *m, struct tvm_job_result *r)
+{
+	*r = (struct tvm_job_result){
+		.exit_code = m->result.exit_code,
+		.signal = (int)m->result.signal,
+		.timed_out = !!(m->flags & TVP_RESULT_TIMED_OUT),
+		.stdout_truncated = !!(m->flags & TVP_RESULT_STDOUT_TRUNC),
+		.stderr_truncated = !!(m->flags & TVP_RESULT_STDERR_TRUNC),
+		.wall_ms = m->result.wall_us / 1000,
+		.cpu_ms = (m->result.user_us + m->result.sys_us) / 1000,
+		.max_rss_kib = m->result.max_rss_kib,
+	};
+}
+
+/* Feed the next piece of stdin without blocking: partial frames continue
+ * on the next call. Returns 0, or -errno. */
+struct stdin_feed {
+	const uint8_t *data;
+	size_t len, off;   /* job bytes sent so far */
+	uint8_t frame[TVP_HDR_SIZE + CHUNK];
+	size_t flen, foff; /* current frame and how much of it went out */
+	int closed;        /* STDIN_CLOSE queued */
+};
+
+static int feed_stdin(struct tvm_agent *a, uint32_t id, struct stdin_feed *s, struct tvm_err *e)
+{
+	if (s->foff == s->flen) {
+		size_t n = s->len - s->off < CHUNK ? s->len - s->off : CHUNK;
+
+		if (n) {
+			tvp_put_header(s->frame, TVP_STDIN, 0, id, (uint32_t)n);
+			memcpy(s->frame + TVP_HDR_SIZE, s->data + s->off, n);
+			s->off += n;
+		} else {
+			tvp_put_header(s->frame, TVP_STDIN_CLOSE, 0, id, 0);
+			s->closed = 1;
+		}
+		s->flen = TVP_HDR_SIZE + n;
+		s->foff = 0;
+	}
+	ssize_t w = send(a->fd, s->frame + s->foff, s->flen - s->foff, MSG_NOSIGNAL | MSG_DONTWAIT);
+	if (w < 0 && (errno == EAGAIN || errno == EINTR))
+		return 0;
+	if (w < 0)
+		return tvm_errf(e, errno, "agent: send stdin: %s", strerror(errno));
+	s->foff += (size_t)w;
+	return 0;
+}
+
+int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *res, struct tvm_err *e)
+{
+	uint32_t id = ++a->next_id;
+	size_t argc = 0, envc = 0;
+	struct stdin_feed *in = NULL;
+	struct tvp_msg m = { .type = TVP_EXEC, .id = id };
+	int r;
+
+	while (j->argv && j->argv[argc])
+		argc++;
+	while (j->env && j->env[envc])
+		envc++;
+	if (!argc)
+		return tvm_errf(e, EINVAL, "job: empty argv");
+	m.exec = (struct tvp_exec){
+		.uid = j->uid, .gid = j->gid, .timeout_ms = j->timeout_ms,
+		.stdout_cap = j->stdout_cap ? j->stdout_cap : DEFAULT_CAP,
+		.stderr_cap = j->stderr_cap ? j->stderr_cap : DEFAULT_CAP,
+		.cwd = tvp_cstr(j->cwd),
+		.argv = { .count = (uint32_t)argc, .items = j->argv },
+		.env = { .count = (uint32_t)envc, .items = j->env },
+	};
+	if (j->stdin_len) {
+		/* Streamed, so that a big stdin never has to fit one frame and
+		 * never blocks the output coming back. */
+		m.flags |= TVP_EXEC_STDIN_STREAM;
+		in = calloc(1, sizeof(*in));
+		if (!in)
+			return tvm_errf(e, ENOMEM, "job: out of memory");
+		in->data = j->stdin_data;
+		in->len = j->stdin_len;
+	}
+	r = send_msg(a, &m, e);
+	while (!r) {
+		struct pollfd pf = { .fd = a->fd, .events = POLLIN };
+
+		if (in && !(in->closed && in->foff == in->flen))
+			pf.events |= POLLOUT;
+		/* Only buffered frames left, or new bytes: recv_msg decides. */
+		if (tvp_decoder_pending(&a->dec) == 0 && poll(&pf, 1, -1) < 0 && errno != EINTR) {
+			r = tvm_errf(e, errno, "job: poll: %s", strerror(errno));
+			break;
+		}
+		if (pf.revents & POLLOUT) {
+			r = feed_stdin(a, id, in, e);
+			if (r)
+				break;
+		}
+		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)) && tvp_decoder_pending(&a->dec) == 0)
+			continue;
+		r = recv_msg(a, &m, -1, e);
+		if (r)
+			break;
+		if (m.id != id)
+			continue; /* another job's frame on a shared connection: not ours */
+		if (m.type == TVP_STDOUT || m.type == TVP_STDERR) {
+			if (j->on_output)
+				j->on_output(j->ctx, m.type == TVP_STDOUT ? 1 : 2, m.data.data.p, m.data.data.len);
+		} else if (m.type == TVP_RESULT) {
+			fill_result(&m, res);
+			break;
+		} else if (m.type == TVP_ERROR) {
+			r = agent_error(&m, e);
+		}
+	}
+	free(in);
+	return r;
+}
+
+/* Wait for the answer to a request: OK (0) or ERROR (-errno). */
+static int wait_ok(struct tvm_agent *a, uint32_t id, struct tvp_msg *m, struct tvm_err *e)
+{
+	for (;;) {
+		int r = recv_msg(a, m, -1, e);
+		if (r)
+			return r;
+		if (m->id != id)
+			continue;
+		if (m->type == TVP_OK)
+			return 0;
+		if (m->type == TVP_ERROR)
+			return agent_error(m, e);
+	}
+}
+
+int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
+		       struct tvm_err *e)
+{
+	uint32_t id = ++a->next_id;
+	struct tvp_msg m = { .type = TVP_PUT_FILE, .flags = TVP_PUT_MKDIRS, .id = id };
+	int r;
+
+	m.put = (struct tvp_put_file){ .mode = mode, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path) };
+	r = send_msg(a, &m, e);
+	for (size_t off = 0; !r && off < len; off += CHUNK)
+		r = send_data(a, TVP_FILE_DATA, id, (const uint8_t *)data + off, len - off < CHUNK ? len - off : CHUNK, e);
+	if (!r) {
+		m = (struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { .size = len } };
+		r = send_msg(a, &m, e);
+	}
+	if (!r)
+		r = wait_ok(a, id, &m, e);
+	if (r)
+		tvm_err_prefix(e, "put %s", path);
+	return r;
+}
+
+int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
+		       struct tvm_err *e)
+{
+	uint32_t id = ++a->next_id;
+	struct tvp_msg m = { .type = TVP_GET_FILE, .id = id };
+	uint8_t *buf = NULL;
+	size_t have = 0;
+	int r;
+
+	*data = NULL;
+	*len = 0;
+	m.get = (struct tvp_get_file){ .max_bytes = cap, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path) };
+	r = send_msg(a, &m, e);
+	while (!r) {
+		r = recv_msg(a, &m, -1, e);
+		if (r || m.id != id)
+			continue;
+		if (m.type == TVP_ERROR) {
+			r = agent_error(&m, e);
+		} else if (m.type == TVP_FILE_DATA) {
+			/* The agent enforces cap; check it again, the peer is
+			 * not trusted with our memory. */
+			if (m.data.data.len > cap - have) {
+				r = tvm_errf(e, EFBIG, "more than %zu bytes", cap);
+				break;
+			}
+			uint8_t *nb = realloc(buf, have + m.data.data.len + 1);
+			if (!nb) {
+				r = tvm_errf(e, ENOMEM, "out of memory");
+				break;
+			}
+			buf = nb;
+			memcpy(buf + have, m.data.data.p, m.data.data.len);
+			have += m.data.data.len;
+		} else if (m.type == TVP_FILE_END) {
+			if (m.file_end.size != have)
+				r = tvm_errf(e, EPROTO, "agent said %llu bytes, sent %zu",
+					     (unsigned long long)m.file_end.size, have);
+			break;
+		}
+	}
+	if (r) {
+		free(buf);
+		tvm_err_prefix(e, "get %s", path);
+		return r;
+	}
+	*data = buf ? buf : calloc(1, 1);
+	*len = have;
+	return 0;
+}
+
+int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e)
+{
+	uint8_t entropy[64];
+	struct timespec now;
+	struct tvp_msg m = { .type = TVP_SEED, .id = ++a->next_id };
+
+	if (getrandom(entropy, sizeof(entropy), 0) != (ssize_t)sizeof(entropy))
+		return tvm_errf(e, EIO, "seed: getrandom failed");
+	clock_gettime(CLOCK_REALTIME, &now);
+	m.seed.realtime_ns = (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+	m.seed.entropy = (struct tvp_bytes){ entropy, sizeof(entropy) };
+	int r = send_msg(a, &m, e);
+	return r ? r : wait_ok(a, m.id, &m, e);
+}
+
+int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e)
+{
+	struct tvp_msg m = { .type = TVP_SHUTDOWN, .id = ++a->next_id };
+
+	return send_msg(a, &m, e);
+}
+
+int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out,
+			  struct tvm_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char line[64];
+	size_t n = 0;
+	int fd, r;
+
+	if (strlen(uds_path) >= sizeof(sa.sun_path))
+		return tvm_errf(e, ENAMETOOLONG, "vsock socket %s: path too long", uds_path);
+	strcpy(sa.sun_path, uds_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return tvm_errf(e, errno, "vsock socket: %s", strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		r = tvm_errf(e, errno, "vsock socket %s: %s", uds_path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	n = (size_t)snprintf(line, sizeof(line), "CONNECT %u\n", port);
+	if (send(fd, line, n, MSG_NOSIGNAL) != (ssize_t)n) {
+		close(fd);
+		return tvm_errf(e, EPIPE, "vsock socket %s: cannot send CONNECT", uds_path);
+	}
+	/* Byte by byte up to the newline: what follows belongs to the agent. */
+	for (n = 0; n < sizeof(line) - 1;) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		ssize_t got;
+
+		if (poll(&pf, 1, timeout_ms) <= 0) {
+			close(fd);
+			return tvm_errf(e, ETIMEDOUT, "vsock socket %s: no answer to CONNECT %u", uds_path, port);
+		}
+		got = recv(fd, line + n, 1, 0);
+		if (got <= 0) {
+			close(fd);
+			return tvm_errf(e, ECONNREFUSED, "vsock socket %s: guest port %u refused", uds_path, port);
+		}
+		if (line[n++] == '\n')
+			break;
+	}
+	line[n] = 0;
+	if (strncmp(line, "OK ", 3)) {
+		close(fd);
+		return tvm_errf(e, EPROTO, "vsock socket %s: unexpected answer to CONNECT", uds_path);
+	}
+	return tvm_agent_open(fd, timeout_ms, out, e);
+}

@@ -1,0 +1,46 @@
+/* The job half of the tinyvmm command: options after the VM options, and
+ * running one job through an agent connection. */
+#ifndef TVM_CLI_JOB_H
+#define TVM_CLI_JOB_H
+
+#include <stdint.h>
+
+#include "vmm/tinyvmm.h"
+
+/* Exit statuses (README.md): the job's own, or these. */
+#define EXIT_TIMED_OUT 124 /* the job's --timeout expired */
+#define EXIT_VM_FAILED 125 /* tinyvmm failed: usage, files, VM, agent */
+#define EXIT_CANNOT_RUN 126 /* the command exists but could not run */
+#define EXIT_NOT_FOUND 127 /* the command was not found */
+
+#define CLI_MAX_LIST 64
+
+struct cli_job {
+	const char *env[CLI_MAX_LIST + 1];
+	unsigned nenv;
+	const char *puts[CLI_MAX_LIST]; /* LOCAL:GUEST */
+	unsigned nput;
+	const char *gets[CLI_MAX_LIST]; /* GUEST:LOCAL */
+	unsigned nget;
+	const char *workdir;
+	uint32_t timeout_ms;
+	uint32_t uid, gid;
+	uint32_t output_cap; /* bytes per stream */
+	int json;            /* print one JSON result object instead of streaming */
+	int forward_stdin;   /* read our stdin to EOF and give it to the job */
+	char **argv;         /* the command, NULL-terminated */
+};
+
+/* Parse a number of seconds (fractions allowed) for --name into *ms.
+ * Returns 0, or -1 after printing what is wrong. */
+int cli_job_seconds(const char *name, const char *arg, uint32_t *ms);
+
+/* Handle one job option (the long option's name and its argument). Returns
+ * 1 if it was one, 0 if not, -1 on a bad value (message printed). */
+int cli_job_option(struct cli_job *j, const char *name, const char *arg);
+
+/* Run the job over an open agent connection: files in, job, files out.
+ * Prints output (or the JSON object) and returns the exit status. */
+int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns);
+
+#endif
