@@ -62,17 +62,21 @@ $(BUILD)/it/%: tests/integration/%.c tests/integration/it_common.h $(BUILD)/libt
 # libFuzzer targets: clang with ASan+UBSan; each links the library sources directly.
 $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
 	@mkdir -p $(dir $@)
-	$(CLANG) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -o $@ $< $(LIB_SRCS) -lpthread
+	$(CLANG) -std=gnu11 -g -O1 -I. -D_GNU_SOURCE -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -o $@ $< $(LIB_SRCS) -lpthread
 
 include guest/agent.mk
 
 unit: $(UNIT_BINS)
 	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
 
-# The integration tests boot the guest built by tools/build-guest.sh (cached).
-integration: tinyvmm $(IT_BINS)
-	@bash tools/build-guest.sh
-	@set -e; for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$(bash tools/build-guest.sh --print-dir) $$t; done
+# The integration tests boot the guest built by tools/build-guest.sh and the
+# base image built by tools/build-rootfs.sh with our agent as /sbin/init
+# (both cached outside the clone).
+integration: tinyvmm $(IT_BINS) $(AGENT_BIN)
+	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
+	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
+	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
+	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done
 
 test: unit integration
 

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices/blk_iov.h"
@@ -207,4 +208,85 @@ int cow_discard(struct blk_image *im, uint64_t off, uint64_t len)
 			return r;
 	}
 	return 0;
+}
+
+/* Copy [off, off + len) from in to out at the same offset. */
+static int copy_range(int in, int out, uint64_t off, uint64_t len)
+{
+	uint8_t buf[64 * 1024];
+
+	while (len) {
+		loff_t a = (loff_t)off, b = (loff_t)off;
+		ssize_t n = copy_file_range(in, &a, out, &b, len, 0);
+
+		if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
+			size_t want = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+
+			n = pread(in, buf, want, (off_t)off);
+			if (n > 0 && pwrite(out, buf, (size_t)n, (off_t)off) != n)
+				return -EIO;
+		}
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO; /* short source */
+		off += (uint64_t)n;
+		len -= (uint64_t)n;
+	}
+	return 0;
+}
+
+/* Copy every run of blocks set in the map from in to out. */
+static int copy_runs(struct blk_image *im, int in, int out)
+{
+	uint64_t b = 0;
+
+	while (b < im->nblocks) {
+		uint64_t start, end;
+		int r;
+
+		if (!test(im, b)) {
+			b++;
+			continue;
+		}
+		start = b;
+		while (b < im->nblocks && test(im, b))
+			b++;
+		end = b * BLK < im->size ? b * BLK : im->size;
+		r = copy_range(in, out, start * BLK, end - start * BLK);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
+int cow_export(struct blk_image *im, int fd)
+{
+	if (ftruncate(fd, (off_t)im->size) < 0)
+		return -errno;
+	return copy_runs(im, im->ofd, fd);
+}
+
+int cow_import(struct blk_image *im, int fd, const uint64_t *map, uint64_t nwords)
+{
+	uint64_t words = (im->nblocks + 63) / 64, count = 0;
+	struct stat st;
+	int r;
+
+	if (nwords != words || fstat(fd, &st) < 0 || (uint64_t)st.st_size != im->size)
+		return -EINVAL;
+	if (im->nblocks % 64 && (map[words - 1] >> (im->nblocks % 64)))
+		return -EINVAL; /* bits past the last block */
+	for (uint64_t i = 0; i < words; i++)
+		count += (uint64_t)__builtin_popcountll(map[i]);
+	if (count > im->limit_blocks)
+		return -ENOSPC;
+	memcpy(im->map, map, words * sizeof(uint64_t));
+	im->in_overlay = count;
+	r = copy_runs(im, fd, im->ofd);
+	if (r) {
+		memset(im->map, 0, words * sizeof(uint64_t));
+		im->in_overlay = 0;
+	}
+	return r;
 }

@@ -14,6 +14,12 @@ int cow_write(struct blk_image *im, struct iovec *iov, int n, uint64_t off, uint
 int cow_discard(struct blk_image *im, uint64_t off, uint64_t len);
 int cow_write_zeroes(struct blk_image *im, uint64_t off, uint64_t len);
 
+/* Snapshot: copy the overlay's blocks to fd (same offsets; fd sized like
+ * the image), and load such a file back into a fresh overlay with the
+ * block map map[0..nwords). See blk_image_export/import. */
+int cow_export(struct blk_image *im, int fd);
+int cow_import(struct blk_image *im, int fd, const uint64_t *map, uint64_t nwords);
+
 /* Shared with the in-place path (blk_image.c): punch a hole, ignoring file
  * systems that cannot; and make a range read as zeroes by any means. */
 int blk_punch(int fd, uint64_t off, uint64_t len);

@@ -171,3 +171,19 @@ int blk_zero_range(int fd, uint64_t off, uint64_t len)
 	}
 	return 0;
 }
+
+int blk_image_export(struct blk_image *im, int data_fd, const uint64_t **map, uint64_t *nwords)
+{
+	if (!im->cow)
+		return -EINVAL;
+	*map = im->map;
+	*nwords = (im->nblocks + 63) / 64;
+	return cow_export(im, data_fd);
+}
+
+int blk_image_import(struct blk_image *im, int data_fd, const uint64_t *map, uint64_t nwords)
+{
+	if (!im->cow)
+		return -EINVAL;
+	return cow_import(im, data_fd, map, nwords);
+}

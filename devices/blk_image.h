@@ -83,4 +83,17 @@ int blk_image_discard(struct blk_image *im, uint64_t off, uint64_t len);
  * can, else zeroes written). Copy-on-write: counts against the limit. */
 int blk_image_write_zeroes(struct blk_image *im, uint64_t off, uint64_t len);
 
+/* Snapshot of a copy-on-write drive: write the overlay's blocks into
+ * data_fd (a new file, made im->size bytes long, sparse) and give the block
+ * map (one bit per BLK_COW_BLOCK block, *nwords 64-bit words, borrowed
+ * from im). Returns 0 or -errno (-EINVAL: not copy-on-write). */
+int blk_image_export(struct blk_image *im, int data_fd, const uint64_t **map, uint64_t *nwords);
+
+/* Restore: fill the fresh overlay of copy-on-write im from data_fd (made by
+ * blk_image_export for an image of the same size) with the blocks set in
+ * map. Returns 0, -EINVAL (not copy-on-write, wrong map length, bits past
+ * the end, data file of another size), -ENOSPC (over the overlay limit) or
+ * -errno of the copy. */
+int blk_image_import(struct blk_image *im, int data_fd, const uint64_t *map, uint64_t nwords);
+
 #endif

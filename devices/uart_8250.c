@@ -197,3 +197,28 @@ size_t uart_8250_rx_room(struct uart_8250 *u)
 	pthread_mutex_unlock(&u->lock);
 	return room;
 }
+
+void uart_8250_save(struct uart_8250 *u, struct uart_8250_regs *r)
+{
+	pthread_mutex_lock(&u->lock);
+	*r = (struct uart_8250_regs){ .ier = u->ier, .lcr = u->lcr, .mcr = u->mcr, .scr = u->scr, .dll = u->dll,
+				      .dlm = u->dlm, .fcr = u->fcr, .thre_pending = u->thre_pending,
+				      .irq_level = u->irq_level };
+	pthread_mutex_unlock(&u->lock);
+}
+
+void uart_8250_restore(struct uart_8250 *u, const struct uart_8250_regs *r)
+{
+	pthread_mutex_lock(&u->lock);
+	u->ier = r->ier;
+	u->lcr = r->lcr;
+	u->mcr = r->mcr;
+	u->scr = r->scr;
+	u->dll = r->dll;
+	u->dlm = r->dlm;
+	u->fcr = r->fcr;
+	u->thre_pending = r->thre_pending != 0;
+	u->irq_level = r->irq_level != 0;
+	u->rx_head = u->rx_len = 0;
+	pthread_mutex_unlock(&u->lock);
+}

@@ -51,4 +51,16 @@ size_t uart_8250_push_rx(struct uart_8250 *u, const uint8_t *buf, size_t n);
 /* Free space in the receive FIFO, in bytes. */
 size_t uart_8250_rx_room(struct uart_8250 *u);
 
+/* The registers a snapshot keeps (the receive FIFO is host input and is
+ * not kept). irq_level is the line level the irqchip state already holds. */
+struct uart_8250_regs {
+	uint8_t ier, lcr, mcr, scr, dll, dlm, fcr;
+	uint8_t thre_pending, irq_level; /* 0 or 1 */
+};
+
+void uart_8250_save(struct uart_8250 *u, struct uart_8250_regs *r);
+/* Load r (values taken as bytes; flags normalised to 0/1) without touching
+ * the interrupt line. */
+void uart_8250_restore(struct uart_8250 *u, const struct uart_8250_regs *r);
+
 #endif

@@ -59,7 +59,8 @@ struct virtio_dev_ops {
 	int (*notify)(void *dev, unsigned queue);
 	/* Snapshot hooks, optional (NULL: nothing device-specific to keep).
 	 * save writes at most cap bytes to buf and returns the length used or
-	 * -errno; restore returns 0 or -errno. Not called yet. */
+	 * -errno; restore returns 0 or -errno. Not used by any device yet
+	 * (the snapshot code writes the blob when save is set). */
 	long (*save)(void *dev, void *buf, size_t cap);
 	int (*restore)(void *dev, const void *buf, size_t len);
 };
@@ -105,6 +106,36 @@ void virtio_mmio_io(void *opaque, uint64_t off, uint8_t *data, uint32_t len, boo
  * DRIVER_OK is set and the queue is ready, then interrupt if the driver
  * wants one. A broken queue sets NEEDS_RESET with a config interrupt. */
 void virtio_mmio_notify(struct virtio_mmio *t, unsigned queue);
+
+/* The transport's registers and queue positions, for a snapshot
+ * (devices/virtio_mmio_state.c). Queue host pointers are not kept: restore
+ * resolves them again through vq_enable(). */
+struct virtio_mmio_queue_state {
+	uint32_t num;
+	uint64_t desc_gpa, avail_gpa, used_gpa;
+	uint32_t ready, broken;
+	uint16_t last_avail, used_idx, signalled_used;
+};
+
+struct virtio_mmio_state {
+	uint32_t device_id, num_queues;
+	uint64_t offered, acked;
+	uint32_t status, dev_features_sel, drv_features_sel, queue_sel, shm_sel;
+	uint32_t int_status, config_generation, active;
+	struct virtio_mmio_queue_state q[VIRTIO_MMIO_MAX_QUEUES];
+};
+
+/* Copy t's state into s. The caller holds t->lock (a snapshot holds every
+ * transport's lock while it saves, so no queue moves meanwhile). */
+void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *s);
+
+/* Put s into a freshly initialised t (same device) as if the driver had
+ * written it: the device id, queue count and offered features must match,
+ * acked features be offered, every ready queue pass vq_enable() (and its
+ * used index in guest memory agree), and an active device is activated
+ * again. Returns 0 or -EINVAL with e naming the device, queue and value.
+ * Nothing is notified; the caller kicks the queues once the VM runs. */
+int virtio_mmio_restore(struct virtio_mmio *t, const struct virtio_mmio_state *s, struct tvm_err *e);
 
 /* The device's configuration changed (e.g. capacity): bump
  * ConfigGeneration and send a configuration change interrupt. */

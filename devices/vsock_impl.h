@@ -82,6 +82,7 @@ struct virtio_vsock {
 	struct vsock_watch_ops io;
 	char *uds_path;                /* NULL without the hybrid backend */
 	int listen_fd;                 /* hybrid listener or -1 */
+	bool listen_paused;            /* unwatched while out of fds (see accept_cb) */
 	int kick_fd;                   /* eventfd: rx work made inside transport callbacks */
 	bool rx_wanted;                /* something may now be sendable on rx */
 	struct virtqueue *vqs;         /* [3] while the driver runs the device, else NULL */
@@ -143,6 +144,8 @@ int vsock_rx_run(struct virtio_vsock *v, struct virtqueue *vq);
 /* vsock_uds.c */
 int vsock_uds_listen(struct virtio_vsock *v, struct tvm_err *e);
 void vsock_uds_close(struct virtio_vsock *v);
+/* An fd was closed: watch a listener paused for lack of fds again. */
+void vsock_uds_resume(struct virtio_vsock *v);
 /* Read the hybrid client's CONNECT line as far as it came. */
 void vsock_uds_handshake(struct virtio_vsock *v, struct vsock_conn *c);
 /* Connect to "uds_path_port": the fd, or -errno. */

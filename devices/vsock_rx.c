@@ -67,7 +67,7 @@ static uint32_t min3(uint32_t a, uint32_t b, uint32_t c)
  * 0 when nothing was read (would block; EOF and errors set c->owe). */
 static uint32_t read_data(struct virtio_vsock *v, struct vsock_conn *c, struct vq_chain *ch)
 {
-	uint32_t max = min3(vsock_conn_credit(c), ch->writable_len - VSOCK_HDR, VSOCK_MAX_PKT);
+	uint32_t max = min3(0xffffffff, ch->writable_len - VSOCK_HDR, VSOCK_MAX_PKT);
 	ssize_t r;
 	int k;
 

@@ -23,8 +23,10 @@ static int unix_addr(struct sockaddr_un *a, const char *path, const char *suffix
 }
 
 /* Accept every pending client; each starts its handshake. Clients beyond
- * VSOCK_MAX_CONNS are closed at once (leaving them queued would keep the
- * listener readable and the loop spinning). */
+ * VSOCK_MAX_CONNS are closed at once, and when accept fails for lack of
+ * fds or memory the listener is unwatched until a connection closes:
+ * leaving clients queued would keep the listener readable and the event
+ * loop spinning. */
 static void accept_cb(void *arg, uint32_t events)
 {
 	struct virtio_vsock *v = arg;
@@ -38,7 +40,11 @@ static void accept_cb(void *arg, uint32_t events)
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
-			break; /* EAGAIN, or out of fds: try again on the next event */
+			if (errno != EAGAIN && errno != EWOULDBLOCK && !v->listen_paused) {
+				v->io.unwatch(v->io.ctx, v->listen_fd);
+				v->listen_paused = true;
+			}
+			break;
 		}
 		c = vsock_conn_new(v, fd, CONN_HANDSHAKE);
 		if (!c) {
@@ -81,11 +87,18 @@ int vsock_uds_listen(struct virtio_vsock *v, struct tvm_err *e)
 	return 0;
 }
 
+void vsock_uds_resume(struct virtio_vsock *v)
+{
+	if (v->listen_paused && v->io.watch(v->io.ctx, v->listen_fd, EPOLLIN, accept_cb, v) == 0)
+		v->listen_paused = false;
+}
+
 void vsock_uds_close(struct virtio_vsock *v)
 {
 	if (v->listen_fd < 0)
 		return;
-	v->io.unwatch(v->io.ctx, v->listen_fd);
+	if (!v->listen_paused)
+		v->io.unwatch(v->io.ctx, v->listen_fd);
 	close(v->listen_fd);
 	unlink(v->uds_path);
 	v->listen_fd = -1;

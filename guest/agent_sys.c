@@ -158,6 +158,12 @@ void sys_seed(struct conn *c, const struct tvp_msg *m)
 		if (fd < 0 || ioctl(fd, RNDADDENTROPY, &pool) < 0) {
 			what = "RNDADDENTROPY";
 			err = errno;
+		} else if (ioctl(fd, RNDRESEEDCRNG) < 0 && errno != ENODATA) {
+			/* Mixing alone leaves the CRNG's current key in use
+			 * until its next timed reseed: every VM restored from
+			 * one snapshot would read the same bytes until then. */
+			what = "RNDRESEEDCRNG";
+			err = errno;
 		}
 		if (fd >= 0)
 			close(fd);

@@ -2,6 +2,7 @@
  * and the in-process backend, data, shutdown, reset, the event queue. The
  * guest is played through the transport (tests/test_virtio_vsock.h). */
 #include <check.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include "tests/test_virtio_vsock.h"
@@ -20,54 +21,14 @@ static void teardown(void)
 		tg_stop(&g);
 }
 
-/* Guest port gp connects to host port hp where a test listener waits;
- * returns the host's accepted socket (non-blocking). */
 static int guest_connect(uint32_t gp, uint32_t hp)
 {
-	char p[128];
-	struct tpkt r;
-	int l, fd;
-
-	snprintf(p, sizeof(p), "%s_%u", g.path, hp);
-	l = unix_listen(p);
-	tg_send(&g, VIRTIO_VSOCK_OP_REQUEST, gp, hp, NULL, 0);
-	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RESPONSE);
-	ck_assert_uint_eq(r.src_port, hp);
-	ck_assert_uint_eq(r.dst_port, gp);
-	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
-	ck_assert_uint_eq(r.fwd_cnt, 0);
-	ck_assert_uint_eq(r.len, 0);
-	fd = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-	ck_assert_int_ge(fd, 0);
-	close(l);
-	tg_rx_kick(&g);
-	return fd;
+	return tg_guest_connect(&g, gp, hp, VSOCK_BUF_ALLOC);
 }
 
-/* A hybrid client: connect, CONNECT gp, the guest accepts. Returns the
- * client socket after "OK <port>\n" and the host port in *hp. */
 static int host_connect(uint32_t gp, uint32_t *hp)
 {
-	char line[32], want[32];
-	struct tpkt r;
-	int fd = unix_connect(g.path);
-	long n;
-
-	snprintf(line, sizeof(line), "CONNECT %u\n", gp);
-	write_all(fd, line, strlen(line));
-	tw_settle(&g.w);
-	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
-	ck_assert_uint_eq(r.dst_port, gp);
-	ck_assert_uint_ge(r.src_port, HOST_PORT0);
-	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
-	*hp = r.src_port;
-	tg_send(&g, VIRTIO_VSOCK_OP_RESPONSE, gp, *hp, NULL, 0);
-	set_nonblock(fd);
-	snprintf(want, sizeof(want), "OK %u\n", *hp);
-	n = read_now(fd, line, sizeof(line));
-	ck_assert_int_eq(n, (long)strlen(want));
-	ck_assert(memcmp(line, want, (size_t)n) == 0);
-	return fd;
+	return tg_host_connect(&g, gp, hp);
 }
 
 START_TEST(config_space)
@@ -297,7 +258,6 @@ START_TEST(shutdown_guest_first)
 	int fd = guest_connect(6000, 80);
 
 	tg_send(&g, VIRTIO_VSOCK_OP_RW, 6000, 80, "GET", 3);
-	tg_send_credit(&g, VIRTIO_VSOCK_OP_SHUTDOWN, 6000, 80, VSOCK_BUF_ALLOC, 0);
 	{
 		struct virtio_vsock_hdr h = tg_hdr(VIRTIO_VSOCK_OP_SHUTDOWN, 6000, 80, 0);
 		h.flags = htole32(VIRTIO_VSOCK_SHUTDOWN_SEND);
@@ -482,6 +442,38 @@ START_TEST(any_layout)
 }
 END_TEST
 
+/* Out of fds, the listener stops being watched (rather than waking the
+ * loop forever) until a connection closes. */
+START_TEST(listener_out_of_fds)
+{
+	struct rlimit old, lim;
+	struct tpkt r;
+	int in, fd, spare;
+
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 5, &in, NULL), 0);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_int_eq(g.w.n, 2); /* eventfd, listener */
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
+	spare = dup(0);
+	close(spare);
+	lim = old;
+	lim.rlim_cur = (rlim_t)spare + 1; /* room for one more fd: the client's */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
+	fd = unix_connect(g.path);
+	tw_settle(&g.w); /* accept fails: EMFILE */
+	ck_assert_int_eq(g.w.n, 1);
+	tg_send(&g, VIRTIO_VSOCK_OP_RST, 5, r.src_port, NULL, 0); /* frees the device's end */
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	write_all(fd, "CONNECT 6\n", 10);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, 6);
+	close(fd);
+	close(in);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("virtio_vsock");
@@ -506,6 +498,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, transport_reset_waits_for_buffer);
 	tcase_add_test(tc, device_reset_drops_all);
 	tcase_add_test(tc, any_layout);
+	tcase_add_test(tc, listener_out_of_fds);
 	suite_add_tcase(s, tc);
 	return s;
 }

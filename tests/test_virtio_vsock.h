@@ -9,7 +9,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -17,6 +16,7 @@
 
 #include "devices/virtio_vsock.h"
 #include "tests/test_virtio_driver.h"
+#include "tests/test_virtio_vsock_loop.h"
 
 #define QSZ 64
 #define RXB 4096                 /* rx buffer bytes, header included (Linux: ~3.7 KiB) */
@@ -28,99 +28,9 @@
 #define HOST_PORT0 VSOCK_HOST_PORT_BASE
 #define HDR ((uint32_t)sizeof(struct virtio_vsock_hdr))
 
-/* ---- the poll loop ---- */
-
-struct tw_entry {
-	int fd;
-	uint32_t events;
-	vsock_fd_cb cb;
-	void *arg;
-};
-
-struct tw {
-	struct tw_entry e[VSOCK_MAX_CONNS + 8];
-	int n;
-	struct virtio_mmio *t;   /* kick target */
-	int kicks[3];
-};
-
-static int tw_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
-{
-	struct tw *w = ctx;
-
-	for (int i = 0; i < w->n; i++)
-		if (w->e[i].fd == fd)
-			return -EEXIST; /* as epoll_ctl(ADD) would */
-	if (w->n == (int)(sizeof(w->e) / sizeof(w->e[0])))
-		return -ENOSPC;
-	w->e[w->n++] = (struct tw_entry){ fd, events, cb, arg };
-	return 0;
-}
-
-static void tw_unwatch(void *ctx, int fd)
-{
-	struct tw *w = ctx;
-
-	for (int i = 0; i < w->n; i++)
-		if (w->e[i].fd == fd)
-			w->e[i] = w->e[--w->n];
-}
-
-static void tw_kick(void *ctx, unsigned q)
-{
-	struct tw *w = ctx;
-
-	ck_assert_uint_lt(q, 3);
-	w->kicks[q]++;
-	virtio_mmio_notify(w->t, q);
-}
-
-static bool tw_watched(struct tw *w, int fd, uint32_t *events)
-{
-	for (int i = 0; i < w->n; i++)
-		if (w->e[i].fd == fd) {
-			if (events)
-				*events = w->e[i].events;
-			return true;
-		}
-	return false;
-}
-
-static uint32_t tw_epoll(short re)
-{
-	return (re & POLLIN ? 0x001 : 0) | (re & POLLOUT ? 0x004 : 0) | (re & POLLERR ? 0x008 : 0) |
-	       (re & POLLHUP ? 0x010 : 0);
-}
-
-/* One round: poll every watched fd, run the callbacks of the ready ones.
- * Returns how many ran. */
-static int tw_round(struct tw *w, int timeout_ms)
-{
-	struct pollfd p[VSOCK_MAX_CONNS + 8];
-	struct tw_entry snap[VSOCK_MAX_CONNS + 8];
-	int n = w->n, ran = 0;
-
-	memcpy(snap, w->e, sizeof(snap[0]) * (size_t)n);
-	for (int i = 0; i < n; i++)
-		p[i] = (struct pollfd){ .fd = snap[i].fd,
-					.events = (short)((snap[i].events & 1 ? POLLIN : 0) |
-							  (snap[i].events & 4 ? POLLOUT : 0)) };
-	if (poll(p, (nfds_t)n, timeout_ms) <= 0)
-		return 0;
-	for (int i = 0; i < n; i++) {
-		/* Callbacks may unwatch others: run only what is still watched,
-		 * as the event loop does. */
-		if (!p[i].revents || !tw_watched(w, snap[i].fd, NULL))
-			continue;
-		snap[i].cb(snap[i].arg, tw_epoll(p[i].revents));
-		ran++;
-	}
-	return ran;
-}
-
 /* Run rounds until nothing is ready. A device that keeps an fd ready
  * without consuming it would spin: that fails here. */
-static void tw_settle(struct tw *w)
+static inline void tw_settle(struct tw *w)
 {
 	for (int i = 0; i < 10000; i++)
 		if (tw_round(w, i == 0 ? 20 : 0) == 0)
@@ -150,19 +60,19 @@ struct tpkt {
 	uint8_t data[RXB];
 };
 
-static void tg_post_rx(struct tg *g, unsigned i)
+static inline void tg_post_rx(struct tg *g, unsigned i)
 {
 	td_vq_desc(&g->d, &g->rx, i, RX_BUFS + (uint64_t)i * RXB, RXB, VRING_DESC_F_WRITE, 0);
 	td_vq_post(&g->d, &g->rx, (uint16_t)i);
 }
 
-static void tg_post_ev(struct tg *g, unsigned i)
+static inline void tg_post_ev(struct tg *g, unsigned i)
 {
 	td_vq_desc(&g->d, &g->ev, i, EV_BUFS + 16ull * i, sizeof(struct virtio_vsock_event), VRING_DESC_F_WRITE, 0);
 	td_vq_post(&g->d, &g->ev, (uint16_t)i);
 }
 
-static void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
+static inline void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
 {
 	struct vsock_opts o = { .guest_cid = GUEST_CID };
 	struct tvm_err e = { 0 };
@@ -199,7 +109,7 @@ static void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
 	virtio_mmio_notify(&g->t, VSOCK_EVQ);
 }
 
-static void tg_stop(struct tg *g)
+static inline void tg_stop(struct tg *g)
 {
 	virtio_mmio_destroy(&g->t);
 	virtio_vsock_close(g->v);
@@ -214,7 +124,7 @@ static void tg_stop(struct tg *g)
 }
 
 /* A header as the guest would write it; tests then break fields. */
-static struct virtio_vsock_hdr tg_hdr(uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t len)
+static inline struct virtio_vsock_hdr tg_hdr(uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t len)
 {
 	return (struct virtio_vsock_hdr){
 		.src_cid = htole64(GUEST_CID), .dst_cid = htole64(VSOCK_HOST_CID),
@@ -227,7 +137,7 @@ static struct virtio_vsock_hdr tg_hdr(uint16_t op, uint32_t src_port, uint32_t d
 /* Post header h and payload (plen bytes) as one tx chain: two
  * descriptors (header, payload) or, with one_desc, a single one. Returns
  * the chain's head. Does not notify. */
-static uint16_t tg_queue_tx(struct tg *g, const struct virtio_vsock_hdr *h, const void *payload, uint32_t plen,
+static inline uint16_t tg_queue_tx(struct tg *g, const struct virtio_vsock_hdr *h, const void *payload, uint32_t plen,
 			    bool one_desc)
 {
 	unsigned slot = g->tx_next++ % (QSZ / 2);
@@ -250,7 +160,7 @@ static uint16_t tg_queue_tx(struct tg *g, const struct virtio_vsock_hdr *h, cons
 
 /* Send one packet (notify tx, let the loop run), check it was completed
  * with used length 0. */
-static void tg_send_hdr(struct tg *g, const struct virtio_vsock_hdr *h, const void *payload, uint32_t plen)
+static inline void tg_send_hdr(struct tg *g, const struct virtio_vsock_hdr *h, const void *payload, uint32_t plen)
 {
 	uint16_t head = tg_queue_tx(g, h, payload, plen, false);
 	uint32_t id, len;
@@ -262,7 +172,7 @@ static void tg_send_hdr(struct tg *g, const struct virtio_vsock_hdr *h, const vo
 	tw_settle(&g->w);
 }
 
-static void tg_send(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, const void *payload,
+static inline void tg_send(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, const void *payload,
 		    uint32_t plen)
 {
 	struct virtio_vsock_hdr h = tg_hdr(op, src_port, dst_port, plen);
@@ -271,7 +181,7 @@ static void tg_send(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_p
 }
 
 /* Same with the credit fields set. */
-static void tg_send_credit(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t buf_alloc,
+static inline void tg_send_credit(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t buf_alloc,
 			   uint32_t fwd_cnt)
 {
 	struct virtio_vsock_hdr h = tg_hdr(op, src_port, dst_port, 0);
@@ -283,7 +193,7 @@ static void tg_send_credit(struct tg *g, uint16_t op, uint32_t src_port, uint32_
 
 /* Take the next rx packet if there is one; its buffer goes back to the
  * device (not notified: call tg_rx_kick). */
-static bool tg_recv(struct tg *g, struct tpkt *p)
+static inline bool tg_recv(struct tg *g, struct tpkt *p)
 {
 	struct virtio_vsock_hdr h;
 	uint32_t id, len;
@@ -312,20 +222,20 @@ static bool tg_recv(struct tg *g, struct tpkt *p)
 	return true;
 }
 
-static void tg_rx_kick(struct tg *g)
+static inline void tg_rx_kick(struct tg *g)
 {
 	virtio_mmio_notify(&g->t, VSOCK_RXQ);
 	tw_settle(&g->w);
 }
 
 /* The next packet, which must exist and have op op. */
-static void tg_expect(struct tg *g, struct tpkt *p, uint16_t op)
+static inline void tg_expect(struct tg *g, struct tpkt *p, uint16_t op)
 {
 	ck_assert_msg(tg_recv(g, p), "no packet, expected op %u", op);
 	ck_assert_msg(p->op == op, "op %u, expected %u", p->op, op);
 }
 
-static void tg_expect_none(struct tg *g)
+static inline void tg_expect_none(struct tg *g)
 {
 	struct tpkt p;
 
@@ -335,45 +245,107 @@ static void tg_expect_none(struct tg *g)
 
 /* ---- host side helpers ---- */
 
-static int unix_listen(const char *path)
+static inline struct sockaddr_un unix_addr_of(const char *path)
 {
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
+
+	ck_assert_uint_lt(strlen(path), sizeof(a.sun_path));
+	memcpy(a.sun_path, path, strlen(path) + 1);
+	return a;
+}
+
+static inline int unix_listen(const char *path)
+{
+	struct sockaddr_un a = unix_addr_of(path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	ck_assert_int_eq(listen(fd, 8), 0);
 	return fd;
 }
 
-static int unix_connect(const char *path)
+static inline int unix_connect(const char *path)
 {
-	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	struct sockaddr_un a = unix_addr_of(path);
 	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
-	snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
 	ck_assert_int_eq(connect(fd, (struct sockaddr *)&a, sizeof(a)), 0);
 	return fd;
 }
 
-static void set_nonblock(int fd)
+static inline void set_nonblock(int fd)
 {
 	ck_assert_int_eq(fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK), 0);
 }
 
 /* Read what is there now (fd non-blocking): bytes, 0 for EOF, -errno. */
-static long read_now(int fd, void *buf, size_t cap)
+static inline long read_now(int fd, void *buf, size_t cap)
 {
 	ssize_t r = read(fd, buf, cap);
 
 	return r < 0 ? -errno : r;
 }
 
-static void write_all(int fd, const void *buf, size_t len)
+static inline void write_all(int fd, const void *buf, size_t len)
 {
 	ck_assert_int_eq(write(fd, buf, len), (ssize_t)len);
+}
+
+/* ---- connections ---- */
+
+/* The guest (port gp, buf_alloc ba) connects to host port hp, where a
+ * test listener waits at "path_hp"; checks the RESPONSE. Returns the
+ * host's accepted socket, non-blocking. */
+static inline int tg_guest_connect(struct tg *g, uint32_t gp, uint32_t hp, uint32_t ba)
+{
+	char p[160];
+	struct tpkt r;
+	int l, fd;
+
+	snprintf(p, sizeof(p), "%s_%u", g->path, hp);
+	l = unix_listen(p);
+	tg_send_credit(g, VIRTIO_VSOCK_OP_REQUEST, gp, hp, ba, 0);
+	tg_expect(g, &r, VIRTIO_VSOCK_OP_RESPONSE);
+	ck_assert_uint_eq(r.src_port, hp);
+	ck_assert_uint_eq(r.dst_port, gp);
+	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
+	ck_assert_uint_eq(r.fwd_cnt, 0);
+	ck_assert_uint_eq(r.len, 0);
+	fd = accept4(l, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	ck_assert_int_ge(fd, 0);
+	close(l);
+	unlink(p);
+	tg_rx_kick(g);
+	return fd;
+}
+
+/* A hybrid client says "CONNECT gp", the guest accepts. Returns the
+ * client socket (non-blocking) after checking "OK <port>\n", the host
+ * port in *hp. */
+static inline int tg_host_connect(struct tg *g, uint32_t gp, uint32_t *hp)
+{
+	char line[32], want[32];
+	struct tpkt r;
+	int fd = unix_connect(g->path);
+	long n;
+
+	snprintf(line, sizeof(line), "CONNECT %u\n", gp);
+	write_all(fd, line, strlen(line));
+	tw_settle(&g->w);
+	tg_expect(g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, gp);
+	ck_assert_uint_ge(r.src_port, HOST_PORT0);
+	ck_assert_uint_eq(r.buf_alloc, VSOCK_BUF_ALLOC);
+	*hp = r.src_port;
+	tg_send(g, VIRTIO_VSOCK_OP_RESPONSE, gp, *hp, NULL, 0);
+	set_nonblock(fd);
+	snprintf(want, sizeof(want), "OK %u\n", *hp);
+	n = read_now(fd, line, sizeof(line));
+	ck_assert_int_eq(n, (long)strlen(want));
+	ck_assert(memcmp(line, want, (size_t)n) == 0);
+	return fd;
 }
 
 #endif

@@ -10,23 +10,24 @@ cd "$(dirname "$0")/.."
 
 RUNS=${RUNS:-3}
 MEM=${MEM:-256}
-KERNEL_NAME=${KERNEL_NAME:-bzImage}
+KERNEL_NAME=${KERNEL_NAME:-vmlinux}
 MARKER="TINYVMM-TEST-INIT: ok"
 guest=$(bash tools/build-guest.sh --print-dir)
 kernel=$guest/$KERNEL_NAME
-initrd=$guest/initramfs.cpio.gz
+initrd=$guest/initramfs.cpio
 timeto=build/tools/timeto
 make -s all
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# qemu gets exactly the command line tinyvmm gives its guest.
+# qemu gets exactly the command line tinyvmm gives its guest, and an i8042
+# so that reboot=k resets it at once as with tinyvmm (microvm has none).
 cmdline=$(./tinyvmm host | sed -n 's/^cmdline: //p')
 tinyvmm_cmd=(./tinyvmm run --kernel "$kernel" --initrd "$initrd" --mem "$MEM")
 microvm_opts=microvm,x-option-roms=off,rtc=off,isa-serial=on
 qemu_cmd=(qemu-system-x86_64 -M "$microvm_opts" -enable-kvm
 	-cpu "qemu64,-cx16" -m "$MEM" -nodefaults -no-user-config -nographic -serial stdio
-	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" -no-reboot)
+	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" -device i8042 -no-reboot)
 
 median() { sort -n | awk '{a[NR]=$1} END {if (NR) print a[int((NR+1)/2)]; else print "n/a"}'; }
 field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }

@@ -125,7 +125,8 @@ if [ ! -f "$base_tar" ]; then
 	rm -f "$stage"/var/cache/debconf/*-old "$stage"/var/lib/dpkg/*-old
 	find "$stage/var/log" -type f -delete
 
-	# hostname, hosts, an empty resolv.conf (mmdebstrap copied the host's).
+	# guest/rootfs/: hostname, hosts, an empty resolv.conf (mmdebstrap
+	# copied the host's ones), the fstab test-init's `mount -a` reads.
 	cp -R --remove-destination "$root/guest/rootfs/." "$stage/"
 
 	echo 'sandbox:*:1000:1000:sandbox:/home/sandbox:/bin/sh' >>"$stage/etc/passwd"
@@ -151,9 +152,13 @@ if [ ! -f "$base_tar" ]; then
 	# valid (source mtimes survive tar and mke2fs -d), or the slow guest
 	# recompiles on every import: uid 1000 cannot write __pycache__.
 	log "checking python in the staging dir (chroot, uid 1000)..."
-	out=$(chroot --userspec=1000:1000 "$stage" /usr/bin/python3 -v \
-		-c 'import json, csv, ssl; print(6 * 7)' 2>"$tmp/pyv")
-	[ "$out" = 42 ] || die "python3 in the staging dir printed '$out', not 42"
+	if ! out=$(chroot --userspec=1000:1000 "$stage" /usr/bin/python3 -v -c '
+import json, csv, ssl
+assert ssl.create_default_context().cert_store_stats()["x509_ca"], "no CAs"
+print(6 * 7)' 2>"$tmp/pyv") || [ "$out" != 42 ]; then
+		tail -5 "$tmp/pyv"
+		die "python3 in the staging dir failed"
+	fi
 	if grep '^# code object from /.*\.py$' "$tmp/pyv" >&2; then
 		die "python3 compiled the modules above from source: stale or missing .pyc"
 	fi

@@ -21,6 +21,9 @@
 
 static const char usage[] =
 	"usage: tinyvmm run --kernel PATH [VM options] [job options] [-- CMD ARGS...]\n"
+	"       tinyvmm run --snapshot DIR [--rootfs/--drive, --vsock-uds, --serial-out, --metrics,\n"
+	"                   --ttl, --console] [job options] [-- CMD ARGS...]\n"
+	"       tinyvmm snapshot create --out DIR --kernel PATH [VM options]\n"
 	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
 	"       tinyvmm host      print the host quirks and the default guest command line\n"
 	"Without CMD, `run` boots the guest and shows its console until it ends.\n"
@@ -44,6 +47,10 @@ static const char usage[] =
 	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
 	"  --ttl SECONDS          stop the VM this long after it started, whatever happens\n"
 	"  --console              job mode: show the guest console on stderr\n"
+	"  --snapshot DIR         restore the VM saved in DIR instead of booting (its memory,\n"
+	"                         vCPUs, command line and drive modes); --rootfs/--drive re-point\n"
+	"                         its drives (same images, same count), each gets a fresh overlay\n"
+	"  --out DIR              snapshot create: boot, wait for the agent, save the VM into DIR\n"
 	"job options:\n"
 	"  -e, --env NAME=VALUE   environment for the job (repeatable)\n"
 	"  --workdir DIR          working directory in the guest\n"
@@ -173,6 +180,7 @@ static uint64_t now_ns(void)
 enum {
 	O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
 	O_ROOTFS, O_DRIVE, O_VSOCK_CID, O_VSOCK_UDS, O_TTL, O_CONSOLE, O_STDIN, O_JSON, O_CAP, O_JOB,
+	O_SNAPSHOT, O_OUT,
 };
 
 static const struct option run_opts[] = {
@@ -188,6 +196,7 @@ static const struct option run_opts[] = {
 	{ "output-cap", required_argument, 0, O_CAP },	  { "env", required_argument, 0, O_JOB },
 	{ "workdir", required_argument, 0, O_JOB },	  { "timeout", required_argument, 0, O_JOB },
 	{ "put", required_argument, 0, O_JOB },		  { "get", required_argument, 0, O_JOB },
+	{ "snapshot", required_argument, 0, O_SNAPSHOT }, { "out", required_argument, 0, O_OUT },
 	{ 0, 0, 0, 0 },
 };
 
@@ -198,6 +207,7 @@ struct run_args {
 	unsigned nr_drives;
 	int have_root, console;
 	const char *metrics, *serial_out;
+	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
 };
 
 /* Parse argv into a; returns 0, or an exit status for a usage error or --help. */
@@ -220,6 +230,8 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 		case O_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
 		case O_VSOCK_UDS: a->c.vsock_uds = optarg; break;
 		case O_SERIAL: a->serial_out = optarg; break;
+		case O_SNAPSHOT: a->snapshot = optarg; break;
+		case O_OUT: a->out = optarg; break;
 		case O_METRICS: a->metrics = optarg; break;
 		case O_CONSOLE: a->console = 1; break;
 		case O_STDIN: case 'i': a->job.forward_stdin = 1; break;
@@ -301,6 +313,55 @@ static int run_job_in_vm(struct run_args *a, struct tvm_vm *vm, uint64_t t0)
 	return status;
 }
 
+/* Parse the arguments of run / snapshot create (create: 1) into a: config,
+ * drives, console. Returns 0, -1 after --help, or an exit status. */
+static int setup_run(int argc, char **argv, uint64_t t0, struct run_args *a, int create)
+{
+	int r;
+
+	tvm_config_init(&a->c);
+	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
+	a->c.t0_ns = t0;
+	r = parse_run(argc, argv, a);
+	if (r)
+		return r;
+	if (!a->c.kernel_path && !a->snapshot) {
+		fprintf(stderr, "tinyvmm: --kernel (or --snapshot) is required\n");
+		return EXIT_VM_FAILED;
+	}
+	if (!a->out != !create || (create && a->snapshot)) {
+		fprintf(stderr, "tinyvmm: %s\n", create ? "snapshot create needs --out DIR and boots (no --snapshot)"
+						    : "--out belongs to `tinyvmm snapshot create`");
+		return EXIT_VM_FAILED;
+	}
+	/* The root drive is /dev/vda, then the others in order. */
+	if (a->have_root)
+		a->c.drives[a->c.nr_drives++] = a->root;
+	a->c.root_drive = a->have_root;
+	for (unsigned i = 0; i < a->nr_drives; i++)
+		a->c.drives[a->c.nr_drives++] = a->drives[i];
+	if (a->job.argv || create) {
+		/* Job mode: the console is not the job's output. */
+		a->c.serial_out_fd = a->console ? 2 : -1;
+		if (!a->c.cmdline)
+			a->c.cmdline = JOB_CMDLINE;
+	} else if (isatty(0)) {
+		a->c.serial_in_fd = 0;
+		raw_terminal();
+	}
+	if (a->serial_out) {
+		/* Append, never truncate: the user's file keeps what it had. */
+		FILE *f = fopen(a->serial_out, "ae");
+		if (!f) {
+			fprintf(stderr, "tinyvmm: --serial-out %s: %s\n", a->serial_out, strerror(errno));
+			return EXIT_VM_FAILED;
+		}
+		a->c.serial_out_fd = fileno(f);
+	}
+
+	return 0;
+}
+
 static int cmd_run(int argc, char **argv, uint64_t t0)
 {
 	struct run_args a = { 0 };
@@ -310,39 +371,9 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	pthread_t waiter;
 	int r, status;
 
-	tvm_config_init(&a.c);
-	a.c.t0_ns = t0;
-	r = parse_run(argc, argv, &a);
+	r = setup_run(argc, argv, t0, &a, 0);
 	if (r)
 		return r < 0 ? 0 : r;
-	if (!a.c.kernel_path) {
-		fprintf(stderr, "tinyvmm: --kernel is required\n");
-		return EXIT_VM_FAILED;
-	}
-	/* The root drive is /dev/vda, then the others in order. */
-	if (a.have_root)
-		a.c.drives[a.c.nr_drives++] = a.root;
-	a.c.root_drive = a.have_root;
-	for (unsigned i = 0; i < a.nr_drives; i++)
-		a.c.drives[a.c.nr_drives++] = a.drives[i];
-	if (a.job.argv) {
-		/* Job mode: the console is not the job's output. */
-		a.c.serial_out_fd = a.console ? 2 : -1;
-		if (!a.c.cmdline)
-			a.c.cmdline = JOB_CMDLINE;
-	} else if (isatty(0)) {
-		a.c.serial_in_fd = 0;
-		raw_terminal();
-	}
-	if (a.serial_out) {
-		/* Append, never truncate: the user's file keeps what it had. */
-		FILE *f = fopen(a.serial_out, "ae");
-		if (!f) {
-			fprintf(stderr, "tinyvmm: --serial-out %s: %s\n", a.serial_out, strerror(errno));
-			return EXIT_VM_FAILED;
-		}
-		a.c.serial_out_fd = fileno(f);
-	}
 
 	/* SIGINT/SIGTERM stop the VM from a thread of our own, so that every
 	 * other thread (the library's) runs with them blocked. */
@@ -352,7 +383,7 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	sigaddset(&stop.set, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
 
-	r = tvm_vm_create(&a.c, &vm, &err);
+	r = a.snapshot ? tvm_vm_restore(&a.c, a.snapshot, &vm, &err) : tvm_vm_create(&a.c, &vm, &err);
 	if (r) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
@@ -381,12 +412,55 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	return status;
 }
 
+/* Boot, wait for the agent, snapshot, stop. No connection stays open
+ * across the snapshot: the restored guest would only see it reset. */
+static int cmd_snapshot_create(int argc, char **argv, uint64_t t0)
+{
+	struct run_args a = { 0 };
+	struct tvm_err err = { 0 };
+	struct tvm_agent *agent;
+	struct tvm_vm *vm;
+	uint64_t ready, saved;
+	int r = setup_run(argc, argv, t0, &a, 1);
+
+	if (r)
+		return r < 0 ? 0 : r;
+	r = tvm_vm_create(&a.c, &vm, &err);
+	if (r) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	r = tvm_vm_start(vm, &err);
+	if (!r)
+		r = tvm_vm_agent_connect(vm, BOOT_TIMEOUT_MS, &agent, &err);
+	if (!r) {
+		tvm_agent_close(agent);
+		ready = now_ns();
+		r = tvm_vm_snapshot(vm, a.out, &err);
+		saved = now_ns();
+	}
+	if (!r)
+		fprintf(stderr, "tinyvmm: snapshot %s: agent ready %.1f s after start, saved in %.0f ms\n", a.out,
+			(double)(ready - t0) / 1e9, (double)(saved - ready) / 1e6);
+	else
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+	tvm_vm_stop(vm);
+	tvm_vm_wait(vm, &err);
+	if (a.metrics && tvm_vm_write_metrics(vm, a.metrics, &err))
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+	tvm_vm_destroy(vm);
+	return r ? EXIT_VM_FAILED : 0;
+}
+
 static int cmd_exec(int argc, char **argv, uint64_t t0)
 {
 	struct run_args a = { 0 };
 	struct tvm_err err = { 0 };
 	struct tvm_agent *agent;
-	int r = parse_run(argc, argv, &a);
+	int r;
+
+	a.job.uid = a.job.gid = TVM_ID_DEFAULT;
+	r = parse_run(argc, argv, &a);
 
 	if (r)
 		return r < 0 ? 0 : r;
@@ -409,6 +483,8 @@ int main(int argc, char **argv)
 
 	if (argc >= 2 && !strcmp(argv[1], "run"))
 		return cmd_run(argc - 1, argv + 1, t0);
+	if (argc >= 3 && !strcmp(argv[1], "snapshot") && !strcmp(argv[2], "create"))
+		return cmd_snapshot_create(argc - 2, argv + 2, t0);
 	if (argc >= 2 && !strcmp(argv[1], "exec"))
 		return cmd_exec(argc - 1, argv + 1, t0);
 	if (argc == 2 && !strcmp(argv[1], "host")) {

@@ -109,6 +109,9 @@ void ev_stop(struct event_loop *l)
 	eventfd_write(l->stop_fd, 1);
 	pthread_join(l->thread, NULL);
 	l->running = false;
+	/* Consume the stop so that ev_start can run the loop again. */
+	eventfd_t v;
+	eventfd_read(l->stop_fd, &v);
 }
 
 void ev_destroy(struct event_loop *l)

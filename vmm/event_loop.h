@@ -42,7 +42,8 @@ int ev_add(struct event_loop *l, int fd, uint32_t events, ev_fn fn, void *opaque
  * may still be running when this returns unless the loop is stopped. */
 void ev_del(struct event_loop *l, int fd);
 
-/* Start / stop-and-join the thread. ev_stop is idempotent. */
+/* Start / stop-and-join the thread. ev_stop is idempotent; the loop may be
+ * started again after it (a snapshot stops it while saving). */
 int ev_start(struct event_loop *l, struct tvm_err *e);
 void ev_stop(struct event_loop *l);
 

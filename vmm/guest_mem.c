@@ -2,7 +2,10 @@
 
 #include <errno.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static void layout(struct guest_mem *m, uint8_t *base, uint64_t size)
 {
@@ -44,6 +47,37 @@ int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e)
 				(unsigned long long)(size >> 20), strerror(errno));
 	/* Guest RAM is not worth dumping with the VMM and should not be merged
 	 * into another process on fork. */
+	madvise(p, size, MADV_DONTDUMP);
+	madvise(p, size, MADV_DONTFORK);
+	layout(m, p, size);
+	m->mapped = 1;
+	return 0;
+}
+
+int gm_init_file(struct guest_mem *m, const char *path, uint64_t size, struct tvm_err *e)
+{
+	int r = check_size(size, e);
+	struct stat st;
+	void *p;
+	int fd;
+
+	memset(m, 0, sizeof(*m));
+	if (r)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+		close(fd);
+		return tvm_errf(e, EINVAL, "%s: memory file is %lld bytes, the snapshot's config says %llu", path,
+				(long long)st.st_size, (unsigned long long)size);
+	}
+	/* Read-only file, writable private mapping: writes never reach it. */
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return tvm_errf(e, errno, "%s: cannot map %llu MiB: %s", path, (unsigned long long)(size >> 20),
+				strerror(errno));
 	madvise(p, size, MADV_DONTDUMP);
 	madvise(p, size, MADV_DONTFORK);
 	layout(m, p, size);

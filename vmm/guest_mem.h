@@ -39,6 +39,13 @@ struct guest_mem {
  * lay it out around the MMIO hole. Returns 0, or -ENOMEM/-EINVAL with e set. */
 int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e);
 
+/* Map the file at path (a snapshot's memory, exactly size bytes) private
+ * and copy-on-write: pages are read lazily and shared through the page
+ * cache by every VM mapping the same file; guest writes stay private. Same
+ * layout as gm_init_anon. Returns 0, or -errno with "path: reason" in e
+ * (-EINVAL when the file's size is not size). */
+int gm_init_file(struct guest_mem *m, const char *path, uint64_t size, struct tvm_err *e);
+
 /* Use a caller-owned buffer of size bytes as guest RAM (tests, fuzzers).
  * Same layout rules as gm_init_anon; gm_destroy will not free buf. */
 int gm_init_buffer(struct guest_mem *m, void *buf, uint64_t size, struct tvm_err *e);

@@ -107,12 +107,47 @@ void tvm_vm_stop(struct tvm_vm *vm);
 /* Why the VM ended (TVM_EXIT_NONE while it runs). */
 enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
 
+/* Resident memory of this process in KiB, not counting the VM's guest RAM
+ * mapping (so: what the VMM itself uses). -1 if /proc is unreadable. */
+long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm);
+
 /* Write the metrics JSON object (timestamps in µs since t0, VM-exit counts
  * per vCPU, VMM RSS without guest RAM) to path. Returns 0 or -errno. */
 int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
 
 /* Stop if running, free everything. NULL is allowed. */
 void tvm_vm_destroy(struct tvm_vm *vm);
+
+/* ---- Snapshots (ARCHITECTURE.md, "Restore") ---- */
+
+/* Snapshot a running VM into directory dir (created if missing; files
+ * "state", "mem", and "diskN" per copy-on-write drive are replaced
+ * atomically, one by one). The vCPUs are parked and the device event loop
+ * stopped while the state is saved, then the VM resumes and runs on.
+ * Drives must be read-only or copy-on-write (-EINVAL for a drive written in
+ * place); an agent connection should not be open across the snapshot (the
+ * restored guest's side of it is reset). One snapshot at a time per VM.
+ * Returns 0 or -errno with the file and reason in e (-ECANCELED: the VM
+ * ended meanwhile). */
+int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
+
+/* Build a VM from the snapshot in dir instead of booting: guest memory is
+ * dir/mem mapped private (lazy, copy-on-write, page cache shared by every
+ * VM restored from it), devices and vCPUs get their saved state back; a
+ * tampered or damaged snapshot is refused with an error, never run.
+ * overrides (NULL: none) gives what belongs to the new VM, not to the
+ * snapshot: serial_out_fd, serial_in_fd, log_fd, ttl_ms, t0_ns, vsock_uds
+ * (the snapshot's own is never reused), and, when nr_drives equals the
+ * snapshot's, per drive a new path for the same image (same size),
+ * overlay_path and overlay_limit. Every copy-on-write drive gets a fresh
+ * private overlay holding the snapshot's blocks. Memory, vCPUs, command
+ * line, vsock CID and drive modes come from the snapshot; other fields of
+ * overrides are ignored. Then tvm_vm_start() runs it as a fresh VM: the
+ * vsock device posts TRANSPORT_RESET, and the first tvm_vm_agent_connect()
+ * sends SEED (fresh entropy, host wall clock). Returns 0 and *out, or
+ * -errno: -EINVAL (damaged, truncated, inconsistent), -EPROTONOSUPPORT
+ * (other format version), -ENOENT, or a KVM ioctl's error naming it. */
+int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e);
 
 /* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */
 

@@ -289,6 +289,9 @@ static void *vcpu_thread(void *arg)
 			if (errno == EINTR || errno == EAGAIN) {
 				atomic_fetch_add(&v->exits[VEXIT_INTR], 1);
 				v->run->immediate_exit = 0;
+				/* Only here: no exit is left half-done. */
+				if (h->pause)
+					vcpu_pause_point(h->pause, h->stopping);
 				continue;
 			}
 			snprintf(msg, sizeof(msg), "vcpu %d: KVM_RUN: %s", v->index, strerror(errno));

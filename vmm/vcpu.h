@@ -3,8 +3,9 @@
  * The run loop dispatches KVM_EXIT_IO and KVM_EXIT_MMIO to the buses and
  * reports terminal exits (shutdown, internal error, failed entry) through
  * vcpu_host.on_end. Another thread stops a vCPU only by vcpu_kick(): set
- * immediate_exit and signal the thread; nobody but the vCPU's own thread
- * touches its registers, and only while it is out of KVM_RUN.
+ * immediate_exit and signal the thread. Registers are touched by the vCPU's
+ * own thread, before its thread starts, or (snapshot) by the pausing
+ * thread while the vCPU thread is parked (vmm/vcpu_pause.h).
  */
 #ifndef TVM_VCPU_H
 #define TVM_VCPU_H
@@ -21,6 +22,7 @@
 #include "vmm/guest_mem.h"
 #include "vmm/kvm.h"
 #include "vmm/metrics.h"
+#include "vmm/vcpu_pause.h"
 
 enum vcpu_exit_kind {
 	VEXIT_IO,
@@ -42,6 +44,7 @@ struct vcpu_host {
 	const struct guest_mem *mem;
 	struct metrics *metrics;
 	atomic_bool *stopping; /* set by the VM to make every loop return */
+	struct vcpu_pause *pause; /* vmm/vcpu_pause.h; NULL: never paused */
 	/* A terminal event: reason is an enum tvm_exit, msg one line. */
 	void (*on_end)(void *ctx, int reason, const char *msg);
 	void (*log)(void *ctx, const char *msg); /* unhandled I/O and such */

@@ -24,6 +24,7 @@
 #include "devices/virtio_blk.h"
 #include "devices/virtio_vsock.h"
 #include "vmm/bus.h"
+#include "vmm/config_copy.h"
 #include "vmm/cpuid.h"
 #include "vmm/event_loop.h"
 #include "vmm/guest_mem.h"
@@ -32,43 +33,12 @@
 #include "vmm/metrics.h"
 #include "vmm/vcpu.h"
 #include "vmm/vdev.h"
+#include "vmm/vm_impl.h"
 
 #define DEFAULT_CMDLINE "console=ttyS0 reboot=k panic=-1"
 #define MAX_CPUS BOOT_MAX_CPUS
 #define MIN_MEM_MIB 16
 #define MAX_MEM_MIB (1u << 20) /* 1 TiB */
-
-struct tvm_vm {
-	struct tvm_config cfg;
-	char cmdline[BOOT_CMDLINE_MAX]; /* composed guest command line */
-	bool quirks;
-	struct kvm_sys kvm;
-	struct guest_mem mem;
-	struct bus pio, mmio;
-	struct metrics metrics;
-	struct vcpu_host host;
-	struct vcpu *vcpus;
-	int nr_vcpus; /* created so far */
-	struct uart_8250 uart;
-	struct i8042 kbd;
-	struct event_loop loop;
-	struct vdev vdevs[VDEV_MAX];
-	unsigned nr_vdevs;
-	struct virtio_vsock *vsock; /* owned by its vdev */
-	struct vdev *vsock_dev;
-	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
-
-	atomic_bool stopping;
-	pthread_mutex_t lock;
-	pthread_cond_t ended;
-	enum tvm_exit exit_reason;
-	char exit_msg[256];
-	bool started, waited;
-
-	int input_stop_fd; /* eventfd that ends the serial input thread */
-	pthread_t input_thread;
-	bool input_started;
-};
 
 void tvm_config_init(struct tvm_config *c)
 {
@@ -106,7 +76,7 @@ static void vm_log(void *ctx, const char *msg)
 }
 
 /* First terminal event wins; every vCPU is then kicked out of KVM_RUN. */
-static void vm_end(void *ctx, int reason, const char *msg)
+void vm_end(void *ctx, int reason, const char *msg)
 {
 	struct tvm_vm *vm = ctx;
 
@@ -119,6 +89,7 @@ static void vm_end(void *ctx, int reason, const char *msg)
 	atomic_store(&vm->stopping, true);
 	pthread_cond_broadcast(&vm->ended);
 	pthread_mutex_unlock(&vm->lock);
+	vcpu_pause_wake(&vm->pause);
 	for (int i = 0; i < vm->nr_vcpus; i++)
 		vcpu_kick(&vm->vcpus[i]);
 	if (vm->input_stop_fd >= 0)
@@ -153,9 +124,9 @@ static void io_sink(void *opaque, uint64_t off, uint8_t *data, uint32_t len, boo
 		memset(data, 0xff, len);
 }
 
-static int check_config(const struct tvm_config *c, struct tvm_err *e)
+static int check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err *e)
 {
-	if (!c->kernel_path || !*c->kernel_path)
+	if (need_kernel && (!c->kernel_path || !*c->kernel_path))
 		return tvm_errf(e, EINVAL, "no kernel given");
 	if (c->cpus < 1 || c->cpus > MAX_CPUS)
 		return tvm_errf(e, EINVAL, "cpus: %u is out of range 1..%d", c->cpus, MAX_CPUS);
@@ -418,25 +389,31 @@ static int add_devices(struct tvm_vm *vm, struct tvm_err *e)
 	return r;
 }
 
-int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e)
+int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel, struct tvm_vm **out,
+	     struct tvm_err *e)
 {
 	struct tvm_vm *vm;
 	int r;
 
 	*out = NULL;
-	r = check_config(c, e);
+	r = check_config(c, need_kernel, e);
 	if (r)
 		return r;
 	vm = calloc(1, sizeof(*vm));
 	if (!vm)
 		return tvm_errf(e, ENOMEM, "vm: out of memory");
-	vm->cfg = *c;
+	if (config_copy(&vm->cfg, c, &vm->cfg_strings)) {
+		free(vm);
+		return tvm_errf(e, ENOMEM, "vm: out of memory");
+	}
+	c = &vm->cfg; /* the VM's own copy from here on */
 	vm->kvm.sys_fd = vm->kvm.vm_fd = -1;
 	vm->input_stop_fd = -1;
 	vm->loop.epfd = vm->loop.stop_fd = -1;
 	vm->ttl_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->ended, NULL);
+	vcpu_pause_init(&vm->pause);
 	uart_8250_init(&vm->uart, c->serial_out_fd, (struct irq_line){ .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ });
 	vm->uart.on_first_byte = on_first_serial_byte;
 	vm->uart.cb_ctx = vm;
@@ -444,7 +421,7 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 	metrics_init(&vm->metrics, c->t0_ns);
 	vm->host = (struct vcpu_host){
 		.pio = &vm->pio, .mmio = &vm->mmio, .mem = &vm->mem, .metrics = &vm->metrics,
-		.stopping = &vm->stopping, .on_end = vm_end, .log = vm_log, .ctx = vm,
+		.stopping = &vm->stopping, .pause = &vm->pause, .on_end = vm_end, .log = vm_log, .ctx = vm,
 	};
 	vm->quirks = quirks_apply(c->quirks);
 	if (vm->quirks)
@@ -456,7 +433,8 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 	if (!r)
 		r = kvm_open(&vm->kvm, e);
 	if (!r)
-		r = gm_init_anon(&vm->mem, (uint64_t)c->mem_mib << 20, e);
+		r = mem_path ? gm_init_file(&vm->mem, mem_path, (uint64_t)c->mem_mib << 20, e)
+			     : gm_init_anon(&vm->mem, (uint64_t)c->mem_mib << 20, e);
 	for (int i = 0; !r && i < vm->mem.nr; i++)
 		r = kvm_set_memory(&vm->kvm, (uint32_t)i, vm->mem.r[i].gpa, vm->mem.r[i].size, vm->mem.r[i].host, e);
 	if (!r)
@@ -471,10 +449,24 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 		r = add_drives(vm, e);
 	if (!r)
 		r = add_vsock(vm, e);
-	if (!r) {
-		metrics_mark(&vm->metrics, MARK_VM_CREATED);
-		r = load_guest(vm, e);
+	if (r) {
+		tvm_vm_destroy(vm);
+		return r;
 	}
+	metrics_mark(&vm->metrics, MARK_VM_CREATED);
+	*out = vm;
+	return 0;
+}
+
+int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e)
+{
+	struct tvm_vm *vm;
+	int r = vm_build(c, NULL, true, &vm, e);
+
+	*out = NULL;
+	if (r)
+		return r;
+	r = load_guest(vm, e);
 	if (r) {
 		tvm_vm_destroy(vm);
 		return r;
@@ -482,6 +474,7 @@ int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_er
 	*out = vm;
 	return 0;
 }
+
 
 /* Host input for COM1, paced by the receive FIFO's room. */
 static void *input_thread(void *arg)
@@ -537,6 +530,8 @@ int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
 			return r;
 		}
 	}
+	if (vm->restored)
+		vm_restored_started(vm);
 	return 0;
 }
 
@@ -604,6 +599,16 @@ int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **o
 		if (r)
 			return r;
 		r = tvm_agent_open(fd, left, out, e);
+		if (!r && atomic_exchange(&vm->needs_seed, false)) {
+			/* A restored guest shares its RNG state and a stale
+			 * clock with every other restore of the snapshot. */
+			r = tvm_agent_seed(*out, e);
+			if (r) {
+				tvm_agent_close(*out);
+				*out = NULL;
+			}
+			return r;
+		}
 		if (r != -ECONNRESET && r != -ECONNREFUSED)
 			return r;
 		if (metrics_now_ns() + 200000000u >= deadline)
@@ -615,6 +620,11 @@ int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **o
 enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm)
 {
 	return vm->exit_reason;
+}
+
+long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm)
+{
+	return metrics_rss_kib_excluding(vm->mem.base);
 }
 
 int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e)
@@ -661,5 +671,7 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 	gm_destroy(&vm->mem);
 	pthread_mutex_destroy(&vm->lock);
 	pthread_cond_destroy(&vm->ended);
+	vcpu_pause_destroy(&vm->pause);
+	free(vm->cfg_strings);
 	free(vm);
 }

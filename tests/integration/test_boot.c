@@ -23,7 +23,7 @@ START_TEST(library_boots_vmlinux)
 	ck_assert_int_ge(fd, 0);
 	tvm_config_init(&c);
 	c.kernel_path = it_guest("vmlinux");
-	c.initrd_path = it_guest("initramfs.cpio.gz");
+	c.initrd_path = it_guest("initramfs.cpio");
 	c.serial_out_fd = fd;
 	ck_assert_msg(tvm_vm_create(&c, &vm, &e) == 0, "create: %s", e.msg);
 	ck_assert_msg(tvm_vm_run(vm, &e) == 0, "run: %s", e.msg);
@@ -55,7 +55,7 @@ START_TEST(cli_boots_bzimage)
 	char out[128], err[128];
 	char *console;
 	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("bzImage"), "--initrd",
-			 (char *)it_guest("initramfs.cpio.gz"), "--mem", "128", NULL };
+			 (char *)it_guest("initramfs.cpio"), "--mem", "128", NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
@@ -73,7 +73,7 @@ START_TEST(cli_guest_panic_ends_vm)
 	char out[128], err[128];
 	char *console;
 	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("vmlinux"), "--initrd",
-			 (char *)it_guest("initramfs.cpio.gz"), "--cmdline-append", "tinyvmm.test=panic", NULL };
+			 (char *)it_guest("initramfs.cpio"), "--cmdline-append", "tinyvmm.test=panic", NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
@@ -127,7 +127,7 @@ START_TEST(cli_rejects_bad_flags)
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, "/nonexistent/vmlinux") && strstr(msg, "No such file"), "unclear: %s", msg);
 	free(msg);
-	ck_assert_int_eq(it_run_cli(argv2, out, err), 2);
+	ck_assert_int_eq(it_run_cli(argv2, out, err), 125);
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, "--mem") && strstr(msg, "12abc"), "unclear: %s", msg);
 	free(msg);

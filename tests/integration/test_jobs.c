@@ -1,0 +1,499 @@
+/* Jobs end to end (issues: virtio-blk root disk, vsock + agent): one VM
+ * boots the real guest with the base image as a copy-on-write root disk
+ * and runs every job below; a second VM, started at the same time from the
+ * same base, checks isolation; a third, read-only. No wall-clock asserts. */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "tests/integration/it_common.h"
+#include "vmm/tinyvmm.h"
+
+#define BOOT_MS 600000
+
+struct out {
+	char *buf[3];
+	size_t len[3];
+};
+
+static void collect(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct out *o = ctx;
+	char *nb = realloc(o->buf[stream], o->len[stream] + len + 1);
+
+	ck_assert_ptr_nonnull(nb);
+	memcpy(nb + o->len[stream], buf, len);
+	o->len[stream] += len;
+	nb[o->len[stream]] = 0;
+	o->buf[stream] = nb;
+}
+
+static void out_free(struct out *o)
+{
+	free(o->buf[1]);
+	free(o->buf[2]);
+	memset(o, 0, sizeof(*o));
+}
+
+static const char *s(const struct out *o, int stream)
+{
+	return o->buf[stream] ? o->buf[stream] : "";
+}
+
+struct vm_handle {
+	struct tvm_vm *vm;
+	char uds[108];
+};
+
+static struct vm_handle main_vm, twin_vm;
+static char base_sum_before[128];
+
+static void sha256(const char *path, char *out, size_t len)
+{
+	char cmd[600];
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "sha256sum '%s' | cut -c1-64", path);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	ck_assert_ptr_nonnull(fgets(out, (int)len, p));
+	pclose(p);
+}
+
+static void boot(struct vm_handle *h, const char *tag, int read_only)
+{
+	struct tvm_config c;
+	struct tvm_err e = { 0 };
+
+	tvm_config_init(&c);
+	c.kernel_path = it_guest("vmlinux");
+	c.cmdline = "console=ttyS0 reboot=k panic=-1 quiet";
+	c.serial_out_fd = -1;
+	c.drives[0] = (struct tvm_drive){ .path = getenv("TINYVMM_ROOTFS"), .cow = !read_only, .read_only = read_only };
+	c.nr_drives = 1;
+	c.root_drive = 1;
+	snprintf(h->uds, sizeof(h->uds), "/tmp/tinyvmm-it-%s-%d.sock", tag, getpid());
+	c.vsock_uds = h->uds;
+	c.ttl_ms = 1800000; /* whatever happens to the test, the VM goes */
+	ck_assert_msg(c.drives[0].path, "TINYVMM_ROOTFS is not set (run through make integration)");
+	ck_assert_msg(tvm_vm_create(&c, &h->vm, &e) == 0, "create: %s", e.msg);
+	ck_assert_msg(tvm_vm_start(h->vm, &e) == 0, "start: %s", e.msg);
+}
+
+static struct tvm_agent *agent(struct vm_handle *h)
+{
+	struct tvm_agent *a;
+	struct tvm_err e = { 0 };
+
+	ck_assert_msg(tvm_vm_agent_connect(h->vm, BOOT_MS, &a, &e) == 0, "agent: %s", e.msg);
+	return a;
+}
+
+/* Run argv (uid: 0 root, else the default user) and collect its output. */
+static struct tvm_job_result run(struct vm_handle *h, const char *const *argv, struct out *o, int root)
+{
+	struct tvm_agent *a = agent(h);
+	struct tvm_err e = { 0 };
+	struct tvm_job j = { .argv = argv, .on_output = collect, .ctx = o,
+			     .uid = root ? 0 : TVM_ID_DEFAULT, .gid = root ? 0 : TVM_ID_DEFAULT };
+	struct tvm_job_result r;
+
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec %s: %s", argv[0], e.msg);
+	tvm_agent_close(a);
+	return r;
+}
+
+static void setup(void)
+{
+	sha256(getenv("TINYVMM_ROOTFS"), base_sum_before, sizeof(base_sum_before));
+	/* Both boot at once: the second one is the isolation check's twin. */
+	boot(&main_vm, "main", 0);
+	boot(&twin_vm, "twin", 0);
+}
+
+static void teardown(void)
+{
+	tvm_vm_destroy(main_vm.vm);
+	tvm_vm_destroy(twin_vm.vm);
+}
+
+START_TEST(exit_codes_and_signals)
+{
+	static const char *const codes[] = { "0", "1", "42" };
+	struct out o = { 0 };
+
+	for (int i = 0; i < 3; i++) {
+		const char *argv[] = { "sh", "-c", "exit $0", codes[i], NULL };
+		struct tvm_job_result r = run(&main_vm, argv, &o, 0);
+		ck_assert_int_eq(r.exit_code, atoi(codes[i]));
+		ck_assert_int_eq(r.signal, 0);
+	}
+	const char *kill9[] = { "sh", "-c", "kill -9 $$", NULL };
+	struct tvm_job_result r = run(&main_vm, kill9, &o, 0);
+	ck_assert_int_eq(r.signal, 9);
+	ck_assert_int_eq(r.exit_code, 128 + 9);
+	out_free(&o);
+}
+END_TEST
+
+START_TEST(streams_apart_and_in_order)
+{
+	const char *argv[] = { "sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2", NULL };
+	struct out o = { 0 };
+	struct tvm_job_result r = run(&main_vm, argv, &o, 0);
+
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(s(&o, 1), "out1\nout2\n");
+	ck_assert_str_eq(s(&o, 2), "err1\nerr2\n");
+	out_free(&o);
+}
+END_TEST
+
+START_TEST(stdin_env_workdir)
+{
+	const char *const env[] = { "GREETING=hello there", NULL };
+	const char *argv[] = { "sh", "-c", "echo \"$GREETING\"; pwd; id -u; cat", NULL };
+	struct tvm_agent *a = agent(&main_vm);
+	struct out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_job j = { .argv = argv, .env = env, .cwd = "/tmp", .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
+			     .stdin_data = "from stdin\n", .stdin_len = 11, .on_output = collect, .ctx = &o };
+	struct tvm_job_result r;
+
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_int_eq(r.exit_code, 0);
+	/* The default user is unprivileged. */
+	ck_assert_str_eq(s(&o, 1), "hello there\n/tmp\n1000\nfrom stdin\n");
+	out_free(&o);
+}
+END_TEST
+
+START_TEST(timeout_kills_the_group)
+{
+	/* A child that outlives its parent must die too. */
+	const char *argv[] = { "sh", "-c", "sleep 1000 & sleep 1000", NULL };
+	struct tvm_agent *a = agent(&main_vm);
+	struct tvm_err e = { 0 };
+	struct tvm_job j = { .argv = argv, .timeout_ms = 3000, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT };
+	struct tvm_job_result r;
+	struct out o = { 0 };
+
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_int_eq(r.timed_out, 1);
+	ck_assert_int_eq(r.signal, 9);
+	const char *ps[] = { "sh", "-c", "ps -o comm | grep -c '^sleep' || true", NULL };
+	run(&main_vm, ps, &o, 0);
+	ck_assert_str_eq(s(&o, 1), "0\n");
+	out_free(&o);
+}
+END_TEST
+
+struct flood {
+	struct out o;
+	long peak_rss; /* VMM RSS without guest RAM, sampled as output arrives */
+};
+
+static void flood_collect(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct flood *f = ctx;
+	long rss = tvm_vm_vmm_rss_kib(main_vm.vm);
+
+	collect(&f->o, stream, buf, len);
+	if (rss > f->peak_rss)
+		f->peak_rss = rss;
+}
+
+START_TEST(flood_is_truncated_and_bounded)
+{
+	/* 20 MiB of output, 1 MiB kept: the VMM must not hold the rest. */
+	const char *argv[] = { "sh", "-c", "head -c 20971520 /dev/zero; echo done >&2", NULL };
+	struct tvm_agent *a = agent(&main_vm);
+	struct tvm_err e = { 0 };
+	struct flood f = { 0 };
+	struct tvm_job j = { .argv = argv, .stdout_cap = 1 << 20, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
+			     .on_output = flood_collect, .ctx = &f };
+	struct tvm_job_result r;
+	long before = tvm_vm_vmm_rss_kib(main_vm.vm);
+
+	ck_assert_int_gt(before, 0);
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_int_eq(r.stdout_truncated, 1);
+	ck_assert_uint_eq(f.o.len[1], 1 << 20);
+	ck_assert_str_eq(s(&f.o, 2), "done\n");
+	/* While 20 MiB went through, the VMM (guest RAM not counted) grew by
+	 * far less: the 1 MiB the test keeps, the vsock credit window and
+	 * allocator slack (ASan adds its own). */
+	ck_assert_int_lt(f.peak_rss - before, 8 * 1024);
+	ck_assert_int_lt(tvm_vm_vmm_rss_kib(main_vm.vm) - before, 8 * 1024);
+	out_free(&f.o);
+}
+END_TEST
+
+START_TEST(put_get_round_trip)
+{
+	size_t n = 5 << 20, got_len = 0;
+	uint8_t *data = malloc(n);
+	void *got = NULL;
+	struct tvm_agent *a = agent(&main_vm);
+	struct tvm_err e = { 0 };
+	uint32_t x = 12345;
+
+	for (size_t i = 0; i < n; i++) {
+		x = x * 1103515245 + 12345;
+		data[i] = (uint8_t)(x >> 16);
+	}
+	ck_assert_msg(tvm_agent_put_file(a, "/tmp/it/blob.bin", 0644, data, n, &e) == 0, "put: %s", e.msg);
+	ck_assert_msg(tvm_agent_get_file(a, "/tmp/it/blob.bin", n, &got, &got_len, &e) == 0, "get: %s", e.msg);
+	ck_assert_uint_eq(got_len, n);
+	ck_assert_int_eq(memcmp(got, data, n), 0);
+	/* A cap below the size is refused, not cut silently. */
+	free(got);
+	ck_assert_int_lt(tvm_agent_get_file(a, "/tmp/it/blob.bin", n - 1, &got, &got_len, &e), 0);
+	ck_assert_int_lt(tvm_agent_get_file(a, "/nonexistent/file", n, &got, &got_len, &e), 0);
+	ck_assert_ptr_nonnull(strstr(e.msg, "/nonexistent/file"));
+	tvm_agent_close(a);
+	free(data);
+}
+END_TEST
+
+struct par {
+	const char *word;
+	struct out o;
+	struct tvm_job_result r;
+};
+
+static void *par_job(void *arg)
+{
+	struct par *p = arg;
+	const char *argv[] = { "sh", "-c", "sleep 2; echo $0", p->word, NULL };
+
+	p->r = run(&main_vm, argv, &p->o, 0);
+	return NULL;
+}
+
+START_TEST(two_jobs_at_once)
+{
+	struct par p[2] = { { .word = "first" }, { .word = "second" } };
+	pthread_t t[2];
+
+	for (int i = 0; i < 2; i++)
+		pthread_create(&t[i], NULL, par_job, &p[i]);
+	for (int i = 0; i < 2; i++)
+		pthread_join(t[i], NULL);
+	ck_assert_str_eq(s(&p[0].o, 1), "first\n");
+	ck_assert_str_eq(s(&p[1].o, 1), "second\n");
+	ck_assert_int_eq(p[0].r.exit_code, 0);
+	ck_assert_int_eq(p[1].r.exit_code, 0);
+	out_free(&p[0].o);
+	out_free(&p[1].o);
+}
+END_TEST
+
+START_TEST(disk_write_sync_read_and_isolation)
+{
+	const char *write[] = { "sh", "-c", "echo $0 > /root/mark && sync && cat /root/mark", "main-vm", NULL };
+	const char *look[] = { "sh", "-c", "cat /root/mark 2>/dev/null || echo absent", NULL };
+	struct out o = { 0 };
+	struct tvm_job_result r = run(&main_vm, write, &o, 1);
+
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(s(&o, 1), "main-vm\n");
+	out_free(&o);
+	/* The twin, started from the same base at the same time, does not
+	 * see it; and its own write stays its own. */
+	run(&twin_vm, look, &o, 1);
+	ck_assert_str_eq(s(&o, 1), "absent\n");
+	out_free(&o);
+	const char *write2[] = { "sh", "-c", "echo $0 > /root/mark && sync", "twin-vm", NULL };
+	run(&twin_vm, write2, &o, 1);
+	run(&main_vm, look, &o, 1);
+	ck_assert_str_eq(s(&o, 1), "main-vm\n");
+	out_free(&o);
+}
+END_TEST
+
+struct py_ctx {
+	const char **argv;
+	struct out o;
+	struct tvm_job_result r;
+};
+
+static void *py_thread(void *arg)
+{
+	struct py_ctx *c = arg;
+
+	c->r = run(&main_vm, c->argv, &c->o, 0);
+	return NULL;
+}
+
+START_TEST(hybrid_vsock_exec_and_guest_connects_out)
+{
+	struct tvm_agent *a;
+	struct tvm_err e = { 0 };
+	struct tvm_job_result r;
+	struct out o = { 0 };
+	const char *argv[] = { "sh", "-c", "echo via-uds", NULL };
+	struct tvm_job j = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .on_output = collect, .ctx = &o };
+	char path[160];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int lfd, cfd;
+	char buf[32] = { 0 };
+
+	/* Host -> guest through the Firecracker-style socket. */
+	ck_assert_msg(tvm_agent_connect_uds(main_vm.uds, TVM_AGENT_PORT, 10000, &a, &e) == 0, "uds: %s", e.msg);
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_str_eq(s(&o, 1), "via-uds\n");
+	out_free(&o);
+
+	/* Guest -> host: CID 2 port 5005 lands on "<uds>_5005". */
+	snprintf(path, sizeof(path), "%s_5005", main_vm.uds);
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	unlink(path);
+	lfd = socket(AF_UNIX, SOCK_STREAM, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	const char *py[] = { "python3", "-c",
+			     "import socket\n"
+			     "s = socket.socket(socket.AF_VSOCK, socket.SOCK_STREAM)\n"
+			     "s.connect((2, 5005))\n"
+			     "s.sendall(b'ping from guest')\n"
+			     "print(s.recv(64).decode())\n",
+			     NULL };
+	struct py_ctx ctx = { .argv = py };
+	pthread_t t;
+
+	/* The job blocks until we answer, so it runs on a thread. */
+	pthread_create(&t, NULL, py_thread, &ctx);
+	cfd = accept(lfd, NULL, NULL);
+	ck_assert_int_ge(cfd, 0);
+	ck_assert_int_eq(read(cfd, buf, 15), 15);
+	ck_assert_str_eq(buf, "ping from guest");
+	ck_assert_int_eq(write(cfd, "pong from host", 14), 14);
+	pthread_join(t, NULL);
+	close(cfd);
+	close(lfd);
+	unlink(path);
+	ck_assert_int_eq(ctx.r.exit_code, 0);
+	ck_assert_str_eq(s(&ctx.o, 1), "pong from host\n");
+	out_free(&ctx.o);
+}
+END_TEST
+
+START_TEST(cli_exec_on_running_vm)
+{
+	char out[128], err[128], *o;
+	char *argv[] = { "tinyvmm", "exec", "--vsock-uds", main_vm.uds, "-e", "X=seven", "--",
+			 "sh", "-c", "echo $X; exit 7", NULL };
+
+	it_tmp(out, sizeof(out), "out");
+	it_tmp(err, sizeof(err), "err");
+	ck_assert_int_eq(it_run_cli(argv, out, err), 7);
+	o = it_slurp(out);
+	ck_assert_str_eq(o, "seven\n");
+	free(o);
+	unlink(out);
+	unlink(err);
+}
+END_TEST
+
+START_TEST(cli_run_job_with_files_and_json)
+{
+	char out[128], err[128], in[128], back[128], *o;
+	int fd;
+	char put[300], get[300];
+	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("vmlinux"), "--rootfs", getenv("TINYVMM_ROOTFS"),
+			 "--put", put, "--get", get, "--json", "--timeout", "120", "--",
+			 "sh", "-c", "tr a-z A-Z < /tmp/in.txt > /tmp/out.txt; echo 'said\"hi\"'; exit 3", NULL };
+
+	it_tmp(out, sizeof(out), "out");
+	it_tmp(err, sizeof(err), "err");
+	it_tmp(in, sizeof(in), "in");
+	it_tmp(back, sizeof(back), "back");
+	fd = open(in, O_WRONLY);
+	ck_assert_int_eq(write(fd, "hello file\n", 11), 11);
+	close(fd);
+	snprintf(put, sizeof(put), "%s:/tmp/in.txt", in);
+	snprintf(get, sizeof(get), "/tmp/out.txt:%s", back);
+	/* The job's exit status is tinyvmm's. */
+	ck_assert_int_eq(it_run_cli(argv, out, err), 3);
+	o = it_slurp(out);
+	ck_assert_msg(strstr(o, "\"exit_code\":3") && strstr(o, "\"stdout\":\"said\\\"hi\\\"\\n\""),
+		      "json: %s", o);
+	free(o);
+	o = it_slurp(back);
+	ck_assert_str_eq(o, "HELLO FILE\n");
+	free(o);
+	unlink(out);
+	unlink(err);
+	unlink(in);
+	unlink(back);
+}
+END_TEST
+
+START_TEST(read_only_root_refuses_writes)
+{
+	struct vm_handle ro = { 0 };
+	const char *argv[] = { "sh", "-c", "echo x > /root/ro-test && echo wrote || echo refused", NULL };
+	struct out o = { 0 };
+
+	boot(&ro, "ro", 1);
+	run(&ro, argv, &o, 1);
+	ck_assert_str_eq(s(&o, 1), "refused\n");
+	out_free(&o);
+	tvm_vm_destroy(ro.vm);
+}
+END_TEST
+
+START_TEST(base_image_unchanged)
+{
+	char after[128];
+
+	/* Runs last: every VM above wrote to its copy-on-write root. */
+	teardown();
+	main_vm.vm = twin_vm.vm = NULL;
+	sha256(getenv("TINYVMM_ROOTFS"), after, sizeof(after));
+	ck_assert_str_eq(after, base_sum_before);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *su = suite_create("jobs");
+	TCase *tc = tcase_create("jobs");
+	SRunner *sr;
+	int failed;
+
+	/* One VM for all tests: no fork between them (threads do not survive
+	 * fork), and generous timeouts for the emulated guest kernel. */
+	tcase_add_unchecked_fixture(tc, setup, NULL);
+	tcase_set_timeout(tc, 900);
+	tcase_add_test(tc, exit_codes_and_signals);
+	tcase_add_test(tc, streams_apart_and_in_order);
+	tcase_add_test(tc, stdin_env_workdir);
+	tcase_add_test(tc, timeout_kills_the_group);
+	tcase_add_test(tc, put_get_round_trip);
+	tcase_add_test(tc, two_jobs_at_once);
+	tcase_add_test(tc, disk_write_sync_read_and_isolation);
+	tcase_add_test(tc, hybrid_vsock_exec_and_guest_connects_out);
+	tcase_add_test(tc, flood_is_truncated_and_bounded);
+	tcase_add_test(tc, cli_exec_on_running_vm);
+	tcase_add_test(tc, cli_run_job_with_files_and_json);
+	tcase_add_test(tc, read_only_root_refuses_writes);
+	tcase_add_test(tc, base_image_unchanged);
+	suite_add_tcase(su, tc);
+	sr = srunner_create(su);
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_VERBOSE);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}

@@ -1,0 +1,47 @@
+/* The SNAP_CONFIG section: what a restore needs to rebuild the VM (memory
+ * size, vCPUs, quirks, drives with their modes and image sizes, vsock CID)
+ * plus the kernel and guest command line it booted with (informational). */
+#ifndef TVM_SNAPSHOT_CONFIG_H
+#define TVM_SNAPSHOT_CONFIG_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vmm/snapshot_format.h"
+#include "vmm/tinyvmm.h"
+
+#define SNAP_CMDLINE_MAX 4096
+
+struct snap_drive {
+	char path[PATH_MAX];
+	char id[24];
+	bool has_id;
+	uint32_t read_only, cow; /* 0 or 1 */
+	uint64_t overlay_limit;  /* bytes, 0: none */
+	uint64_t size;           /* image bytes at snapshot time */
+};
+
+struct snap_config {
+	uint32_t mem_mib, cpus, quirks, vsock_cid, nr_drives, root_drive;
+	char kernel[PATH_MAX];
+	char cmdline[SNAP_CMDLINE_MAX]; /* the composed guest command line */
+	struct snap_drive d[TVM_MAX_DRIVES];
+};
+
+/* Append the section. drive_size[i]: image size of drive i. */
+void snap_config_write(struct snap_w *w, const struct tvm_config *c, bool quirks, const char *cmdline,
+		       const uint64_t *drive_size);
+
+/* Parse and range-check the section (cpus 1..64, memory 16 MiB..1 TiB,
+ * drives <= TVM_MAX_DRIVES, flags 0/1, CID 0 or 3..2^32-2). */
+int snap_config_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e);
+
+/* The config of a restored VM: s, with from o (may be NULL) the serial and
+ * log fds, ttl, t0, vsock_uds, and when o->nr_drives == s->nr_drives each
+ * drive's path (if set), overlay_path and overlay_limit. Strings point into
+ * s and o. Returns 0 or -EINVAL (o has another number of drives). */
+int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c,
+		      struct tvm_err *e);
+
+#endif

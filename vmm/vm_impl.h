@@ -1,0 +1,77 @@
+/* The VM object's insides, shared by vm.c (create, run, destroy) and
+ * vm_snapshot.c (snapshot, restore). Not part of the public API. */
+#ifndef TVM_VM_IMPL_H
+#define TVM_VM_IMPL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "boot/boot.h"
+#include "devices/i8042.h"
+#include "devices/uart_8250.h"
+#include "devices/virtio_vsock.h"
+#include "vmm/bus.h"
+#include "vmm/event_loop.h"
+#include "vmm/guest_mem.h"
+#include "vmm/kvm.h"
+#include "vmm/metrics.h"
+#include "vmm/tinyvmm.h"
+#include "vmm/vcpu.h"
+#include "vmm/vcpu_pause.h"
+#include "vmm/vdev.h"
+
+struct tvm_vm {
+	struct tvm_config cfg;       /* strings point into cfg_strings */
+	char *cfg_strings;
+	char cmdline[BOOT_CMDLINE_MAX]; /* composed guest command line */
+	bool quirks;
+	struct kvm_sys kvm;
+	struct guest_mem mem;
+	struct bus pio, mmio;
+	struct metrics metrics;
+	struct vcpu_host host;
+	struct vcpu *vcpus;
+	int nr_vcpus; /* created so far */
+	struct uart_8250 uart;
+	struct i8042 kbd;
+	struct event_loop loop;
+	struct vdev vdevs[VDEV_MAX];
+	unsigned nr_vdevs;
+	struct virtio_vsock *vsock; /* owned by its vdev */
+	struct vdev *vsock_dev;
+	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
+
+	atomic_bool stopping;
+	pthread_mutex_t lock;
+	pthread_cond_t ended;
+	enum tvm_exit exit_reason;
+	char exit_msg[256];
+	bool started, waited;
+
+	struct vcpu_pause pause;    /* snapshot: parks the vCPU threads */
+	bool restored;              /* built from a snapshot: tvm_vm_start resets vsock */
+	atomic_bool needs_seed;     /* restored: the first agent connection sends SEED */
+
+	int input_stop_fd; /* eventfd that ends the serial input thread */
+	pthread_t input_thread;
+	bool input_started;
+};
+
+
+/* Build a VM from c without loading a guest: memory (anonymous, or the
+ * snapshot memory file mem_path mapped private), irqchip, PIT, vCPUs with
+ * their boot CPUID/MSRs/LAPIC, devices, drives, vsock. need_kernel: check
+ * that c names a kernel. On failure nothing is left. */
+int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel, struct tvm_vm **out,
+	     struct tvm_err *e);
+
+/* End the VM (ctx: the struct tvm_vm): the first reason (enum tvm_exit)
+ * and message are kept; every vCPU is kicked, tvm_vm_wait wakes. */
+void vm_end(void *ctx, int reason, const char *msg);
+
+/* Called by tvm_vm_start on a restored VM once its threads run
+ * (vm_snapshot.c): every queue kicked, vsock transport reset. */
+void vm_restored_started(struct tvm_vm *vm);
+
+#endif

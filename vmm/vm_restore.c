@@ -1,0 +1,232 @@
+/* tvm_vm_restore: rebuild a VM from a snapshot directory. Every section is
+ * parsed and checked before anything is created; then the VM is built as at
+ * boot but on the private mapping of the memory file and without a kernel,
+ * and drives, transports (queues re-validated), COM1, vCPUs and the
+ * irqchip/PIT/clock get their state back, in that order. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "devices/virtio_blk.h"
+#include "vmm/dev_state.h"
+#include "vmm/snapshot_config.h"
+#include "vmm/snapshot_format.h"
+#include "vmm/snapshot_io.h"
+#include "vmm/vcpu_state.h"
+#include "vmm/vm_impl.h"
+#include "vmm/vm_state.h"
+
+/* Everything decoded from the state file. */
+struct restore {
+	const char *dir;
+	uint8_t *buf;
+	size_t len;
+	struct snap_file f;
+	struct snap_config sc;
+	struct tvm_config cfg;
+	struct vcpu_state *vcpu; /* [sc.cpus] */
+	struct vm_state vm;
+	struct uart_8250_regs uart;
+	unsigned nr_vdevs;
+	struct virtio_mmio_state dev[VDEV_MAX];
+	const uint8_t *blob[VDEV_MAX];
+	size_t blob_len[VDEV_MAX];
+	uint64_t *map[TVM_MAX_DRIVES];
+	uint64_t nwords[TVM_MAX_DRIVES];
+};
+
+static void restore_free(struct restore *x)
+{
+	for (unsigned i = 0; i < TVM_MAX_DRIVES; i++)
+		free(x->map[i]);
+	free(x->vcpu);
+	snap_file_free(&x->f);
+	free(x->buf);
+	free(x);
+}
+
+static const struct snap_section *need(struct restore *x, uint32_t type, uint32_t index, const char *what,
+				       struct tvm_err *e)
+{
+	const struct snap_section *s = snap_find(&x->f, type, index);
+
+	if (!s)
+		tvm_errf(e, EINVAL, "%s/state: no %s %u section", x->dir, what, index);
+	return s;
+}
+
+/* Words of a drive's block map for an image of size bytes. */
+static uint64_t map_words(uint64_t size)
+{
+	uint64_t blocks = size / BLK_COW_BLOCK + (size % BLK_COW_BLOCK != 0);
+
+	return (blocks + 63) / 64;
+}
+
+static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err *e)
+{
+	const struct snap_section *s;
+	char path[4096];
+	int r = snap_path(path, sizeof(path), x->dir, SNAP_STATE_FILE, e);
+
+	if (!r)
+		r = snap_read_file(path, SNAP_MAX_FILE, &x->buf, &x->len, e);
+	if (!r)
+		r = snap_parse(x->buf, x->len, path, &x->f, e);
+	if (r)
+		return r;
+	if (!(s = need(x, SNAP_CONFIG, 0, "config", e)))
+		return -EINVAL;
+	r = snap_config_read(s, &x->sc, e);
+	if (!r)
+		r = snap_config_apply(&x->sc, o, &x->cfg, e);
+	if (r)
+		return r;
+	x->vcpu = calloc(x->sc.cpus, sizeof(*x->vcpu));
+	if (!x->vcpu)
+		return tvm_errf(e, ENOMEM, "restore: out of memory");
+	for (uint32_t i = 0; i < x->sc.cpus; i++) {
+		if (!(s = need(x, SNAP_VCPU, i, "vcpu", e)))
+			return -EINVAL;
+		if ((r = vcpu_state_read(s, &x->vcpu[i], e)))
+			return r;
+	}
+	if (!(s = need(x, SNAP_VM, 0, "vm", e)) || (r = vm_state_read(s, &x->vm, e)))
+		return s ? r : -EINVAL;
+	if (!(s = need(x, SNAP_UART, 0, "serial", e)) || (r = dev_state_read_uart(s, &x->uart, e)))
+		return s ? r : -EINVAL;
+	x->nr_vdevs = x->sc.nr_drives + (x->sc.vsock_cid != 0);
+	for (unsigned i = 0; i < x->nr_vdevs; i++) {
+		if (!(s = need(x, SNAP_VIRTIO, i, "virtio device", e)))
+			return -EINVAL;
+		if ((r = dev_state_read_virtio(s, &x->dev[i], &x->blob[i], &x->blob_len[i], e)))
+			return r;
+	}
+	for (unsigned i = 0; i < x->sc.nr_drives; i++) {
+		if (!x->sc.d[i].cow)
+			continue;
+		if (!(s = need(x, SNAP_DISK, i, "drive map", e)))
+			return -EINVAL;
+		if ((r = dev_state_read_disk(s, map_words(x->sc.d[i].size), &x->map[i], &x->nwords[i], e)))
+			return r;
+	}
+	return 0;
+}
+
+static int restore_drives(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
+{
+	for (unsigned i = 0; i < x->sc.nr_drives; i++) {
+		struct blk_image *img = &((struct virtio_blk *)vm->vdevs[i].dev)->img;
+		char name[16], path[4096];
+		int fd, r;
+
+		if (img->size != x->sc.d[i].size)
+			return tvm_errf(e, EINVAL, "drive %u %s: %llu bytes, the snapshot's image had %llu", i,
+					vm->cfg.drives[i].path, (unsigned long long)img->size,
+					(unsigned long long)x->sc.d[i].size);
+		if (!x->sc.d[i].cow)
+			continue;
+		snprintf(name, sizeof(name), "disk%u", i);
+		if ((r = snap_path(path, sizeof(path), x->dir, name, e)))
+			return r;
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
+		r = blk_image_import(img, fd, x->map[i], x->nwords[i]);
+		close(fd);
+		if (r)
+			return tvm_errf(e, -r, "%s: cannot load the drive's blocks: %s", path, strerror(-r));
+	}
+	return 0;
+}
+
+static int restore_devices(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
+{
+	if (vm->nr_vdevs != x->nr_vdevs)
+		return tvm_errf(e, EINVAL, "restore: %u virtio devices built, the snapshot has %u", vm->nr_vdevs,
+				x->nr_vdevs);
+	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
+		struct virtio_mmio *t = &vm->vdevs[i].t;
+		int r = virtio_mmio_restore(t, &x->dev[i], e);
+
+		if (!r && x->blob_len[i]) {
+			r = t->ops->restore ? t->ops->restore(t->dev, x->blob[i], x->blob_len[i]) : -EINVAL;
+			if (r)
+				tvm_errf(e, -r, "device state blob refused: %s", strerror(-r));
+		}
+		if (r) {
+			tvm_err_prefix(e, "%s", vm->vdevs[i].name);
+			return r;
+		}
+	}
+	uart_8250_restore(&vm->uart, &x->uart);
+	return 0;
+}
+
+static int restore_into(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
+{
+	int r = restore_drives(vm, x, e);
+
+	if (!r)
+		r = restore_devices(vm, x, e);
+	for (int i = 0; !r && i < vm->nr_vcpus; i++)
+		r = vcpu_state_restore(&vm->vcpus[i], &vm->kvm, &x->vcpu[i], e);
+	if (!r)
+		r = vm_state_restore(&vm->kvm, &x->vm, e);
+	return r;
+}
+
+int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e)
+{
+	struct restore *x = calloc(1, sizeof(*x));
+	struct tvm_vm *vm = NULL;
+	char mem[4096];
+	int r;
+
+	*out = NULL;
+	if (!x)
+		return tvm_errf(e, ENOMEM, "restore: out of memory");
+	x->dir = dir;
+	r = decode(x, overrides, e);
+	if (!r)
+		r = snap_path(mem, sizeof(mem), dir, SNAP_MEM_FILE, e);
+	if (!r)
+		r = vm_build(&x->cfg, mem, false, &vm, e);
+	if (!r && (r = restore_into(vm, x, e)))
+		tvm_err_prefix(e, "restore %s", dir);
+	restore_free(x);
+	if (r) {
+		tvm_vm_destroy(vm);
+		return r;
+	}
+	vm->restored = true;
+	atomic_store(&vm->needs_seed, true);
+	*out = vm;
+	return 0;
+}
+
+void vm_restored_started(struct tvm_vm *vm)
+{
+	/* Work the driver queued just before the snapshot, and an interrupt
+	 * that may not have reached the guest: a kick and a spurious
+	 * interrupt are harmless (the driver reads InterruptStatus). */
+	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
+		struct vdev *d = &vm->vdevs[i];
+		uint32_t pending;
+
+		pthread_mutex_lock(&d->t.lock);
+		pending = d->t.int_status;
+		pthread_mutex_unlock(&d->t.lock);
+		if (pending)
+			eventfd_write(d->irq_fd, 1);
+		for (unsigned q = 0; q < d->t.ops->num_queues; q++)
+			virtio_mmio_notify(&d->t, q);
+	}
+	/* The guest's connections ended with the snapshot's process. */
+	if (vm->vsock)
+		virtio_vsock_transport_reset(vm->vsock);
+}

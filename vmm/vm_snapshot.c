@@ -1,0 +1,201 @@
+/* tvm_vm_snapshot: park the vCPUs, stop the event loop, hold every
+ * transport lock, save vCPU, VM and device state, the copy-on-write drives
+ * and guest memory into a directory, then let the VM run on. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "devices/virtio_blk.h"
+#include "vmm/dev_state.h"
+#include "vmm/snapshot_config.h"
+#include "vmm/snapshot_format.h"
+#include "vmm/snapshot_io.h"
+#include "vmm/vcpu_state.h"
+#include "vmm/vm_impl.h"
+#include "vmm/vm_state.h"
+
+static struct blk_image *drive_image(struct tvm_vm *vm, unsigned i)
+{
+	return &((struct virtio_blk *)vm->vdevs[i].dev)->img;
+}
+
+static int check_drives(const struct tvm_vm *vm, struct tvm_err *e)
+{
+	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
+		const struct tvm_drive *d = &vm->cfg.drives[i];
+
+		if (!d->cow && !d->read_only)
+			return tvm_errf(e, EINVAL, "snapshot: drive %u (%s) is written in place; snapshots need "
+					"read-only or copy-on-write drives", i, d->path);
+	}
+	return 0;
+}
+
+static int save_vcpus(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
+{
+	struct vcpu_state *s = malloc(sizeof(*s));
+	uint32_t *msrs = NULL, nmsrs = 0;
+	int r;
+
+	if (!s)
+		return tvm_errf(e, ENOMEM, "snapshot: out of memory");
+	r = vcpu_msr_list(&vm->kvm, &msrs, &nmsrs, e);
+	for (int i = 0; !r && i < vm->nr_vcpus; i++) {
+		r = vcpu_state_save(&vm->vcpus[i], &vm->kvm, msrs, nmsrs, s, e);
+		if (!r)
+			vcpu_state_write(w, (uint32_t)i, s);
+	}
+	free(msrs);
+	free(s);
+	return r;
+}
+
+static int save_devices(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
+{
+	struct virtio_mmio_state st;
+	struct uart_8250_regs u;
+	uint8_t *blob = NULL;
+
+	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
+		struct virtio_mmio *t = &vm->vdevs[i].t;
+		long n = 0;
+
+		virtio_mmio_save(t, &st);
+		if (t->ops->save) {
+			if (!blob && !(blob = malloc(DEV_STATE_MAX_BLOB)))
+				return tvm_errf(e, ENOMEM, "snapshot: out of memory");
+			n = t->ops->save(t->dev, blob, DEV_STATE_MAX_BLOB);
+			if (n < 0) {
+				free(blob);
+				return tvm_errf(e, (int)-n, "snapshot: %s: save: %s", vm->vdevs[i].name,
+						strerror((int)-n));
+			}
+		}
+		dev_state_write_virtio(w, i, &st, blob, (size_t)n);
+	}
+	free(blob);
+	uart_8250_save(&vm->uart, &u);
+	dev_state_write_uart(w, &u);
+	return 0;
+}
+
+struct disk_ctx {
+	struct blk_image *img;
+	const uint64_t *map;
+	uint64_t nwords;
+	unsigned index;
+};
+
+static int fill_disk(int fd, void *arg, struct tvm_err *e)
+{
+	struct disk_ctx *d = arg;
+	int r = blk_image_export(d->img, fd, &d->map, &d->nwords);
+
+	if (r)
+		return tvm_errf(e, -r, "drive %u overlay: %s", d->index, strerror(-r));
+	return 0;
+}
+
+static int save_disks(struct tvm_vm *vm, const char *dir, struct snap_w *w, struct tvm_err *e)
+{
+	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
+		struct disk_ctx d = { .img = drive_image(vm, i), .index = i };
+		char name[16];
+		int r;
+
+		if (!vm->cfg.drives[i].cow)
+			continue;
+		snprintf(name, sizeof(name), "disk%u", i);
+		r = snap_write_file(dir, name, fill_disk, &d, e);
+		if (r)
+			return r;
+		dev_state_write_disk(w, i, d.map, d.nwords);
+	}
+	return 0;
+}
+
+static int fill_buf(int fd, void *arg, struct tvm_err *e)
+{
+	const struct snap_w *w = arg;
+	size_t off = 0;
+
+	while (off < w->len) {
+		ssize_t n = write(fd, w->p + off, w->len - off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return tvm_errf(e, n < 0 ? errno : EIO, "state file: write: %s",
+					n < 0 ? strerror(errno) : "short write");
+		off += (size_t)n;
+	}
+	return 0;
+}
+
+/* Everything, with the VM quiescent. State last: a directory whose state
+ * file is complete has its memory and disks too. */
+static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+{
+	uint64_t sizes[TVM_MAX_DRIVES] = { 0 };
+	struct vm_state vs;
+	struct snap_w w;
+	int r;
+
+	for (unsigned i = 0; i < vm->cfg.nr_drives; i++)
+		sizes[i] = drive_image(vm, i)->size;
+	snap_w_init(&w);
+	snap_config_write(&w, &vm->cfg, vm->quirks, vm->cmdline, sizes);
+	r = save_vcpus(vm, &w, e);
+	if (!r)
+		r = vm_state_save(&vm->kvm, &vs, e);
+	if (!r) {
+		vm_state_write(&w, &vs);
+		r = save_devices(vm, &w, e);
+	}
+	if (!r)
+		r = save_disks(vm, dir, &w, e);
+	if (!r)
+		r = snap_write_file(dir, SNAP_MEM_FILE, snap_fill_mem, &vm->mem, e);
+	if (!r)
+		r = snap_w_finish(&w, e);
+	if (!r)
+		r = snap_write_file(dir, SNAP_STATE_FILE, fill_buf, &w, e);
+	if (!r)
+		r = snap_sync_dir(dir, e);
+	snap_w_free(&w);
+	return r;
+}
+
+int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+{
+	struct tvm_err e2 = { 0 };
+	int r;
+
+	if (!vm->started || atomic_load(&vm->stopping))
+		return tvm_errf(e, EINVAL, "snapshot %s: the VM is not running", dir);
+	r = check_drives(vm, e);
+	if (!r)
+		r = snap_mkdir(dir, e);
+	if (!r)
+		r = vcpu_pause_all(&vm->pause, vm->vcpus, vm->nr_vcpus, &vm->stopping, e);
+	if (r)
+		return r;
+	/* Devices quiet: no event-loop callbacks, and no queue moves (a host
+	 * thread's vsock kick waits for the transport lock). */
+	ev_stop(&vm->loop);
+	for (unsigned i = 0; i < vm->nr_vdevs; i++)
+		pthread_mutex_lock(&vm->vdevs[i].t.lock);
+	r = save_all(vm, dir, e);
+	if (r)
+		tvm_err_prefix(e, "snapshot %s", dir);
+	for (unsigned i = vm->nr_vdevs; i-- > 0;)
+		pthread_mutex_unlock(&vm->vdevs[i].t.lock);
+	if (ev_start(&vm->loop, &e2)) {
+		vm_end(vm, TVM_EXIT_VMM_ERROR, e2.msg);
+		r = r ? r : tvm_errf(e, e2.code, "%s", e2.msg);
+	}
+	vcpu_resume_all(&vm->pause);
+	return r;
+}
