@@ -86,9 +86,9 @@ fuzz: $(FUZZ_BINS)
 	  mkdir -p $(BUILD)/corpus/$$(basename $$f); \
 	  $$f -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 $(BUILD)/corpus/$$(basename $$f) tests/fuzz/seeds/$$(basename $$f); done
 
-bench: tinyvmm $(TOOL_BINS)
-	@bash tools/build-guest.sh
+bench: all
 	@bash tools/bench-boot.sh
+	@bash tools/bench-job.sh
 
 guest:
 	@bash tools/build-guest.sh

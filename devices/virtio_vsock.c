@@ -123,7 +123,6 @@ static int vsock_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 	(void)features;
 	pthread_mutex_lock(&v->lock);
 	v->vqs = vqs;
-	v->rx_held = false;
 	pthread_mutex_unlock(&v->lock);
 	return 0;
 }
@@ -136,7 +135,6 @@ static void vsock_reset(void *dev)
 
 	pthread_mutex_lock(&v->lock);
 	v->vqs = NULL;
-	v->rx_held = false;
 	v->event_pending = false;
 	vsock_conn_drop_all(v);
 	v->rx_wanted = false;

@@ -149,7 +149,7 @@ uint32_t vsock_conn_credit(const struct vsock_conn *c)
 bool vsock_conn_can_read(const struct vsock_conn *c)
 {
 	return c->state == CONN_ESTABLISHED && c->host_readable && !c->host_eof &&
-	       !(c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV);
+	       !(c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_RCV) && vsock_conn_credit(c) > 0;
 }
 
 /* The guest only learns fwd_cnt from our headers; without a packet going

@@ -92,9 +92,7 @@ struct virtio_vsock {
 	unsigned nconns;               /* slots not FREE */
 	struct vsock_rst rst[VSOCK_RST_RING];
 	unsigned rst_head, rst_len;
-	bool rx_held;                  /* rx_chain popped and not yet used */
-	struct vq_chain rx_chain;      /* rx buffer kept until there is something to send */
-	struct vq_chain chain;         /* tx / event scratch */
+	struct vq_chain chain;         /* the chain being served, any queue */
 	struct iovec iov[VQ_MAX_SEGS]; /* payload slice scratch */
 	struct vsock_conn conns[VSOCK_MAX_CONNS];
 };
@@ -107,7 +105,10 @@ struct vsock_pkt {
 };
 
 /* vsock_conn.c */
+/* A free slot for fd (owned from now on) in state st, or NULL when
+ * VSOCK_MAX_CONNS are in use. */
 struct vsock_conn *vsock_conn_new(struct virtio_vsock *v, int fd, enum conn_state st);
+/* The connection with these ports (not one still handshaking), or NULL. */
 struct vsock_conn *vsock_conn_find(struct virtio_vsock *v, uint32_t guest_port, uint32_t host_port);
 /* Host-initiated: c (HANDSHAKE or fresh) now wants guest port guest_port. */
 void vsock_conn_start(struct virtio_vsock *v, struct vsock_conn *c, uint32_t guest_port);
@@ -116,20 +117,28 @@ void vsock_conn_drop(struct virtio_vsock *v, struct vsock_conn *c);
 /* Close the host end and owe the guest an RST (or just drop when the
  * guest never heard of the connection). */
 void vsock_conn_reset(struct virtio_vsock *v, struct vsock_conn *c);
+/* Drop every connection and owed RST (device reset, transport reset). */
 void vsock_conn_drop_all(struct virtio_vsock *v);
 /* Register the fd events c needs now (reset c if that fails). */
 void vsock_conn_watch(struct virtio_vsock *v, struct vsock_conn *c);
 /* Bytes the guest can take now (spec 5.10.6.3). */
 uint32_t vsock_conn_credit(const struct vsock_conn *c);
+/* Whether c's host socket should be read now (open, readable as far as
+ * we know, the guest receiving and giving credit). */
 bool vsock_conn_can_read(const struct vsock_conn *c);
 /* Guest payload bytes [skip, skip + len) of iov[0..n) for the host fd. */
 void vsock_conn_write(struct virtio_vsock *v, struct vsock_conn *c, const struct iovec *iov, int n,
 		      size_t skip, uint32_t len);
+/* Send buffered guest bytes the host socket takes now. */
 void vsock_conn_flush(struct virtio_vsock *v, struct vsock_conn *c);
+/* The guest's SHUTDOWN flags (spec 5.10.6.5). */
 void vsock_conn_guest_shutdown(struct virtio_vsock *v, struct vsock_conn *c, uint32_t flags);
 /* Both directions finished: reset (the final RST closes the guest side). */
 void vsock_conn_check_done(struct virtio_vsock *v, struct vsock_conn *c);
+/* c owes the guest these OWE_* packets. */
 void vsock_conn_owe(struct virtio_vsock *v, struct vsock_conn *c, uint32_t bits);
+/* fd callback of a connection (arg: the slot). Event-loop thread, takes
+ * v->lock itself and kicks rx after dropping it. */
 void vsock_conn_cb(void *arg, uint32_t events);
 
 /* vsock_tx.c: one chain from the tx queue. */
@@ -142,7 +151,9 @@ void vsock_rst_unknown(struct virtio_vsock *v, uint32_t guest_port, uint32_t hos
 int vsock_rx_run(struct virtio_vsock *v, struct virtqueue *vq);
 
 /* vsock_uds.c */
+/* Listen on v->uds_path and watch it (open time). 0 or -errno with e set. */
 int vsock_uds_listen(struct virtio_vsock *v, struct tvm_err *e);
+/* Stop listening and unlink the path. */
 void vsock_uds_close(struct virtio_vsock *v);
 /* An fd was closed: watch a listener paused for lack of fds again. */
 void vsock_uds_resume(struct virtio_vsock *v);

@@ -4,12 +4,14 @@
  * into the bytes after it. The used length is header + payload (Linux
  * drops anything shorter than the header or shorter than header.len).
  *
- * A buffer is popped before the device knows whether a read will find
- * bytes, so one popped buffer may be held until something is owed. */
+ * A buffer is popped only once a packet is certain (a host socket is
+ * peeked first), so the device never holds a guest buffer between calls:
+ * nothing for a snapshot to lose. */
 #include "devices/vsock_impl.h"
 
 #include <endian.h>
 #include <errno.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "devices/blk_iov.h"
@@ -63,11 +65,28 @@ static uint32_t min3(uint32_t a, uint32_t b, uint32_t c)
 	return m < c ? m : c;
 }
 
+/* A read or peek of c's socket returned r <= 0 (errno set when < 0):
+ * EOF owes the guest a SHUTDOWN, an error an RST, "would block" means
+ * watching the socket again. */
+static void read_ended(struct virtio_vsock *v, struct vsock_conn *c, ssize_t r)
+{
+	c->host_readable = false;
+	if (r == 0) {
+		c->host_eof = true;
+		vsock_conn_owe(v, c, OWE_SHUTDOWN);
+		vsock_conn_check_done(v, c);
+	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
+		vsock_conn_reset(v, c);
+	}
+	if (c->state == CONN_ESTABLISHED)
+		vsock_conn_watch(v, c);
+}
+
 /* Read host bytes into ch after the header. Returns the used length, or
  * 0 when nothing was read (would block; EOF and errors set c->owe). */
 static uint32_t read_data(struct virtio_vsock *v, struct vsock_conn *c, struct vq_chain *ch)
 {
-	uint32_t max = min3(0xffffffff, ch->writable_len - VSOCK_HDR, VSOCK_MAX_PKT);
+	uint32_t max = min3(vsock_conn_credit(c), ch->writable_len - VSOCK_HDR, VSOCK_MAX_PKT);
 	ssize_t r;
 	int k;
 
@@ -83,16 +102,7 @@ static uint32_t read_data(struct virtio_vsock *v, struct vsock_conn *c, struct v
 		c->tx_cnt += (uint32_t)r;
 		return pkt(v, ch, c, VIRTIO_VSOCK_OP_RW, 0, (uint32_t)r);
 	}
-	c->host_readable = false;
-	if (r == 0) {
-		c->host_eof = true;
-		vsock_conn_owe(v, c, OWE_SHUTDOWN);
-		vsock_conn_check_done(v, c);
-	} else if (errno != EAGAIN && errno != EWOULDBLOCK) {
-		vsock_conn_reset(v, c);
-	}
-	if (c->state == CONN_ESTABLISHED)
-		vsock_conn_watch(v, c);
+	read_ended(v, c, r);
 	return 0;
 }
 
@@ -135,53 +145,70 @@ static uint32_t conn_emit(struct virtio_vsock *v, struct vsock_conn *c, struct v
 	return c->owe ? control(v, c, ch) : 0;
 }
 
-/* The next packet for the guest into ch: unknown-connection RSTs first,
- * then connections in turn. Returns the used length, 0 for none. */
-static uint32_t next_packet(struct virtio_vsock *v, struct vq_chain *ch)
+/* Whether c has a packet to send now. For data, ask the socket (a peek)
+ * rather than take an rx buffer that a read might then leave empty. */
+static bool conn_ready(struct virtio_vsock *v, struct vsock_conn *c)
 {
-	if (v->rst_len) {
-		struct vsock_rst r = v->rst[v->rst_head];
+	uint8_t b;
+	ssize_t r;
 
-		v->rst_head = (v->rst_head + 1) % VSOCK_RST_RING;
-		v->rst_len--;
-		return put_hdr(v, ch, r.guest_port, r.host_port, VIRTIO_VSOCK_OP_RST, 0, 0, NULL);
-	}
+	if (c->owe)
+		return true;
+	if (!vsock_conn_can_read(c))
+		return false;
+	do
+		r = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+	while (r < 0 && errno == EINTR);
+	if (r > 0)
+		return true;
+	read_ended(v, c, r);
+	return c->owe != 0;
+}
+
+/* The next connection with a packet, taking them in turn. */
+static struct vsock_conn *next_ready(struct virtio_vsock *v)
+{
 	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++) {
 		unsigned k = (v->rr + i) % VSOCK_MAX_CONNS;
 		struct vsock_conn *c = &v->conns[k];
-		uint32_t n;
 
-		if (c->state == CONN_FREE || c->state == CONN_HANDSHAKE)
-			continue;
-		n = conn_emit(v, c, ch);
-		if (n) {
+		if (c->state != CONN_FREE && c->state != CONN_HANDSHAKE && conn_ready(v, c)) {
 			v->rr = (k + 1) % VSOCK_MAX_CONNS;
-			return n;
+			return c;
 		}
 	}
-	return 0;
+	return NULL;
+}
+
+static uint32_t rst_unknown(struct virtio_vsock *v, struct vq_chain *ch)
+{
+	struct vsock_rst r = v->rst[v->rst_head];
+
+	v->rst_head = (v->rst_head + 1) % VSOCK_RST_RING;
+	v->rst_len--;
+	return put_hdr(v, ch, r.guest_port, r.host_port, VIRTIO_VSOCK_OP_RST, 0, 0, NULL);
 }
 
 int vsock_rx_run(struct virtio_vsock *v, struct virtqueue *vq)
 {
+	struct vq_chain *ch = &v->chain;
+
 	for (;;) {
-		uint32_t used;
+		struct vsock_conn *c = NULL;
+		uint32_t used = 0;
+		int r;
 
-		if (!v->rx_held) {
-			int r = vq_pop(vq, &v->rx_chain);
-
-			if (r <= 0)
-				return r;
-			if (v->rx_chain.writable_len < VSOCK_HDR) {
-				vq_push(vq, v->rx_chain.head, 0);
-				continue;
-			}
-			v->rx_held = true;
-		}
-		used = next_packet(v, &v->rx_chain);
-		if (!used)
+		/* RSTs for unknown connections first: their ring is small. */
+		if (!v->rst_len && !(c = next_ready(v)))
 			return 0;
-		vq_push(vq, v->rx_chain.head, used);
-		v->rx_held = false;
+		r = vq_pop(vq, ch);
+		if (r <= 0)
+			return r;
+		/* Too small for a header: given back empty (Linux drops it).
+		 * A buffer of exactly a header carries control packets only;
+		 * should data have been all c had, it too goes back empty. */
+		if (ch->writable_len >= VSOCK_HDR)
+			used = c ? conn_emit(v, c, ch) : rst_unknown(v, ch);
+		vq_push(vq, ch->head, used);
 	}
 }

@@ -158,16 +158,24 @@ int vcpu_set_regs(struct vcpu *v, const struct kvm_regs *r, struct tvm_err *e)
 
 static void log_unhandled(struct vcpu *v, const char *space, uint64_t addr, uint32_t len, bool write)
 {
+	uint64_t key = addr | (space[0] == 'p' ? 1ULL << 63 : 0);
 	char msg[160];
 
-	/* A guest probing absent hardware would otherwise flood the log. */
-	if (v->unhandled_logged > 16)
+	/* Each address once; a guest probing much absent hardware gets a
+	 * bounded number of lines. */
+	for (unsigned i = 0; i < v->unhandled_logged && i < VCPU_UNHANDLED_LOG; i++)
+		if (v->unhandled_seen[i] == key)
+			return;
+	if (v->unhandled_logged > VCPU_UNHANDLED_LOG)
 		return;
-	if (v->unhandled_logged++ == 16)
-		snprintf(msg, sizeof(msg), "vcpu %d: further unhandled accesses are not logged", v->index);
+	if (v->unhandled_logged == VCPU_UNHANDLED_LOG)
+		snprintf(msg, sizeof(msg), "vcpu %d: further unhandled addresses are not logged", v->index);
 	else
 		snprintf(msg, sizeof(msg), "vcpu %d: unhandled %s %s at 0x%llx (%u bytes), ignored", v->index, space,
 			 write ? "write" : "read", (unsigned long long)addr, len);
+	if (v->unhandled_logged < VCPU_UNHANDLED_LOG)
+		v->unhandled_seen[v->unhandled_logged] = key;
+	v->unhandled_logged++;
 	v->host->log(v->host->ctx, msg);
 }
 

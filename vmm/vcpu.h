@@ -51,6 +51,8 @@ struct vcpu_host {
 	void *ctx;
 };
 
+#define VCPU_UNHANDLED_LOG 16 /* distinct unhandled addresses logged per vCPU */
+
 struct vcpu {
 	int index; /* also its APIC id */
 	int fd;
@@ -60,7 +62,8 @@ struct vcpu {
 	bool thread_started;
 	const struct vcpu_host *host;
 	_Atomic uint64_t exits[VEXIT_COUNT];
-	unsigned unhandled_logged; /* rate limit for unhandled-access lines */
+	unsigned unhandled_logged;         /* distinct unhandled addresses logged */
+	uint64_t unhandled_seen[VCPU_UNHANDLED_LOG]; /* ...which ones (space tag in bit 63) */
 };
 
 /* Create vCPU index, map its kvm_run, set CPUID (caller normalised it),

@@ -9,8 +9,8 @@
  *
  * Beyond crashes (ASan/UBSan) it checks that the fd callbacks always
  * settle (no busy loop on a ready fd), that the device never holds more
- * than VSOCK_BUF_ALLOC bytes per connection, and that closing the device
- * unwatches and closes every fd it had.
+ * than VSOCK_BUF_ALLOC bytes per connection nor a guest buffer between
+ * calls, and that closing the device unwatches and closes every fd it had.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -27,6 +27,8 @@
 #define RAM (256 * 1024)
 #define RING(q) (0x3000u * (q)) /* desc, avail +0x1000, used +0x2000 */
 #define BUFS 0x10000u           /* packet buffers from here on */
+#define TX_SLOT 0x10100u        /* a tx slot: header + 64 KiB + room; two of them */
+#define RX_BUFS (BUFS + 2 * TX_SLOT)
 #define NHOST 8                 /* host sockets the fuzzer holds */
 #define CID 3
 
@@ -165,8 +167,9 @@ static void vsock_hdr(struct in *in, struct virtio_vsock_hdr *h)
 static void tx_packet(struct fz *f, struct in *in)
 {
 	struct virtio_vsock_hdr h;
-	uint16_t head = take(in, 1), plen = take(in, 2) % 8192, split = take(in, 1);
-	uint32_t at = BUFS + (head % 16) * 0x2400u;
+	uint16_t head = take(in, 1), split = take(in, 1);
+	uint32_t plen = split & 0x80 ? (uint32_t)take(in, 2) + 1 : (uint32_t)take(in, 1);
+	uint32_t at = BUFS + (head % 2) * TX_SLOT;
 
 	vsock_hdr(in, &h);
 	poke(at, &h, sizeof(h));
@@ -186,7 +189,7 @@ static void rx_buffer(struct fz *f, struct in *in)
 {
 	uint16_t head = take(in, 1), len = take(in, 2) % 4200;
 
-	desc(f, 0, head, BUFS + 0x24000 + (head % 8) * 0x1100u, len, VRING_DESC_F_WRITE, 0);
+	desc(f, 0, head, RX_BUFS + (head % 8) * 0x1100u, len, VRING_DESC_F_WRITE, 0);
 	post(f, 0, head % (f->qsize[0] ? f->qsize[0] : 1));
 	virtio_mmio_notify(&f->t, VSOCK_RXQ);
 }
@@ -212,7 +215,7 @@ static void host_action(struct fz *f, struct in *in)
 
 	if (fd < 0)
 		return;
-	switch (what % 4) {
+	switch (what % 5) {
 	case 0:
 		memset(buf, 'h', n);
 		if (send(fd, buf, n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0) {
@@ -230,6 +233,10 @@ static void host_action(struct fz *f, struct in *in)
 	case 3:
 		close(fd);
 		f->host[k] = -1;
+		break;
+	case 4: /* take everything there is, so the device can flush */
+		while (recv(fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
 		break;
 	}
 }
@@ -275,7 +282,10 @@ static void pump(struct fz *f)
 	abort(); /* a callback keeps firing: the device spins on a ready fd */
 }
 
-static void check_memory(struct fz *f)
+/* After every step: memory within VSOCK_BUF_ALLOC per connection, and
+ * every chain popped from a sound queue given back (the device holds no
+ * guest buffer between calls). */
+static void check_invariants(struct fz *f)
 {
 	struct vsock_stats s;
 
@@ -283,6 +293,9 @@ static void check_memory(struct fz *f)
 	if (s.conns > VSOCK_MAX_CONNS || s.buffered > (size_t)s.conns * VSOCK_BUF_ALLOC ||
 	    s.buffer_mem > (size_t)s.conns * VSOCK_BUF_ALLOC)
 		abort();
+	for (unsigned q = 0; q < 3; q++)
+		if (!f->t.vqs[q].broken && f->t.vqs[q].last_avail != f->t.vqs[q].used_idx)
+			abort();
 }
 
 static void step(struct fz *f, struct in *in)
@@ -339,7 +352,7 @@ static void step(struct fz *f, struct in *in)
 		}
 		break;
 	}
-	check_memory(f);
+	check_invariants(f);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

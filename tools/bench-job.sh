@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Job benchmark: from `tinyvmm run` to a job's first output byte and to its
+# result (for `true` and `python3 -c pass`), then vsock throughput both ways
+# on one running VM. Reports; asserts nothing. Fresh boots each time (the
+# snapshot/restore path has its own benchmark).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+MIB=${MIB:-8}
+make -s all
+guest=$(bash tools/build-guest.sh --print-dir)
+rootfs=$(bash tools/build-rootfs.sh --init build/guest/tinyvmm-agent --print-path)
+timeto=build/tools/timeto
+work=$(mktemp -d)
+vm_pid=
+cleanup() { [ -n "$vm_pid" ] && kill "$vm_pid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+
+run=(./tinyvmm run --kernel "$guest/vmlinux" --rootfs "$rootfs")
+field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }
+ms() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
+printf '%-44s %12s %12s\n' "job (fresh VM each)" "first out ms" "result ms"
+for name in "true" "python3 -c pass"; do
+	# shellcheck disable=SC2206 # word splitting of the job is intended
+	job=($name)
+	line=$("$timeto" --marker "tinyvmm-bench-mark" -- "${run[@]}" -- sh -c "echo tinyvmm-bench-mark; exec \"\$@\"" sh "${job[@]}")
+	printf '%-44s %12s %12s\n' "$name" "$(field marker_ms <<<"$line")" "$(field exit_ms <<<"$line")"
+done
+
+# Throughput on one VM reached through its hybrid vsock socket.
+uds=$work/vm.sock
+"${run[@]}" --vsock-uds "$uds" --ttl 900 -- sleep 900 >/dev/null 2>&1 &
+vm_pid=$!
+for _ in $(seq 600); do
+	./tinyvmm exec --vsock-uds "$uds" -- true 2>/dev/null && break
+	sleep 1
+done
+head -c "${MIB}M" /dev/urandom >"$work/blob"
+t=$(date +%s%N)
+./tinyvmm exec --vsock-uds "$uds" --stdin -- sh -c 'cat >/dev/null' <"$work/blob"
+up=$(ms "$t")
+t=$(date +%s%N)
+./tinyvmm exec --vsock-uds "$uds" --output-cap $((MIB << 20)) -- head -c "${MIB}M" /dev/zero | wc -c >/dev/null
+down=$(ms "$t")
+awk -v m="$MIB" -v u="$up" -v d="$down" 'BEGIN {
+	printf "vsock host->guest: %d MiB in %d ms = %.2f MiB/s\n", m, u, m * 1000 / u
+	printf "vsock guest->host: %d MiB in %d ms = %.2f MiB/s\n", m, d, m * 1000 / d }'
