@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices/blk_cow.h"
@@ -13,6 +14,7 @@ int blk_image_open(struct blk_image *im, const struct blk_opts *o, struct tvm_er
 {
 	bool cow = o->cow && !o->read_only;
 	bool in_place = !o->read_only && !cow;
+	struct stat st;
 	off_t end;
 	int r;
 
@@ -20,9 +22,19 @@ int blk_image_open(struct blk_image *im, const struct blk_opts *o, struct tvm_er
 	im->fd = im->ofd = -1;
 	if (!o->path || !*o->path)
 		return tvm_errf(e, EINVAL, "drive: no image path given");
-	im->fd = open(o->path, (in_place ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+	/* O_NONBLOCK so that a FIFO is refused below instead of blocking
+	 * the open; cleared again for the image's I/O. */
+	im->fd = open(o->path, (in_place ? O_RDWR : O_RDONLY) | O_CLOEXEC | O_NONBLOCK);
 	if (im->fd < 0)
 		return tvm_errf(e, errno, "drive %s: cannot open: %s", o->path, strerror(errno));
+	if (fstat(im->fd, &st) < 0 || (!S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+		r = tvm_errf(e, EINVAL, "drive %s: not a regular file or block device", o->path);
+		goto fail;
+	}
+	if (fcntl(im->fd, F_SETFL, fcntl(im->fd, F_GETFL) & ~O_NONBLOCK) < 0) {
+		r = tvm_errf(e, errno, "drive %s: fcntl: %s", o->path, strerror(errno));
+		goto fail;
+	}
 	if (flock(im->fd, (in_place ? LOCK_EX : LOCK_SH) | LOCK_NB) < 0) {
 		r = errno == EWOULDBLOCK ? tvm_errf(e, EBUSY, "drive %s: in use by another VM (locked)", o->path)
 					 : tvm_errf(e, errno, "drive %s: cannot lock: %s", o->path, strerror(errno));

@@ -59,8 +59,9 @@ struct virtio_dev_ops {
 	int (*notify)(void *dev, unsigned queue);
 	/* Snapshot hooks, optional (NULL: nothing device-specific to keep).
 	 * save writes at most cap bytes to buf and returns the length used or
-	 * -errno; restore returns 0 or -errno. Not used by any device yet
-	 * (the snapshot code writes the blob when save is set). */
+	 * -errno (called with the transport lock held); restore runs on a
+	 * fresh device before the transport's own state is restored and the VM
+	 * runs, and returns 0 or -errno for a blob it refuses. */
 	long (*save)(void *dev, void *buf, size_t cap);
 	int (*restore)(void *dev, const void *buf, size_t len);
 };

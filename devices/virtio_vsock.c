@@ -141,6 +141,42 @@ static void vsock_reset(void *dev)
 	pthread_mutex_unlock(&v->lock);
 }
 
+/* Snapshot blob: the next host port, little endian. The guest may still
+ * hold sockets of connections that ended with the snapshot (closing, until
+ * the transport reset and its own timeout clear them); a restored device
+ * that handed out the same host ports again would have its requests match
+ * those and be dropped. */
+static long vsock_save(void *dev, void *buf, size_t cap)
+{
+	struct virtio_vsock *v = dev;
+	uint32_t p;
+
+	if (cap < 4)
+		return -ENOSPC;
+	pthread_mutex_lock(&v->lock);
+	p = htole32(v->next_host_port);
+	pthread_mutex_unlock(&v->lock);
+	memcpy(buf, &p, 4);
+	return 4;
+}
+
+static int vsock_restore(void *dev, const void *buf, size_t len)
+{
+	struct virtio_vsock *v = dev;
+	uint32_t p;
+
+	if (len != 4)
+		return -EINVAL;
+	memcpy(&p, buf, 4);
+	p = le32toh(p);
+	if (p < VSOCK_HOST_PORT_BASE)
+		return -EINVAL;
+	pthread_mutex_lock(&v->lock);
+	v->next_host_port = p;
+	pthread_mutex_unlock(&v->lock);
+	return 0;
+}
+
 const struct virtio_dev_ops virtio_vsock_ops = {
 	.device_id = VIRTIO_ID_VSOCK,
 	.num_queues = 3,
@@ -151,6 +187,8 @@ const struct virtio_dev_ops virtio_vsock_ops = {
 	.activate = vsock_activate,
 	.reset = vsock_reset,
 	.notify = vsock_notify,
+	.save = vsock_save,
+	.restore = vsock_restore,
 };
 
 int virtio_vsock_open(struct virtio_vsock **out, const struct vsock_opts *o, struct tvm_err *e)

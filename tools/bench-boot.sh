@@ -24,7 +24,7 @@ trap 'rm -rf "$work"' EXIT
 # so that reboot=k resets it at once as with tinyvmm (microvm has none).
 cmdline=$(./tinyvmm host | sed -n 's/^cmdline: //p')
 tinyvmm_cmd=(./tinyvmm run --kernel "$kernel" --initrd "$initrd" --mem "$MEM")
-microvm_opts=microvm,x-option-roms=off,rtc=off,isa-serial=on
+microvm_opts=microvm,x-option-roms=off,rtc=off,isa-serial=on,acpi=off
 qemu_cmd=(qemu-system-x86_64 -M "$microvm_opts" -enable-kvm
 	-cpu "qemu64,-cx16" -m "$MEM" -nodefaults -no-user-config -nographic -serial stdio
 	-kernel "$kernel" -initrd "$initrd" -append "$cmdline" -device i8042 -no-reboot)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the tinyvmm test initramfs: a newc cpio holding busybox-static as
-# /bin/busybox and /bin/sh, guest/test-init as /init and an /etc/fstab for
-# its `mount -a`.
+# /bin/busybox and /bin/sh, guest/test-init as /init, an /etc/fstab for
+# its `mount -a`, and guest/blkbench.c built static as /bin/blkbench.
 #
 # Written twice into $TINYVMM_CACHE/initramfs-<hash>/ (default cache
 # /var/tmp/tinyvmm-cache), keyed by the busybox-static version, test-init and
@@ -15,6 +15,7 @@ set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${TINYVMM_CACHE:-/var/tmp/tinyvmm-cache}
 init=$root/guest/test-init
+blkbench=$root/guest/blkbench.c
 
 log() { echo "build-initramfs: $*" >&2; }
 
@@ -27,7 +28,7 @@ for p in busybox-static cpio; do
 done
 
 version=$(dpkg-query -W -f='${Version}' busybox-static)
-hash=$(cat <(echo "$version") "$init" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+hash=$(cat <(echo "$version") "$init" "$blkbench" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
 out=$cache/initramfs-$hash
 if [ -f "$out/initramfs.cpio" ] && [ -f "$out/initramfs.cpio.gz" ]; then
 	echo "$out"
@@ -45,6 +46,8 @@ mkdir -p "$fs"/{bin,dev,etc,proc,sys,tmp,root}
 chmod 1777 "$fs/tmp"
 install -m 755 /bin/busybox "$fs/bin/busybox"
 install -m 755 "$init" "$fs/init"
+# The in-guest block benchmark (tools/bench-blk.sh), static like busybox.
+gcc -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Os -static -s -o "$fs/bin/blkbench" "$blkbench"
 cat >"$fs/etc/fstab" <<'EOF'
 proc /proc proc defaults 0 0
 sysfs /sys sysfs defaults 0 0

@@ -118,11 +118,20 @@ static int recv_msg(struct tvm_agent *a, struct tvp_msg *m, int timeout_ms, stru
 	}
 }
 
+/* The agent's ERROR text is the guest's: control bytes (newlines, terminal
+ * escapes) become '?' so the message stays one harmless line. */
 static int agent_error(const struct tvp_msg *m, struct tvm_err *e)
 {
 	int err = m->error.sys_errno > 0 ? m->error.sys_errno : EPROTO;
+	char text[sizeof(e->msg)];
+	size_t n = m->error.message.len < sizeof(text) - 1 ? m->error.message.len : sizeof(text) - 1;
 
-	return tvm_errf(e, err, "agent: %.*s", (int)m->error.message.len, m->error.message.p);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)m->error.message.p[i];
+		text[i] = c < 0x20 || c == 0x7f ? '?' : (char)c;
+	}
+	text[n] = 0;
+	return tvm_errf(e, err, "agent: %s", text);
 }
 
 int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e)
@@ -158,8 +167,13 @@ void tvm_agent_close(struct tvm_agent *a)
 	free(a);
 }
 
-static void fill_result(const struct tvp_msg *m, struct tvm_job_result *r)
+static int fill_result(const struct tvp_msg *m, struct tvm_job_result *r, struct tvm_err *e)
 {
+	/* PROTOCOL.md: exit_code 0..255, signal 0..64; anything else would
+	 * reach the caller's exit status mangled (256 reads as success). */
+	if (m->result.exit_code < 0 || m->result.exit_code > 255 || m->result.signal > 64)
+		return tvm_errf(e, EPROTO, "agent: bad RESULT: exit code %d, signal %u", (int)m->result.exit_code,
+				m->result.signal);
 	*r = (struct tvm_job_result){
 		.exit_code = m->result.exit_code,
 		.signal = (int)m->result.signal,
@@ -170,6 +184,7 @@ static void fill_result(const struct tvp_msg *m, struct tvm_job_result *r)
 		.cpu_ms = (m->result.user_us + m->result.sys_us) / 1000,
 		.max_rss_kib = m->result.max_rss_kib,
 	};
+	return 0;
 }
 
 /* Feed the next piece of stdin without blocking: partial frames continue
@@ -213,6 +228,8 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 	size_t argc = 0, envc = 0;
 	struct stdin_feed *in = NULL;
 	struct tvp_msg m = { .type = TVP_EXEC, .id = id };
+	uint32_t left[3];  /* output bytes still forwarded per stream: the caps asked for */
+	int trunc[3] = { 0 };
 	int r;
 
 	while (j->argv && j->argv[argc])
@@ -229,6 +246,8 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		.argv = { .count = (uint32_t)argc, .items = j->argv },
 		.env = { .count = (uint32_t)envc, .items = j->env },
 	};
+	left[1] = m.exec.stdout_cap;
+	left[2] = m.exec.stderr_cap;
 	if (j->stdin_len) {
 		/* Streamed, so that a big stdin never has to fit one frame and
 		 * never blocks the output coming back. */
@@ -263,10 +282,24 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		if (m.id != id)
 			continue; /* another job's frame on a shared connection: not ours */
 		if (m.type == TVP_STDOUT || m.type == TVP_STDERR) {
-			if (j->on_output)
-				j->on_output(j->ctx, m.type == TVP_STDOUT ? 1 : 2, m.data.data.p, m.data.data.len);
+			/* The agent enforces the caps; enforce them again, callers
+			 * may keep what they are given (--json does). */
+			int s = m.type == TVP_STDOUT ? 1 : 2;
+			uint32_t n = m.data.data.len;
+
+			if (n > left[s]) {
+				n = left[s];
+				trunc[s] = 1;
+			}
+			left[s] -= n;
+			if (n && j->on_output)
+				j->on_output(j->ctx, s, m.data.data.p, n);
 		} else if (m.type == TVP_RESULT) {
-			fill_result(&m, res);
+			r = fill_result(&m, res, e);
+			if (!r) {
+				res->stdout_truncated |= trunc[1];
+				res->stderr_truncated |= trunc[2];
+			}
 			break;
 		} else if (m.type == TVP_ERROR) {
 			r = agent_error(&m, e);

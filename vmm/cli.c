@@ -210,6 +210,19 @@ struct run_args {
 	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
 };
 
+/* The option getopt_long just refused: a short one by its letter (it may
+ * sit in a group like -ix), else the argument itself ("--bogus"). */
+static const char *bad_option(char **argv)
+{
+	static char shortopt[3];
+
+	if (optopt > ' ' && optopt < 127) {
+		snprintf(shortopt, sizeof(shortopt), "-%c", optopt);
+		return shortopt;
+	}
+	return argv[optind - 1];
+}
+
 /* Parse argv into a; returns 0, or an exit status for a usage error or --help. */
 static int parse_run(int argc, char **argv, struct run_args *a)
 {
@@ -217,7 +230,10 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 
 	optind = 1;
 	/* '+': stop at the first non-option, so CMD's own flags stay its. */
-	while ((o = getopt_long(argc, argv, "+e:i", run_opts, &idx)) != -1) {
+	/* ':' first: a missing value is reported apart, and by us (opterr = 0):
+	 * one line naming the option, not getopt's "run: ..." and the usage. */
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "+:e:i", run_opts, &idx)) != -1) {
 		switch (o) {
 		case O_KERNEL: a->c.kernel_path = optarg; break;
 		case O_INITRD: a->c.initrd_path = optarg; break;
@@ -268,8 +284,11 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 		case O_HELP:
 			print_usage(stdout);
 			return -1;
+		case ':':
+			fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv));
+			return EXIT_VM_FAILED;
 		default:
-			print_usage(stderr);
+			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));
 			return EXIT_VM_FAILED;
 		}
 	}

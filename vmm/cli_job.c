@@ -19,11 +19,14 @@ int cli_job_seconds(const char *name, const char *arg, uint32_t *ms)
 
 	errno = 0;
 	s = strtod(arg, &end);
-	if (errno || end == arg || *end || s < 0 || s > 4e6) {
+	/* Written so that NaN fails too (it would become 0: no limit at all). */
+	if (errno || end == arg || *end || !(s >= 0 && s <= 4e6)) {
 		fprintf(stderr, "tinyvmm: --%s: '%s' is not a number of seconds\n", name, arg);
 		return -1;
 	}
 	*ms = (uint32_t)(s * 1000);
+	if (s > 0 && *ms == 0)
+		*ms = 1; /* 0.0001 s is a (short) limit, not "none" */
 	return 0;
 }
 
@@ -155,8 +158,14 @@ static int put_files(struct cli_job *j, struct tvm_agent *a)
 static int write_local(const char *path, const void *data, size_t len)
 {
 	char tmp[4096];
+	struct stat st;
+	mode_t mode = umask(0);
 	int fd, r = 0;
 
+	/* The mode a plain create would give, or the replaced file's own:
+	 * a 0600 file must not come back world-readable. */
+	umask(mode);
+	mode = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0666 & ~mode;
 	if (snprintf(tmp, sizeof(tmp), "%s.tinyvmm-XXXXXX", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	fd = mkstemp(tmp);
@@ -169,7 +178,8 @@ static int write_local(const char *path, const void *data, size_t len)
 		else if (n > 0)
 			off += (size_t)n;
 	}
-	fchmod(fd, 0644);
+	if (!r && fchmod(fd, mode) < 0)
+		r = -errno;
 	if (close(fd) < 0 && !r)
 		r = -errno;
 	if (!r && rename(tmp, path) < 0)
@@ -199,8 +209,7 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 			fprintf(stderr, "tinyvmm: --get %s: writing %s: %s\n", j->gets[i], local, strerror(-r));
 			failed = -1;
 		}
-		if (!r)
-			free(data);
+		free(data); /* NULL after a failed get; also freed after a failed write */
 		free(guest);
 	}
 	return failed;
@@ -236,11 +245,36 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 	c->len[stream] += len;
 }
 
+/* Length of the well-formed UTF-8 sequence (RFC 3629) of 2..4 bytes at
+ * s[0..n), or 0 if there is none. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4 || n < len)
+		return 0;
+	cp = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* The job's bytes as a JSON string: UTF-8 passes through, each byte that
+ * is not part of valid UTF-8 becomes U+FFFD, so the object always parses. */
 static void json_string(FILE *f, const char *s, size_t n)
 {
 	fputc('"', f);
 	for (size_t i = 0; i < n; i++) {
 		unsigned char ch = (unsigned char)s[i];
+		size_t len;
+
 		if (ch == '"' || ch == '\\')
 			fprintf(f, "\\%c", ch);
 		else if (ch == '\n')
@@ -249,8 +283,13 @@ static void json_string(FILE *f, const char *s, size_t n)
 			fputs("\\t", f);
 		else if (ch < 0x20 || ch == 0x7f)
 			fprintf(f, "\\u%04x", ch);
-		else
-			fputc(ch, f); /* UTF-8 passes through; invalid bytes too */
+		else if (ch < 0x80)
+			fputc(ch, f);
+		else if ((len = utf8_len((const unsigned char *)s + i, n - i))) {
+			fwrite(s + i, 1, len, f);
+			i += len - 1;
+		} else
+			fputs("\\ufffd", f);
 	}
 	fputc('"', f);
 }

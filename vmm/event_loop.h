@@ -13,7 +13,7 @@
 /* Called on the loop thread with the epoll events that fired. */
 typedef void (*ev_fn)(void *opaque, uint32_t events);
 
-#define EV_MAX_HANDLERS 128
+#define EV_MAX_HANDLERS 512 /* vsock alone may watch 258 fds */
 
 struct ev_handler {
 	int fd;

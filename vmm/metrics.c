@@ -22,7 +22,12 @@ void metrics_init(struct metrics *m, uint64_t t0_ns)
 
 void metrics_mark(struct metrics *m, enum metrics_mark which)
 {
-	uint64_t zero = 0, now = (metrics_now_ns() - m->t0_ns) / 1000;
+	metrics_mark_at(m, which, metrics_now_ns());
+}
+
+void metrics_mark_at(struct metrics *m, enum metrics_mark which, uint64_t ns)
+{
+	uint64_t zero = 0, now = ns > m->t0_ns ? (ns - m->t0_ns) / 1000 : 0;
 
 	if (now == 0)
 		now = 1; /* 0 means "not reached" */
@@ -33,6 +38,7 @@ const char *metrics_mark_name(enum metrics_mark which)
 {
 	static const char *const names[MARK_COUNT] = {
 		"vm_created_us", "kernel_loaded_us", "first_kvm_run_us", "first_serial_byte_us", "guest_end_us",
+		"restore_called_us", "state_restored_us",
 	};
 	return names[which];
 }

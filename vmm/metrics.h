@@ -12,6 +12,8 @@ enum metrics_mark {
 	MARK_FIRST_KVM_RUN,
 	MARK_FIRST_SERIAL_BYTE,
 	MARK_GUEST_END,
+	MARK_RESTORE_CALLED, /* tvm_vm_restore entered (restored VMs only) */
+	MARK_STATE_RESTORED, /* its state loaded, ready to start */
 	MARK_COUNT,
 };
 
@@ -27,6 +29,10 @@ void metrics_init(struct metrics *m, uint64_t t0_ns);
 
 /* Record that a milestone was reached now; later calls keep the first. */
 void metrics_mark(struct metrics *m, enum metrics_mark which);
+
+/* Record that a milestone was reached at CLOCK_MONOTONIC time ns (before
+ * the metrics existed). */
+void metrics_mark_at(struct metrics *m, enum metrics_mark which, uint64_t ns);
 
 /* JSON key of a milestone, e.g. "first_kvm_run_us". */
 const char *metrics_mark_name(enum metrics_mark which);

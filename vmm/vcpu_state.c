@@ -7,6 +7,8 @@
 
 #define MSR_BATCH_HDR sizeof(struct kvm_msrs)
 
+_Static_assert(sizeof(struct kvm_xsave) == sizeof(((struct vcpu_state *)0)->xsave), "KVM_GET_XSAVE size");
+
 int vcpu_msr_list(struct kvm_sys *k, uint32_t **idx, uint32_t *n, struct tvm_err *e)
 {
 	struct kvm_msr_list probe = { .nmsrs = 0 }, *l;
@@ -89,7 +91,7 @@ int vcpu_state_save(struct vcpu *v, struct kvm_sys *k, const uint32_t *msrs, uin
 		r = VIO(v, KVM_GET_SREGS, &s->sregs, e);
 	if (!r && ioctl(k->sys_fd, KVM_CHECK_EXTENSION, KVM_CAP_XSAVE) > 0) {
 		s->flags |= VCPU_HAS_XSAVE;
-		r = VIO(v, KVM_GET_XSAVE, &s->xsave, e);
+		r = VIO(v, KVM_GET_XSAVE, s->xsave, e);
 	} else if (!r) {
 		r = VIO(v, KVM_GET_FPU, &s->fpu, e);
 	}
@@ -160,7 +162,7 @@ int vcpu_state_restore(struct vcpu *v, struct kvm_sys *k, const struct vcpu_stat
 	if (!r)
 		r = VIO(v, KVM_SET_REGS, (void *)&s->regs, e);
 	if (!r && (s->flags & VCPU_HAS_XSAVE))
-		r = VIO(v, KVM_SET_XSAVE, (void *)&s->xsave, e);
+		r = VIO(v, KVM_SET_XSAVE, (void *)s->xsave, e);
 	else if (!r)
 		r = VIO(v, KVM_SET_FPU, (void *)&s->fpu, e);
 	if (!r && (s->flags & VCPU_HAS_XCRS))
@@ -188,7 +190,7 @@ void vcpu_state_write(struct snap_w *w, uint32_t index, const struct vcpu_state 
 	snap_w_bytes(w, &s->regs, sizeof(s->regs));
 	snap_w_bytes(w, &s->sregs, sizeof(s->sregs));
 	if (s->flags & VCPU_HAS_XSAVE)
-		snap_w_bytes(w, &s->xsave, sizeof(s->xsave));
+		snap_w_bytes(w, s->xsave, sizeof(s->xsave));
 	else
 		snap_w_bytes(w, &s->fpu, sizeof(s->fpu));
 	if (s->flags & VCPU_HAS_XCRS)
@@ -219,7 +221,7 @@ int vcpu_state_read(const struct snap_section *sec, struct vcpu_state *s, struct
 	snap_r_copy(&r, &s->regs, sizeof(s->regs));
 	snap_r_copy(&r, &s->sregs, sizeof(s->sregs));
 	if (s->flags & VCPU_HAS_XSAVE)
-		snap_r_copy(&r, &s->xsave, sizeof(s->xsave));
+		snap_r_copy(&r, s->xsave, sizeof(s->xsave));
 	else
 		snap_r_copy(&r, &s->fpu, sizeof(s->fpu));
 	if (s->flags & VCPU_HAS_XCRS)

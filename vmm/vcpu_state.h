@@ -31,7 +31,7 @@ struct vcpu_state {
 	uint32_t tsc_khz; /* 0: unknown (KVM_GET_TSC_KHZ unsupported) */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
-	struct kvm_xsave xsave;
+	uint32_t xsave[1024];   /* struct kvm_xsave's region (it ends in a flexible array) */
 	struct kvm_fpu fpu;
 	struct kvm_xcrs xcrs;
 	struct kvm_lapic_state lapic;

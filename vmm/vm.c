@@ -279,7 +279,9 @@ static int map_file(const char *what, const char *path, const uint8_t **data, si
 {
 	struct stat st;
 	void *p;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO must fail the regular-file check below, not
+	 * block the open forever (nothing is read through fd). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
 		return tvm_errf(e, errno, "%s %s: %s", what, path, strerror(errno));
@@ -580,6 +582,8 @@ void tvm_vm_stop(struct tvm_vm *vm)
 	vm_end(vm, TVM_EXIT_STOPPED, "stopped by the host");
 }
 
+#define AGENT_TRY_MS 5000 /* longest wait for READY on one connection attempt */
+
 int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e)
 {
 	uint64_t deadline = metrics_now_ns() + (uint64_t)timeout_ms * 1000000u;
@@ -598,7 +602,9 @@ int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **o
 		r = virtio_vsock_connect(vm->vsock, TVM_AGENT_PORT, &fd, e);
 		if (r)
 			return r;
-		r = tvm_agent_open(fd, left, out, e);
+		/* Bounded per try, so a stop request is seen within seconds
+		 * even while the guest is too busy to answer. */
+		r = tvm_agent_open(fd, left < AGENT_TRY_MS ? left : AGENT_TRY_MS, out, e);
 		if (!r && atomic_exchange(&vm->needs_seed, false)) {
 			/* A restored guest shares its RNG state and a stale
 			 * clock with every other restore of the snapshot. */
@@ -609,7 +615,7 @@ int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **o
 			}
 			return r;
 		}
-		if (r != -ECONNRESET && r != -ECONNREFUSED)
+		if (r != -ECONNRESET && r != -ECONNREFUSED && !(r == -ETIMEDOUT && left > AGENT_TRY_MS))
 			return r;
 		if (metrics_now_ns() + 200000000u >= deadline)
 			return tvm_errf(e, ETIMEDOUT, "agent: not ready within %d ms", timeout_ms);

@@ -3,6 +3,7 @@
  * boot but on the private mapping of the memory file and without a kernel,
  * and drives, transports (queues re-validated), COM1, vCPUs and the
  * irqchip/PIT/clock get their state back, in that order. */
+#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -151,13 +152,16 @@ static int restore_devices(struct tvm_vm *vm, struct restore *x, struct tvm_err 
 				x->nr_vdevs);
 	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
 		struct virtio_mmio *t = &vm->vdevs[i].t;
-		int r = virtio_mmio_restore(t, &x->dev[i], e);
+		int r = 0;
 
-		if (!r && x->blob_len[i]) {
+		/* The device's own state first: activation may depend on it. */
+		if (x->blob_len[i]) {
 			r = t->ops->restore ? t->ops->restore(t->dev, x->blob[i], x->blob_len[i]) : -EINVAL;
 			if (r)
 				tvm_errf(e, -r, "device state blob refused: %s", strerror(-r));
 		}
+		if (!r)
+			r = virtio_mmio_restore(t, &x->dev[i], e);
 		if (r) {
 			tvm_err_prefix(e, "%s", vm->vdevs[i].name);
 			return r;
@@ -184,6 +188,7 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 {
 	struct restore *x = calloc(1, sizeof(*x));
 	struct tvm_vm *vm = NULL;
+	uint64_t called = metrics_now_ns();
 	char mem[4096];
 	int r;
 
@@ -203,10 +208,27 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 		tvm_vm_destroy(vm);
 		return r;
 	}
+	metrics_mark_at(&vm->metrics, MARK_RESTORE_CALLED, called);
+	metrics_mark(&vm->metrics, MARK_STATE_RESTORED);
 	vm->restored = true;
 	atomic_store(&vm->needs_seed, true);
 	*out = vm;
 	return 0;
+}
+
+#define RESET_WAIT_MS 3000 /* longest wait for the guest to take TRANSPORT_RESET */
+
+/* The driver's available index of the vsock event queue (0 if not ready). */
+static uint16_t event_queue_avail(struct vdev *d)
+{
+	const struct virtqueue *vq = &d->t.vqs[VSOCK_EVQ];
+	uint16_t idx = 0;
+
+	pthread_mutex_lock(&d->t.lock);
+	if (vq->ready)
+		idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+	pthread_mutex_unlock(&d->t.lock);
+	return idx;
 }
 
 void vm_restored_started(struct tvm_vm *vm)
@@ -227,6 +249,16 @@ void vm_restored_started(struct tvm_vm *vm)
 			virtio_mmio_notify(&d->t, q);
 	}
 	/* The guest's connections ended with the snapshot's process. */
-	if (vm->vsock)
+	if (vm->vsock) {
+		uint16_t before = event_queue_avail(vm->vsock_dev);
+
 		virtio_vsock_transport_reset(vm->vsock);
+		/* The guest drops every connected socket when it handles the
+		 * reset, including one a host client opened meanwhile (it
+		 * would wait for an answer that never comes). It gives the
+		 * event buffer back once handled: wait for that, bounded. */
+		for (int i = 0; i < RESET_WAIT_MS && event_queue_avail(vm->vsock_dev) == before &&
+				!atomic_load(&vm->stopping); i++)
+			usleep(1000);
+	}
 }

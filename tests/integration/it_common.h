@@ -57,6 +57,51 @@ static inline void it_tmp(char *buf, size_t len, const char *tag)
 	close(fd);
 }
 
+/* Run the suite in this process (VM threads do not survive fork) with
+ * verbose output; returns the exit status (0 = all passed). */
+static inline int it_run_suite(Suite *su)
+{
+	SRunner *sr = srunner_create(su);
+	int failed;
+
+	srunner_set_fork_status(sr, CK_NOFORK);
+	srunner_run_all(sr, CK_VERBOSE);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed != 0;
+}
+
+/* Job output collected per stream (1 stdout, 2 stderr), NUL-terminated. */
+struct it_out {
+	char *buf[3];
+	size_t len[3];
+};
+
+/* struct tvm_job on_output callback; ctx is a struct it_out. */
+static inline void it_collect(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct it_out *o = ctx;
+	char *nb = realloc(o->buf[stream], o->len[stream] + len + 1);
+
+	ck_assert_ptr_nonnull(nb);
+	memcpy(nb + o->len[stream], buf, len);
+	o->len[stream] += len;
+	nb[o->len[stream]] = 0;
+	o->buf[stream] = nb;
+}
+
+static inline const char *it_str(const struct it_out *o, int stream)
+{
+	return o->buf[stream] ? o->buf[stream] : "";
+}
+
+static inline void it_out_free(struct it_out *o)
+{
+	free(o->buf[1]);
+	free(o->buf[2]);
+	memset(o, 0, sizeof(*o));
+}
+
 /* Run ./tinyvmm with argv (NULL-terminated, argv[0] ignored); stdout and
  * stderr go to the given files, stdin is /dev/null. Returns the exit status,
  * or 1000 + signal number when it was killed. */

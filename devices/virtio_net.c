@@ -1,0 +1,213 @@
+/* virtio-net device: the transport callbacks, open/close, and the backend
+ * fd's watch state (see virtio_net.h). */
+#include "devices/virtio_net.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include <linux/virtio_ids.h>
+
+#include "devices/net_impl.h"
+#include "devices/net_tap.h"
+
+#define F(bit) (1ULL << (bit))
+#define NET_FEATURES (F(VIRTIO_NET_F_MAC) | F(VIRTIO_NET_F_STATUS) | F(VIRTIO_NET_F_MRG_RXBUF) | F(VIRTIO_NET_F_MTU))
+/* Configuration space up to and including mtu (spec 5.1.4). */
+#define NET_CONFIG_SIZE (offsetof(struct virtio_net_config, mtu) + sizeof(((struct virtio_net_config *)0)->mtu))
+
+/* Event-loop thread, no lock held: the backend is readable. Unwatch (the
+ * rx run watches again when it has read everything) and run rx. */
+static void fd_cb(void *arg, uint32_t events)
+{
+	struct virtio_net *n = arg;
+
+	(void)events;
+	pthread_mutex_lock(&n->lock);
+	if (n->watching) {
+		n->io.unwatch(n->io.ctx, n->fd);
+		n->watching = false;
+	}
+	pthread_mutex_unlock(&n->lock);
+	n->io.kick(n->io.ctx, NET_RXQ);
+}
+
+void net_watch(struct virtio_net *n)
+{
+	pthread_mutex_lock(&n->lock);
+	/* A failed watch leaves rx to the guest's next rx notification. */
+	if (!n->watching && !n->dead && n->io.watch(n->io.ctx, n->fd, EPOLLIN, fd_cb, n) == 0)
+		n->watching = true;
+	pthread_mutex_unlock(&n->lock);
+}
+
+static void unwatch(struct virtio_net *n)
+{
+	pthread_mutex_lock(&n->lock);
+	if (n->watching)
+		n->io.unwatch(n->io.ctx, n->fd);
+	n->watching = false;
+	pthread_mutex_unlock(&n->lock);
+}
+
+void net_backend_down(struct virtio_net *n)
+{
+	unwatch(n);
+	pthread_mutex_lock(&n->lock);
+	n->dead = true;
+	pthread_mutex_unlock(&n->lock);
+	__atomic_store_n(&n->st.backend_down, true, __ATOMIC_RELAXED);
+}
+
+static uint64_t net_features(void *dev)
+{
+	(void)dev;
+	return NET_FEATURES;
+}
+
+static void net_config_read(void *dev, uint32_t off, uint8_t *data, uint32_t len)
+{
+	memcpy(data, (const uint8_t *)&((struct virtio_net *)dev)->cfg + off, len);
+}
+
+static int net_activate(void *dev, struct virtqueue *vqs, uint64_t features)
+{
+	struct virtio_net *n = dev;
+
+	n->vqs = vqs;
+	n->mrg = features & F(VIRTIO_NET_F_MRG_RXBUF);
+	return 0;
+}
+
+static void net_reset(void *dev)
+{
+	struct virtio_net *n = dev;
+
+	unwatch(n);
+	net_rx_forget(n);
+	n->vqs = NULL;
+}
+
+static int net_notify(void *dev, unsigned queue)
+{
+	struct virtio_net *n = dev;
+
+	if (!n->vqs)
+		return 0;
+	if (queue == NET_TXQ)
+		return net_tx_run(n, &n->vqs[NET_TXQ]);
+	if (queue == NET_RXQ)
+		return net_rx_run(n, &n->vqs[NET_RXQ]);
+	return 0;
+}
+
+const struct virtio_dev_ops virtio_net_ops = {
+	.device_id = VIRTIO_ID_NET,
+	.num_queues = 2,
+	.queue_max = NET_QUEUE_MAX,
+	.config_size = NET_CONFIG_SIZE,
+	.features = net_features,
+	.config_read = net_config_read,
+	.activate = net_activate,
+	.reset = net_reset,
+	.notify = net_notify,
+};
+
+void net_mac_from_id(uint32_t id, uint8_t mac[6])
+{
+	const uint8_t m[6] = { 0x02, 0x74, 0x76, (uint8_t)(id >> 16), (uint8_t)(id >> 8), (uint8_t)id };
+
+	memcpy(mac, m, 6);
+}
+
+static int check_opts(const struct net_opts *o, struct tvm_err *e)
+{
+	static const uint8_t zero[6];
+
+	if (!o->io.watch || !o->io.unwatch || !o->io.kick)
+		return tvm_errf(e, EINVAL, "net: watch, unwatch and kick ops are required");
+	if (o->mtu && (o->mtu < NET_MIN_MTU || o->mtu > NET_MAX_MTU))
+		return tvm_errf(e, EINVAL, "net: mtu %u: must be %d..%d", o->mtu, NET_MIN_MTU, NET_MAX_MTU);
+	if (memcmp(o->mac, zero, 6) && (o->mac[0] & 1))
+		return tvm_errf(e, EINVAL, "net: mac %02x:%02x:%02x:%02x:%02x:%02x: multicast", o->mac[0], o->mac[1],
+				o->mac[2], o->mac[3], o->mac[4], o->mac[5]);
+	return 0;
+}
+
+int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tvm_err *e)
+{
+	static const uint8_t zero[6];
+	struct virtio_net *n;
+	int r = check_opts(o, e);
+
+	*out = NULL;
+	if (r)
+		return r;
+	n = calloc(1, sizeof(*n));
+	if (!n || !(n->scratch = malloc(NET_RX_SCRATCH))) {
+		free(n);
+		return tvm_errf(e, ENOMEM, "net: out of memory");
+	}
+	if (o->fd >= 0) {
+		n->fd = o->fd;
+		fcntl(n->fd, F_SETFL, fcntl(n->fd, F_GETFL) | O_NONBLOCK);
+	} else {
+		n->fd = net_tap_open(o->tap_name, n->ifname, e);
+		if (n->fd < 0) {
+			r = n->fd;
+			free(n->scratch);
+			free(n);
+			return r;
+		}
+	}
+	pthread_mutex_init(&n->lock, NULL);
+	n->io = o->io;
+	n->mtu = o->mtu ? o->mtu : NET_DEFAULT_MTU;
+	n->max_frame = n->mtu + NET_ETH_HLEN + NET_VLAN_HLEN;
+	if (memcmp(o->mac, zero, 6))
+		memcpy(n->mac, o->mac, 6);
+	else
+		net_mac_from_id(o->id, n->mac);
+	if (o->policy)
+		n->policy = *o->policy;
+	else
+		net_policy_init(&n->policy);
+	memcpy(n->cfg.mac, n->mac, 6);
+	n->cfg.status = htole16(VIRTIO_NET_S_LINK_UP);
+	n->cfg.mtu = htole16(n->mtu);
+	*out = n;
+	return 0;
+}
+
+void virtio_net_close(struct virtio_net *n)
+{
+	if (!n)
+		return;
+	close(n->fd);
+	pthread_mutex_destroy(&n->lock);
+	free(n->scratch);
+	free(n);
+}
+
+const char *virtio_net_ifname(const struct virtio_net *n)
+{
+	return n->ifname;
+}
+
+void virtio_net_stats(struct virtio_net *n, struct net_stats *s)
+{
+	/* Field by field: the counters change under us. */
+	s->tx_frames = __atomic_load_n(&n->st.tx_frames, __ATOMIC_RELAXED);
+	s->tx_bytes = __atomic_load_n(&n->st.tx_bytes, __ATOMIC_RELAXED);
+	s->rx_frames = __atomic_load_n(&n->st.rx_frames, __ATOMIC_RELAXED);
+	s->rx_bytes = __atomic_load_n(&n->st.rx_bytes, __ATOMIC_RELAXED);
+	s->rx_dropped = __atomic_load_n(&n->st.rx_dropped, __ATOMIC_RELAXED);
+	for (int i = 0; i < NET_VERDICT_NR; i++)
+		s->drops[i] = __atomic_load_n(&n->st.drops[i], __ATOMIC_RELAXED);
+	s->backend_down = __atomic_load_n(&n->st.backend_down, __ATOMIC_RELAXED);
+}

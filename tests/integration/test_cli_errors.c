@@ -1,0 +1,600 @@
+/* ./tinyvmm against bad user input: malformed numbers, bad files (FIFOs,
+ * directories, empty, garbage), bad drive specs, files that must survive a
+ * failed run. Nothing here boots a guest: every case fails before the VM
+ * starts, with exit status 125 and exactly one "tinyvmm: ..." line naming
+ * the thing and the reason. Each run has a 20 s alarm, so a hang (a FIFO
+ * opened for reading blocks forever) fails the test instead of the run.
+ * The `exec` cases talk to a fake agent behind a fake hybrid vsock socket
+ * (a child process of the test), which lies the way a hostile guest can. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include "tests/integration/it_common.h"
+#include "tests/unit.h"
+#include "guest/protocol.h"
+
+static char dir[64];
+static char path_buf[16][128];
+static int npath;
+
+/* dir/name, in a buffer that lives for the test. */
+static const char *p(const char *name)
+{
+	char *b = path_buf[npath++ % 16];
+
+	snprintf(b, 128, "%s/%s", dir, name);
+	return b;
+}
+
+static void write_file(const char *name, const void *data, size_t len)
+{
+	int fd = open(p(name), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, data, len), (ssize_t)len);
+	close(fd);
+}
+
+static void setup(void)
+{
+	char elf[100] = "\x7f" "ELF\x02\x01\x01";
+	char sectors[4096] = { 0 };
+
+	snprintf(dir, sizeof(dir), "/tmp/tinyvmm-cli-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	write_file("empty", "", 0);
+	write_file("garbage", "this is not a kernel, it is a text file of some length\n", 55);
+	elf[0x10] = 2;    /* ET_EXEC */
+	elf[0x12] = 0x3e; /* x86-64 */
+	elf[0x14] = 1;    /* EV_CURRENT */
+	elf[0x20] = 0x40; /* e_phoff */
+	elf[0x36] = 56;   /* e_phentsize */
+	elf[0x38] = 4;    /* e_phnum: 4 headers past the end of a 100-byte file */
+	write_file("trunc-elf", elf, sizeof(elf));
+	write_file("img", sectors, sizeof(sectors));
+	write_file("precious", "precious\n", 9);
+	ck_assert_int_eq(mkfifo(p("fifo"), 0644), 0);
+	ck_assert_int_eq(mkdir(p("adir"), 0755), 0);
+}
+
+static void teardown(void)
+{
+	static const char *const names[] = { "empty", "garbage", "trunc-elf", "img", "precious", "fifo",
+					     "out", "err", "sock", "got" };
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		unlink(p(names[i]));
+	rmdir(p("adir"));
+	rmdir(dir);
+}
+
+/* Run ./tinyvmm args... (NULL-terminated, without argv[0]) and check: exit
+ * status 125, no stdout, one stderr line (apart from the host quirk notice)
+ * that starts with "tinyvmm: " and contains want. */
+static void expect_error(const char *want, const char *const *args)
+{
+	char *argv[32] = { "tinyvmm" };
+	char *out, *err, *line, *save = NULL;
+	int n = 1, lines = 0, st;
+	pid_t pid;
+
+	while (*args)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "r", stdin) || !freopen(p("out"), "w", stdout) ||
+		    !freopen(p("err"), "w", stderr))
+			_exit(99);
+		alarm(20); /* survives exec: a hang ends with SIGALRM */
+		execv("./tinyvmm", argv);
+		_exit(98);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	out = it_slurp(p("out"));
+	err = it_slurp(p("err"));
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 125, "%s ...: status 0x%x (signal %d), stderr: %s",
+		      argv[1], st, WIFSIGNALED(st) ? WTERMSIG(st) : 0, err);
+	ck_assert_msg(!*out, "stdout not empty: %s", out);
+	ck_assert_msg(strstr(err, want), "want \"%s\" in: %s", want, err);
+	for (line = strtok_r(err, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		if (strstr(line, "kvm_pvm host: applying"))
+			continue;
+		ck_assert_msg(!strncmp(line, "tinyvmm: ", 9), "stray line: %s", line);
+		lines++;
+	}
+	ck_assert_int_eq(lines, 1);
+	free(out);
+	free(err);
+}
+
+#define E(want, ...) expect_error(want, (const char *const[]){ __VA_ARGS__, NULL })
+
+START_TEST(numbers)
+{
+	E("--mem: '12abc' is not a number", "run", "--kernel", p("garbage"), "--mem", "12abc");
+	E("--mem: '-1' is not a number", "run", "--kernel", p("garbage"), "--mem", "-1");
+	E("--mem: '' is not a number", "run", "--kernel", p("garbage"), "--mem", "");
+	E("--cpus: '99999999999' is not a number", "run", "--kernel", p("garbage"), "--cpus", "99999999999");
+	E("--output-cap: '1x' is not a number", "run", "--kernel", p("garbage"), "--output-cap", "1x", "--", "true");
+	E("--ttl: '-1' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "-1");
+	E("--ttl: '1e99' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "1e99");
+	/* NaN passed the range check and became 0 ms: no TTL at all. */
+	E("--ttl: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "nan");
+	E("--timeout: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "nan", "--",
+	  "true");
+	E("--timeout: 'inf' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "inf", "--",
+	  "true");
+	E("memory: 0 MiB is out of range", "run", "--kernel", p("garbage"), "--mem", "0");
+	E("memory: 4294967295 MiB is out of range", "run", "--kernel", p("garbage"), "--mem", "4294967295");
+	E("cpus: 0 is out of range", "run", "--kernel", p("garbage"), "--cpus", "0");
+	E("cpus: 65 is out of range", "run", "--kernel", p("garbage"), "--cpus", "65");
+	E("--quirks: 'maybe' is not auto, on or off", "run", "--kernel", p("garbage"), "--quirks", "maybe");
+	E("vsock: guest CID 2 is not in", "run", "--kernel", p("garbage"), "--vsock-cid", "2");
+}
+END_TEST
+
+START_TEST(usage_errors)
+{
+	E("--kernel (or --snapshot) is required", "run");
+	E("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
+	E("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
+	E("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
+	E("-e NOEQUALS: expected NAME=VALUE", "run", "--kernel", p("garbage"), "-e", "NOEQUALS", "--", "true");
+	E("--put nocolon: expected SRC:DST", "run", "--kernel", p("garbage"), "--put", "nocolon", "--", "true");
+	E("--get :x: expected SRC:DST", "run", "--kernel", p("garbage"), "--get", ":x", "--", "true");
+	/* Used to be getopt's "run: ..." line followed by the whole usage. */
+	E("tinyvmm: unknown option --bogus (see tinyvmm --help)", "run", "--bogus");
+	E("tinyvmm: unknown option -x (see tinyvmm --help)", "run", "-ix");
+	E("tinyvmm: unknown option --nope (see tinyvmm --help)", "exec", "--nope");
+	E("tinyvmm: --kernel needs a value", "run", "--kernel");
+	E("tinyvmm: -e needs a value", "run", "-e");
+}
+END_TEST
+
+START_TEST(kernel_files)
+{
+	E(": No such file or directory", "run", "--kernel", p("nonexistent"));
+	E("adir: not a non-empty regular file", "run", "--kernel", p("adir"));
+	E("empty: not a non-empty regular file", "run", "--kernel", p("empty"));
+	E("/dev/null: not a non-empty regular file", "run", "--kernel", "/dev/null");
+	E("not an ELF vmlinux or bzImage", "run", "--kernel", p("garbage"));
+	E("outside the 100-byte file", "run", "--kernel", p("trunc-elf"));
+	/* A FIFO used to block the open forever, with SIGINT/SIGTERM blocked. */
+	E("fifo: not a non-empty regular file", "run", "--kernel", p("fifo"));
+}
+END_TEST
+
+START_TEST(drive_specs)
+{
+	char spec[256];
+
+	E("--drive : no image path", "run", "--kernel", p("garbage"), "--drive", "");
+	E("--drive ,: no image path", "run", "--kernel", p("garbage"), "--drive", ",");
+	snprintf(spec, sizeof(spec), "%s,bogus", p("img"));
+	E("unknown option 'bogus'", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,overlay-limit=x", p("img"));
+	E("--drive: 'x' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,ro,overlay=%s", p("img"), p("new"));
+	E("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,id=123456789012345678901", p("img"));
+	E("is longer than 20 bytes", "run", "--kernel", p("garbage"), "--drive", spec);
+	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));
+	E("size 0 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive", p("empty"));
+	E("size 55 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive",
+	  p("garbage"));
+	/* FIFOs: read-only and copy-on-write opens used to block forever. */
+	snprintf(spec, sizeof(spec), "%s,ro", p("fifo"));
+	E("fifo: not a regular file or block device", "run", "--kernel", p("garbage"), "--drive", spec);
+	E("fifo: not a regular file or block device", "run", "--kernel", p("garbage"), "--rootfs", p("fifo"));
+	E("fifo: not a regular file or block device", "run", "--kernel", p("garbage"), "--drive", p("fifo"));
+	E("adir: cannot open: Is a directory", "run", "--kernel", p("garbage"), "--drive", p("adir"));
+	snprintf(spec, sizeof(spec), "%s,ro", p("adir"));
+	E("adir: not a regular file or block device", "run", "--kernel", p("garbage"), "--drive", spec);
+}
+END_TEST
+
+/* Files of the user's that a failed run must leave as they were. */
+START_TEST(user_files_survive)
+{
+	char spec[256], *s;
+
+	snprintf(spec, sizeof(spec), "%s,cow,overlay=%s", p("img"), p("precious"));
+	E("cannot create overlay", "run", "--kernel", p("garbage"), "--drive", spec);
+	E("Address already in use", "run", "--kernel", p("garbage"), "--vsock-uds", p("precious"));
+	E("--serial-out", "run", "--kernel", p("garbage"), "--serial-out", p("adir"));
+	/* --serial-out appends: the failed run (bad kernel) keeps the old bytes. */
+	E("not an ELF vmlinux or bzImage", "run", "--kernel", p("garbage"), "--serial-out", p("precious"));
+	s = it_slurp(p("precious"));
+	ck_assert_str_eq(s, "precious\n");
+	free(s);
+}
+END_TEST
+
+/* ---- a hostile agent behind a fake hybrid vsock socket ---- */
+
+enum scenario {
+	GET_ERROR,      /* GET_FILE -> ERROR */
+	GET_OK,         /* GET_FILE -> "new content" */
+	GET_SHORT,      /* GET_FILE -> 3 bytes, FILE_END says 10 */
+	GET_EOF,        /* GET_FILE -> 3 bytes, then the connection closes */
+	EXEC_ERROR_ESC, /* EXEC -> ERROR with a newline and terminal escapes */
+	EXIT_256,       /* RESULT exit code 256 */
+	FLOOD,          /* 4 MiB of stdout whatever the cap */
+	BINARY,         /* stdout that is not UTF-8 */
+};
+
+static void fa_send(int fd, const void *buf, size_t len)
+{
+	const uint8_t *q = buf;
+
+	while (len) {
+		ssize_t n = send(fd, q, len, MSG_NOSIGNAL);
+		if (n <= 0)
+			_exit(0); /* the host hung up: fine */
+		q += n;
+		len -= (size_t)n;
+	}
+}
+
+static void fa_msg(int fd, const struct tvp_msg *m)
+{
+	uint8_t buf[2048];
+	size_t len;
+
+	if (tvp_encode(m, buf, sizeof(buf), &len))
+		_exit(97);
+	fa_send(fd, buf, len);
+}
+
+static void fa_data(int fd, uint8_t type, uint32_t id, const void *data, uint32_t len)
+{
+	uint8_t hdr[TVP_HDR_SIZE];
+
+	tvp_put_header(hdr, type, 0, id, len);
+	fa_send(fd, hdr, sizeof(hdr));
+	fa_send(fd, data, len);
+}
+
+static void fa_result(int fd, uint32_t id, int32_t code)
+{
+	struct tvp_msg m = { .type = TVP_RESULT, .id = id };
+
+	m.result.exit_code = code;
+	fa_msg(fd, &m);
+}
+
+static void fa_error(int fd, uint32_t id, int32_t err, const char *text)
+{
+	struct tvp_msg m = { .type = TVP_ERROR, .id = id };
+
+	m.error = (struct tvp_error){ TVP_ERR_IO, err, tvp_cstr(text) };
+	fa_msg(fd, &m);
+}
+
+static void fake_agent(int lfd, enum scenario sc)
+{
+	static uint8_t big[TVP_MAX_PAYLOAD];
+	struct tvp_msg m = { .type = TVP_READY };
+	struct tvp_decoder d;
+	char line[64];
+	size_t n = 0;
+	int fd = accept(lfd, NULL, NULL);
+
+	if (fd < 0)
+		_exit(96);
+	while (n < sizeof(line) - 1 && recv(fd, line + n, 1, 0) == 1 && line[n++] != '\n')
+		;
+	fa_send(fd, "OK 1073741824\n", 14);
+	m.ready = (struct tvp_ready){ TVP_VERSION, 0, TVP_MAX_PAYLOAD, 1, tvp_cstr("fake") };
+	fa_msg(fd, &m);
+	tvp_decoder_init(&d, 0);
+	for (;;) {
+		struct tvp_frame f;
+		size_t avail;
+		void *space;
+		ssize_t got;
+		int r = tvp_decoder_next(&d, &f);
+
+		if (r < 0 || (r == 1 && tvp_parse(&f, &m, NULL, 0)))
+			_exit(95);
+		if (r == 0) {
+			space = tvp_decoder_space(&d, &avail);
+			got = space ? recv(fd, space, avail, 0) : -1;
+			if (got <= 0)
+				_exit(0);
+			tvp_decoder_commit(&d, (size_t)got);
+			continue;
+		}
+		if (m.type == TVP_EXEC) {
+			if (sc == EXEC_ERROR_ESC) {
+				fa_error(fd, m.id, ENOENT, "execve: no\n\x1b[31mRED\x1b[0m\r");
+				continue;
+			}
+			if (sc == FLOOD) {
+				memset(big, 'A', sizeof(big));
+				for (int i = 0; i < 4; i++)
+					fa_data(fd, TVP_STDOUT, m.id, big, sizeof(big));
+			}
+			if (sc == BINARY)
+				fa_data(fd, TVP_STDOUT, m.id, "\xc3\xa9\xff\xf0\x9f\x98\x80\xed\xa0\x80\\\"\xe2\x82", 14);
+			fa_result(fd, m.id, sc == EXIT_256 ? 256 : 0);
+		} else if (m.type == TVP_GET_FILE) {
+			struct tvp_msg end = { .type = TVP_FILE_END, .id = m.id, .file_end = { 11, 0644 } };
+
+			if (sc == GET_ERROR) {
+				fa_error(fd, m.id, ENOENT, "open /x: No such file or directory");
+			} else if (sc == GET_OK) {
+				fa_data(fd, TVP_FILE_DATA, m.id, "new content", 11);
+				fa_msg(fd, &end);
+			} else {
+				fa_data(fd, TVP_FILE_DATA, m.id, "abc", 3);
+				if (sc == GET_EOF)
+					_exit(0);
+				end.file_end.size = 10;
+				fa_msg(fd, &end);
+			}
+		}
+	}
+}
+
+/* Run `tinyvmm exec --vsock-uds SOCK args...` against the fake agent;
+ * returns the exit status, stderr in *err (malloc'd), stdout in *out. */
+static int run_exec(enum scenario sc, const char *const *args, char **out, char **err)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char *argv[32] = { "tinyvmm", "exec", "--vsock-uds", (char *)p("sock") };
+	int lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), n = 4, st;
+	pid_t agent, pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", argv[3]);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 1), 0);
+	agent = fork();
+	ck_assert_int_ge(agent, 0);
+	if (agent == 0) {
+		alarm(30);
+		fake_agent(lfd, sc);
+		_exit(0);
+	}
+	close(lfd);
+	while (*args)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "r", stdin) || !freopen(p("out"), "w", stdout) ||
+		    !freopen(p("err"), "w", stderr))
+			_exit(99);
+		alarm(20);
+		execv("./tinyvmm", argv);
+		_exit(98);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	kill(agent, SIGKILL);
+	waitpid(agent, NULL, 0);
+	unlink(p("sock"));
+	*out = it_slurp(p("out"));
+	*err = it_slurp(p("err"));
+	ck_assert_msg(WIFEXITED(st), "tinyvmm killed by signal %d; stderr: %s", WTERMSIG(st), *err);
+	return WEXITSTATUS(st);
+}
+
+static void assert_one_clean_line(const char *err)
+{
+	const char *nl = strchr(err, '\n');
+
+	ck_assert_msg(!strncmp(err, "tinyvmm: ", 9), "stderr: %s", err);
+	ck_assert_msg(nl && nl[1] == 0, "not one line: %s", err);
+	for (const char *c = err; c < nl; c++)
+		ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "control byte 0x%02x in: %s", *c, err);
+}
+
+/* No tinyvmm temporary file may be left next to a --get target. */
+static void assert_no_temp_left(void)
+{
+	char cmd[160];
+
+	snprintf(cmd, sizeof(cmd), "ls %s | grep -q tinyvmm-", dir);
+	ck_assert_msg(system(cmd) != 0, "a .tinyvmm-XXXXXX file was left in %s", dir);
+}
+
+static void make_precious_0600(void)
+{
+	write_file("got", "precious\n", 9);
+	ck_assert_int_eq(chmod(p("got"), 0600), 0);
+}
+
+static void assert_precious_intact(void)
+{
+	char *s = it_slurp(p("got"));
+	struct stat st;
+
+	ck_assert_str_eq(s, "precious\n");
+	ck_assert_int_eq(stat(p("got"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	free(s);
+}
+
+START_TEST(get_failures_keep_the_users_file)
+{
+	static const enum scenario bad[] = { GET_ERROR, GET_SHORT, GET_EOF };
+	char spec[160];
+
+	snprintf(spec, sizeof(spec), "/x:%s", p("got"));
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *out, *err;
+		int rc;
+
+		make_precious_0600();
+		rc = run_exec(bad[i], (const char *const[]){ "--get", spec, "--", "true", NULL }, &out, &err);
+		ck_assert_msg(rc == 125, "scenario %u: status %d, stderr: %s", bad[i], rc, err);
+		ck_assert_msg(strstr(err, "tinyvmm: --get /x:"), "stderr: %s", err);
+		ck_assert_msg(strstr(err, bad[i] == GET_ERROR ? "No such file or directory"
+					  : bad[i] == GET_SHORT ? "agent said 10 bytes, sent 3"
+								: "connection closed"),
+			      "stderr: %s", err);
+		assert_one_clean_line(err);
+		assert_precious_intact();
+		assert_no_temp_left();
+		free(out);
+		free(err);
+	}
+}
+END_TEST
+
+/* A successful --get replaces the file, keeping its 0600 mode (it used to
+ * come back 0644, readable by everyone). */
+START_TEST(get_keeps_the_mode)
+{
+	char spec[160], *out, *err, *s;
+	struct stat st;
+
+	snprintf(spec, sizeof(spec), "/x:%s", p("got"));
+	make_precious_0600();
+	ck_assert_int_eq(run_exec(GET_OK, (const char *const[]){ "--get", spec, "--", "true", NULL }, &out, &err), 0);
+	ck_assert_str_eq(err, "");
+	s = it_slurp(p("got"));
+	ck_assert_str_eq(s, "new content");
+	ck_assert_int_eq(stat(p("got"), &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0600);
+	assert_no_temp_left();
+	free(s);
+	free(out);
+	free(err);
+}
+END_TEST
+
+START_TEST(agent_error_is_one_clean_line)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_exec(EXEC_ERROR_ESC, (const char *const[]){ "--", "nosuch", NULL }, &out, &err), 127);
+	assert_one_clean_line(err);
+	ck_assert_str_eq(err, "tinyvmm: job nosuch: agent: execve: no??[31mRED?[0m?\n");
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Exit code 256 used to become our exit status 0: success. */
+START_TEST(exit_code_out_of_range)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_exec(EXIT_256, (const char *const[]){ "--", "true", NULL }, &out, &err), 125);
+	assert_one_clean_line(err);
+	ck_assert_msg(strstr(err, "bad RESULT: exit code 256"), "stderr: %s", err);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* --json keeps output in memory: the cap asked for is all it keeps,
+ * whatever the agent sends. */
+START_TEST(json_output_bounded_by_cap)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_exec(FLOOD, (const char *const[]){ "--json", "--output-cap", "10", "--", "true", NULL },
+				  &out, &err),
+			 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_msg(strstr(out, "\"stdout\":\"AAAAAAAAAA\","), "stdout: %.200s", out);
+	ck_assert_msg(strstr(out, "\"stdout_truncated\":true"), "stdout: %.200s", out);
+	ck_assert_uint_lt(strlen(out), 1000);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* Local --put/--get paths that cannot work: one line, status 125. */
+START_TEST(put_get_bad_local_paths)
+{
+	char spec[160], want[256], *out, *err;
+
+	snprintf(spec, sizeof(spec), "%s:/x", p("adir"));
+	ck_assert_int_eq(run_exec(GET_OK, (const char *const[]){ "--put", spec, "--", "true", NULL }, &out, &err), 125);
+	snprintf(want, sizeof(want), "tinyvmm: --put %s: Is a directory\n", p("adir"));
+	ck_assert_str_eq(err, want);
+	free(out);
+	free(err);
+
+	snprintf(spec, sizeof(spec), "%s:/x", p("nonexistent"));
+	ck_assert_int_eq(run_exec(GET_OK, (const char *const[]){ "--put", spec, "--", "true", NULL }, &out, &err), 125);
+	snprintf(want, sizeof(want), "tinyvmm: --put %s: No such file or directory\n", p("nonexistent"));
+	ck_assert_str_eq(err, want);
+	free(out);
+	free(err);
+
+	snprintf(spec, sizeof(spec), "/x:%s", p("adir"));
+	ck_assert_int_eq(run_exec(GET_OK, (const char *const[]){ "--get", spec, "--", "true", NULL }, &out, &err), 125);
+	snprintf(want, sizeof(want), "tinyvmm: --get %s: writing %s: Is a directory\n", spec, p("adir"));
+	ck_assert_str_eq(err, want);
+	assert_no_temp_left();
+	free(out);
+	free(err);
+
+	snprintf(spec, sizeof(spec), "/x:%s/no/such/dir", dir);
+	ck_assert_int_eq(run_exec(GET_OK, (const char *const[]){ "--get", spec, "--", "true", NULL }, &out, &err), 125);
+	ck_assert_msg(strstr(err, "No such file or directory"), "stderr: %s", err);
+	assert_one_clean_line(err);
+	free(out);
+	free(err);
+}
+END_TEST
+
+/* --json must stay valid JSON (RFC 8259 wants UTF-8) whatever bytes the
+ * job prints: invalid ones become U+FFFD, valid UTF-8 passes through. */
+START_TEST(json_binary_output)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_exec(BINARY, (const char *const[]){ "--json", "--", "true", NULL }, &out, &err), 0);
+	ck_assert_str_eq(err, "");
+	ck_assert_msg(strstr(out, "\"stdout\":\"\xc3\xa9\\ufffd\xf0\x9f\x98\x80\\ufffd\\ufffd\\ufffd\\\\\\\"\\ufffd\\ufffd\","),
+		      "stdout: %s", out);
+	free(out);
+	free(err);
+}
+END_TEST
+
+static Suite *cli_errors_suite(void)
+{
+	Suite *s = suite_create("cli_errors");
+	TCase *tc = tcase_create("cli");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, numbers);
+	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, kernel_files);
+	tcase_add_test(tc, drive_specs);
+	tcase_add_test(tc, user_files_survive);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile_agent");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, get_failures_keep_the_users_file);
+	tcase_add_test(tc, get_keeps_the_mode);
+	tcase_add_test(tc, agent_error_is_one_clean_line);
+	tcase_add_test(tc, exit_code_out_of_range);
+	tcase_add_test(tc, json_output_bounded_by_cap);
+	tcase_add_test(tc, json_binary_output);
+	tcase_add_test(tc, put_get_bad_local_paths);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tvm_run_suite(cli_errors_suite());
+}

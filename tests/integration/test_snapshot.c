@@ -1,0 +1,276 @@
+/* Snapshot and restore end to end (issue: start every sandbox by
+ * restoring): the real guest boots once with the base image as a
+ * copy-on-write root and is snapshotted when its agent is ready; then it is
+ * restored TINYVMM_IT_RESTORES times in a row (default 20) and 4 times at
+ * once, each restore running a job that shows it is fresh and separate
+ * (a file written by one is absent in the next, /dev/urandom differs, the
+ * clock is the host's after SEED); a restored VM snapshotted again keeps
+ * its files; damaged snapshots are refused with a clear error; and the
+ * sequential restores leave no descriptors behind. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tests/integration/it_common.h"
+#include "vmm/tinyvmm.h"
+
+#define BOOT_MS 600000
+#define AGENT_MS 120000
+#define PAR 4
+
+static char snap_dir[64];
+
+static int count_fds(void)
+{
+	DIR *d = opendir("/proc/self/fd");
+	int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while (readdir(d))
+		n++;
+	closedir(d);
+	return n;
+}
+
+static void cfg_base(struct tvm_config *c)
+{
+	tvm_config_init(c);
+	c->serial_out_fd = -1;
+	c->ttl_ms = 1800000; /* whatever happens to the test, the VM goes */
+}
+
+/* Run `sh -c cmd` as root in vm through a new agent connection. */
+static struct tvm_job_result run(struct tvm_vm *vm, const char *cmd, struct it_out *o)
+{
+	const char *argv[] = { "sh", "-c", cmd, NULL };
+	struct tvm_job j = { .argv = argv, .uid = 0, .gid = 0, .on_output = it_collect, .ctx = o };
+	struct tvm_agent *a;
+	struct tvm_err e = { 0 };
+	struct tvm_job_result r;
+
+	ck_assert_msg(tvm_vm_agent_connect(vm, AGENT_MS, &a, &e) == 0, "agent: %s", e.msg);
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	return r;
+}
+
+static struct tvm_vm *restore(const char *dir)
+{
+	struct tvm_config c;
+	struct tvm_vm *vm;
+	struct tvm_err e = { 0 };
+
+	cfg_base(&c);
+	ck_assert_msg(tvm_vm_restore(&c, dir, &vm, &e) == 0, "restore: %s", e.msg);
+	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
+	return vm;
+}
+
+static void setup(void)
+{
+	struct tvm_config c;
+	struct tvm_vm *vm;
+	struct tvm_agent *a;
+	struct tvm_err e = { 0 };
+
+	snprintf(snap_dir, sizeof(snap_dir), "/tmp/tinyvmm-it-snap-%d", getpid());
+	cfg_base(&c);
+	c.kernel_path = it_guest("vmlinux");
+	c.cmdline = "console=ttyS0 reboot=k panic=-1 quiet";
+	c.drives[0] = (struct tvm_drive){ .path = getenv("TINYVMM_ROOTFS"), .cow = 1 };
+	c.nr_drives = 1;
+	c.root_drive = 1;
+	ck_assert_msg(c.drives[0].path, "TINYVMM_ROOTFS is not set (run through make integration)");
+	ck_assert_msg(tvm_vm_create(&c, &vm, &e) == 0, "create: %s", e.msg);
+	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
+	ck_assert_msg(tvm_vm_agent_connect(vm, BOOT_MS, &a, &e) == 0, "agent: %s", e.msg);
+	tvm_agent_close(a); /* no connection across the snapshot */
+	ck_assert_msg(tvm_vm_snapshot(vm, snap_dir, &e) == 0, "snapshot: %s", e.msg);
+	tvm_vm_destroy(vm);
+}
+
+static void teardown(void)
+{
+	char cmd[256];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'-*", snap_dir, snap_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* The job every restore runs: what the last one left (nothing, if it is
+ * fresh), then leave a mark; 16 random bytes; the guest's clock. */
+#define FRESH_JOB "cat /root/mark 2>/dev/null || echo absent; echo $$ > /root/mark; sync; " \
+		  "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s"
+
+struct fresh {
+	char random[64];
+	long guest_time;
+	time_t before, after;
+};
+
+static void fresh_job(struct tvm_vm *vm, struct fresh *f)
+{
+	struct it_out o = { 0 };
+	struct tvm_job_result r;
+	char mark[32];
+
+	f->before = time(NULL);
+	r = run(vm, FRESH_JOB, &o);
+	f->after = time(NULL);
+	ck_assert_msg(r.exit_code == 0, "job: exit %d: %s", r.exit_code, it_str(&o, 2));
+	ck_assert_msg(sscanf(it_str(&o, 1), "%31s %63s %ld", mark, f->random, &f->guest_time) == 3, "output: %s",
+		      it_str(&o, 1));
+	ck_assert_msg(!strcmp(mark, "absent"), "a file from another VM is visible: %s", mark);
+	ck_assert_uint_eq(strlen(f->random), 32);
+	/* SEED set the clock: within 1 s of the host's during the job. */
+	ck_assert_msg(f->guest_time >= f->before - 1 && f->guest_time <= f->after + 1,
+		      "guest time %ld, host %ld..%ld", f->guest_time, (long)f->before, (long)f->after);
+	it_out_free(&o);
+}
+
+static int restores(void)
+{
+	const char *s = getenv("TINYVMM_IT_RESTORES");
+
+	return s && atoi(s) > 0 ? atoi(s) : 20;
+}
+
+START_TEST(sequential_restores_are_fresh_and_leak_nothing)
+{
+	int n = restores(), fds_before = -1;
+	struct fresh *f = calloc((size_t)n, sizeof(*f));
+
+	for (int i = 0; i < n; i++) {
+		struct tvm_vm *vm = restore(snap_dir);
+
+		fresh_job(vm, &f[i]);
+		tvm_vm_destroy(vm);
+		if (i == 0) /* after the first: lazy one-time setup is done */
+			fds_before = count_fds();
+		for (int k = 0; k < i; k++)
+			ck_assert_msg(strcmp(f[k].random, f[i].random), "restores %d and %d read the same random bytes",
+				      k, i);
+	}
+	ck_assert_int_eq(count_fds(), fds_before);
+	free(f);
+}
+END_TEST
+
+struct par {
+	struct fresh f;
+	struct tvm_vm *vm;
+};
+
+static void *par_restore(void *arg)
+{
+	struct par *p = arg;
+
+	p->vm = restore(snap_dir);
+	fresh_job(p->vm, &p->f);
+	return NULL;
+}
+
+START_TEST(four_at_once)
+{
+	struct par p[PAR] = { 0 };
+	pthread_t t[PAR];
+
+	for (int i = 0; i < PAR; i++)
+		pthread_create(&t[i], NULL, par_restore, &p[i]);
+	for (int i = 0; i < PAR; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < PAR; i++) {
+		ck_assert_ptr_nonnull(p[i].vm);
+		for (int k = 0; k < i; k++)
+			ck_assert_str_ne(p[k].f.random, p[i].f.random);
+		tvm_vm_destroy(p[i].vm);
+	}
+}
+END_TEST
+
+START_TEST(snapshot_of_a_restore_keeps_its_files)
+{
+	char second[96];
+	struct it_out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_vm *vm = restore(snap_dir);
+
+	snprintf(second, sizeof(second), "%s-second", snap_dir);
+	run(vm, "echo kept-on-disk > /root/chain; echo kept-in-ram > /tmp/chain; sync", &o);
+	it_out_free(&o);
+	ck_assert_msg(tvm_vm_snapshot(vm, second, &e) == 0, "snapshot: %s", e.msg);
+	tvm_vm_destroy(vm);
+	vm = restore(second);
+	run(vm, "cat /root/chain /tmp/chain", &o);
+	ck_assert_str_eq(it_str(&o, 1), "kept-on-disk\nkept-in-ram\n");
+	it_out_free(&o);
+	tvm_vm_destroy(vm);
+	/* The first snapshot is unchanged by all this. */
+	vm = restore(snap_dir);
+	run(vm, "cat /root/chain 2>/dev/null || echo absent", &o);
+	ck_assert_str_eq(it_str(&o, 1), "absent\n");
+	it_out_free(&o);
+	tvm_vm_destroy(vm);
+}
+END_TEST
+
+/* A copy of the snapshot whose state file is damaged by fn. */
+static void damaged_copy(const char *tag, const char *shell_fix, char *dir, size_t len)
+{
+	char cmd[512];
+
+	snprintf(dir, len, "%s-%s", snap_dir, tag);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' && cp -r '%s' '%s' && cd '%s' && %s", dir, snap_dir, dir, dir,
+		 shell_fix);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static void refused(const char *dir, int code, const char *words)
+{
+	struct tvm_config c;
+	struct tvm_vm *vm = (struct tvm_vm *)1;
+	struct tvm_err e = { 0 };
+
+	cfg_base(&c);
+	ck_assert_int_eq(tvm_vm_restore(&c, dir, &vm, &e), -code);
+	ck_assert_ptr_null(vm);
+	ck_assert_msg(strstr(e.msg, words) && strstr(e.msg, dir), "message: %s", e.msg);
+	ck_assert_ptr_null(strchr(e.msg, '\n'));
+}
+
+START_TEST(damaged_snapshots_refused)
+{
+	char dir[128];
+
+	damaged_copy("trunc", "truncate -s -100 state", dir, sizeof(dir));
+	refused(dir, EINVAL, "truncated");
+	damaged_copy("flip", "printf '\\x5a' | dd of=state bs=1 seek=3000 conv=notrunc status=none", dir, sizeof(dir));
+	refused(dir, EINVAL, "checksum mismatch");
+	damaged_copy("memsize", "truncate -s -4096 mem", dir, sizeof(dir));
+	refused(dir, EINVAL, "memory file");
+	damaged_copy("nomem", "rm mem", dir, sizeof(dir));
+	refused(dir, ENOENT, "mem");
+	snprintf(dir, sizeof(dir), "%s-absent", snap_dir);
+	refused(dir, ENOENT, "state");
+}
+END_TEST
+
+int main(void)
+{
+	Suite *su = suite_create("snapshot");
+	TCase *tc = tcase_create("snapshot");
+
+	/* One snapshot for all tests, no fork (threads do not survive fork),
+	 * generous timeouts for the emulated guest kernel. */
+	tcase_add_unchecked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 1800);
+	tcase_add_test(tc, damaged_snapshots_refused);
+	tcase_add_test(tc, snapshot_of_a_restore_keeps_its_files);
+	tcase_add_test(tc, four_at_once);
+	tcase_add_test(tc, sequential_restores_are_fresh_and_leak_nothing);
+	suite_add_tcase(su, tc);
+	return it_run_suite(su);
+}

@@ -1,0 +1,892 @@
+/* The host agent client (vmm/agent_client.c) against a hostile guest agent:
+ * a thread plays the agent over a socketpair with scripted bytes (giant
+ * lengths, truncated frames, frames for other ids, floods beyond the caps,
+ * lying FILE_END sizes, control bytes in ERROR text, EOF mid-transfer).
+ * The host must return an error with a one-line message, never crash,
+ * never allocate without bound and never pass on more than it asked for. */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "guest/protocol.h"
+#include "tests/unit.h"
+#include "vmm/tinyvmm.h"
+
+/* ---- script building ---- */
+
+struct sbuf {
+	uint8_t *p;
+	size_t len, cap;
+};
+
+static void sb_put(struct sbuf *b, const void *data, size_t n)
+{
+	if (b->len + n > b->cap) {
+		b->cap = (b->len + n) * 2;
+		b->p = realloc(b->p, b->cap);
+		ck_assert_ptr_nonnull(b->p);
+	}
+	memcpy(b->p + b->len, data, n);
+	b->len += n;
+}
+
+static void sb_frame(struct sbuf *b, uint8_t type, uint8_t flags, uint32_t id, const void *payload, uint32_t len)
+{
+	uint8_t hdr[TVP_HDR_SIZE];
+
+	tvp_put_header(hdr, type, flags, id, len);
+	sb_put(b, hdr, sizeof(hdr));
+	if (len)
+		sb_put(b, payload, len);
+}
+
+static void sb_msg(struct sbuf *b, const struct tvp_msg *m)
+{
+	size_t need = 0;
+	uint8_t *buf;
+
+	ck_assert_int_eq(tvp_encode(m, NULL, 0, &need), TVP_E_NOSPACE);
+	buf = malloc(need);
+	ck_assert_int_eq(tvp_encode(m, buf, need, &need), 0);
+	sb_put(b, buf, need);
+	free(buf);
+}
+
+static void sb_ready(struct sbuf *b)
+{
+	struct tvp_msg m = { .type = TVP_READY };
+
+	m.ready = (struct tvp_ready){ TVP_VERSION, TVP_CAP_SYSTEM, TVP_MAX_PAYLOAD, 1, tvp_cstr("hostile") };
+	sb_msg(b, &m);
+}
+
+static void sb_result(struct sbuf *b, uint32_t id, int32_t exit_code, uint32_t sig)
+{
+	struct tvp_msg m = { .type = TVP_RESULT, .id = id };
+
+	m.result = (struct tvp_result){ .exit_code = exit_code, .signal = sig, .wall_us = 5000 };
+	sb_msg(b, &m);
+}
+
+static void sb_error(struct sbuf *b, uint32_t id, int32_t sys_errno, const char *text, uint32_t len)
+{
+	struct tvp_msg m = { .type = TVP_ERROR, .id = id };
+
+	m.error = (struct tvp_error){ TVP_ERR_IO, sys_errno, { text, len } };
+	sb_msg(b, &m);
+}
+
+static void sb_file_end(struct sbuf *b, uint32_t id, uint64_t size)
+{
+	struct tvp_msg m = { .type = TVP_FILE_END, .id = id, .file_end = { size, 0644 } };
+
+	sb_msg(b, &m);
+}
+
+/* ---- the hostile agent ---- */
+
+struct peer {
+	int fd;           /* agent end of the socketpair */
+	struct sbuf out;  /* bytes sent to the host, as fast as it takes them */
+	int no_read;      /* never read what the host sends */
+	int keep_open;    /* after the script, stay silent instead of EOF */
+	size_t got;       /* bytes the host sent */
+	uint8_t first[4096]; /* the first of them */
+	pthread_t thread;
+};
+
+static void *peer_main(void *arg)
+{
+	struct peer *p = arg;
+	size_t off = 0;
+	int wr_open = 1;
+
+	for (;;) {
+		struct pollfd pf = { .fd = p->fd, .events = p->no_read ? 0 : POLLIN };
+
+		if (off < p->out.len)
+			pf.events |= POLLOUT;
+		if (off == p->out.len && wr_open && !p->keep_open) {
+			shutdown(p->fd, SHUT_WR);
+			wr_open = 0;
+		}
+		if (poll(&pf, 1, -1) < 0)
+			break;
+		if (pf.revents & POLLOUT) {
+			ssize_t n = send(p->fd, p->out.p + off, p->out.len - off, MSG_DONTWAIT | MSG_NOSIGNAL);
+			if (n > 0)
+				off += (size_t)n;
+			else if (n < 0 && errno != EAGAIN && errno != EINTR)
+				off = p->out.len; /* host went away */
+		}
+		if (!p->no_read && (pf.revents & (POLLIN | POLLHUP | POLLERR))) {
+			uint8_t buf[65536];
+			ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
+				break;
+			if (n > 0) {
+				if (p->got < sizeof(p->first))
+					memcpy(p->first + p->got, buf,
+					       (size_t)n < sizeof(p->first) - p->got ? (size_t)n : sizeof(p->first) - p->got);
+				p->got += (size_t)n;
+			}
+		} else if (p->no_read && (pf.revents & (POLLHUP | POLLERR))) {
+			break;
+		}
+	}
+	close(p->fd);
+	return NULL;
+}
+
+/* Start the peer; returns the host end. */
+static int peer_start(struct peer *p)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+	p->fd = sv[1];
+	ck_assert_int_eq(pthread_create(&p->thread, NULL, peer_main, p), 0);
+	return sv[0];
+}
+
+static void peer_join(struct peer *p)
+{
+	pthread_join(p->thread, NULL);
+	free(p->out.p);
+}
+
+/* Connect through tvm_agent_open (the script must start with READY). */
+static struct tvm_agent *peer_open(struct peer *p)
+{
+	struct tvm_agent *a = NULL;
+	struct tvm_err e = { 0 };
+	int r = tvm_agent_open(peer_start(p), 2000, &a, &e);
+
+	ck_assert_msg(r == 0, "open: %d %s", r, e.msg);
+	return a;
+}
+
+static void assert_one_line(const struct tvm_err *e)
+{
+	ck_assert_uint_gt(strlen(e->msg), 0);
+	for (const char *c = e->msg; *c; c++)
+		ck_assert_msg((unsigned char)*c >= 0x20 && *c != 0x7f, "control byte 0x%02x in \"%s\"", *c, e->msg);
+}
+
+/* ---- output collection ---- */
+
+struct sink {
+	size_t bytes[3];
+	unsigned calls;
+	uint8_t head[64];
+	size_t head_len;
+};
+
+static void on_out(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct sink *s = ctx;
+
+	ck_assert(stream == 1 || stream == 2);
+	s->bytes[stream] += len;
+	s->calls++;
+	if (stream == 1 && s->head_len + len <= sizeof(s->head)) {
+		memcpy(s->head + s->head_len, buf, len);
+		s->head_len += len;
+	}
+}
+
+static const char *const argv_true[] = { "true", NULL };
+
+static int run_job(struct tvm_agent *a, uint32_t cap, struct sink *s, struct tvm_job_result *res, struct tvm_err *e)
+{
+	struct tvm_job j = { .argv = argv_true, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
+			     .stdout_cap = cap, .stderr_cap = cap, .on_output = on_out, .ctx = s };
+
+	return tvm_agent_exec(a, &j, res, e);
+}
+
+/* ---- tvm_agent_open ---- */
+
+static int open_with(struct peer *p, int timeout_ms, struct tvm_err *e)
+{
+	struct tvm_agent *a = (struct tvm_agent *)&a; /* must be reset to NULL */
+	int r = tvm_agent_open(peer_start(p), timeout_ms, &a, e);
+
+	ck_assert_ptr_null(a);
+	peer_join(p);
+	return r;
+}
+
+START_TEST(open_giant_length)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	uint8_t hdr[TVP_HDR_SIZE];
+
+	tvp_put_header(hdr, TVP_READY, 0, 0, 0xFFFFFFFFu);
+	sb_put(&p.out, hdr, sizeof(hdr));
+	p.keep_open = 1; /* the error must come from the length, not an EOF */
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "bad frame"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "4294967295"));
+	assert_one_line(&e);
+}
+END_TEST
+
+START_TEST(open_just_over_max_payload)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	uint8_t hdr[TVP_HDR_SIZE];
+
+	tvp_put_header(hdr, TVP_STDOUT, 0, 0, TVP_MAX_PAYLOAD + 1);
+	sb_put(&p.out, hdr, sizeof(hdr));
+	p.keep_open = 1;
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "over limit"));
+}
+END_TEST
+
+START_TEST(open_bad_magic)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+
+	sb_put(&p.out, "HTTP/1.1 200 OK\r\n\r\n", 19);
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "magic"));
+	assert_one_line(&e);
+}
+END_TEST
+
+START_TEST(open_truncated_ready_then_eof)
+{
+	struct sbuf full = { 0 };
+	struct tvm_err e = { 0 };
+
+	sb_ready(&full);
+	/* Every cut of the READY frame, including a header alone. */
+	for (size_t cut = 0; cut < full.len; cut++) {
+		struct peer p = { 0 };
+
+		if (cut)
+			sb_put(&p.out, full.p, cut);
+		ck_assert_int_eq(open_with(&p, 2000, &e), -ECONNRESET);
+		ck_assert_str_eq(e.msg, "agent: connection closed");
+	}
+	free(full.p);
+}
+END_TEST
+
+START_TEST(open_result_before_ready)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+
+	sb_result(&p.out, 1, 0, 0);
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_str_eq(e.msg, "agent: expected READY, got RESULT");
+}
+END_TEST
+
+START_TEST(open_unknown_type)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+
+	sb_frame(&p.out, 0xEE, 0, 0, "x", 1);
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "unknown"));
+}
+END_TEST
+
+START_TEST(open_ready_with_trailing_bytes)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct sbuf r = { 0 };
+
+	sb_ready(&r);
+	/* Grow the payload by 3 bytes the READY layout does not have. */
+	tvp_put_header(r.p, TVP_READY, 0, 0, (uint32_t)(r.len - TVP_HDR_SIZE + 3));
+	sb_put(&r, "abc", 3);
+	sb_put(&p.out, r.p, r.len);
+	free(r.p);
+	ck_assert_int_eq(open_with(&p, 2000, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "bad READY message"));
+	ck_assert_ptr_nonnull(strstr(e.msg, "trailing"));
+}
+END_TEST
+
+START_TEST(open_silent_agent_times_out)
+{
+	struct peer p = { .keep_open = 1 };
+	struct tvm_err e = { 0 };
+
+	ck_assert_int_eq(open_with(&p, 100, &e), -ETIMEDOUT);
+	ck_assert_str_eq(e.msg, "agent: no answer within 100 ms");
+}
+END_TEST
+
+/* ---- tvm_agent_exec: the job is id 1 on a fresh connection ---- */
+
+START_TEST(exec_result_first)
+{
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+	struct tvp_decoder d;
+	struct tvp_frame f;
+	struct tvp_msg m;
+
+	sb_ready(&p.out);
+	sb_result(&p.out, 1, 42, 0);
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 1000, &s, &res, &e), 0);
+	ck_assert_int_eq(res.exit_code, 42);
+	ck_assert_int_eq(res.stdout_truncated, 0);
+	ck_assert_uint_eq(s.calls, 0);
+	tvm_agent_close(a);
+	peer_join(&p);
+	/* The host asked for the caps it was given. */
+	tvp_decoder_init(&d, 0);
+	ck_assert_uint_eq(tvp_decoder_feed(&d, p.first, p.got < sizeof(p.first) ? p.got : sizeof(p.first)),
+			  p.got < sizeof(p.first) ? p.got : sizeof(p.first));
+	ck_assert_int_eq(tvp_decoder_next(&d, &f), 1);
+	ck_assert_int_eq(tvp_parse(&f, &m, NULL, 0), 0);
+	ck_assert_uint_eq(m.type, TVP_EXEC);
+	ck_assert_uint_eq(m.id, 1);
+	ck_assert_uint_eq(m.exec.stdout_cap, 1000);
+	tvp_decoder_free(&d);
+}
+END_TEST
+
+START_TEST(exec_other_ids_ignored)
+{
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_STDOUT, 0, 99, "not yours", 9);
+	sb_error(&p.out, 0, EIO, "connection-level noise", 22);
+	sb_result(&p.out, 2, 7, 0);
+	sb_frame(&p.out, TVP_STDOUT, 0, 1, "mine", 4);
+	sb_frame(&p.out, TVP_OK, 0, 1, "\x10\0\0\0\0\0\0\0\0\0\0\0", 12); /* wrong type for a job: ignored */
+	sb_result(&p.out, 1, 3, 0);
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 1000, &s, &res, &e), 0);
+	ck_assert_int_eq(res.exit_code, 3);
+	ck_assert_uint_eq(s.bytes[1], 4);
+	ck_assert_mem_eq(s.head, "mine", 4);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+/* Far more stdout than the cap the host asked for: the callback sees the
+ * cap, no more, and the result says truncated. */
+START_TEST(exec_stdout_flood_beyond_cap)
+{
+	static uint8_t chunk[TVP_MAX_PAYLOAD];
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+
+	memset(chunk, 'A', sizeof(chunk));
+	sb_ready(&p.out);
+	for (int i = 0; i < 16; i++) {
+		sb_frame(&p.out, TVP_STDOUT, 0, 1, chunk, sizeof(chunk));
+		sb_frame(&p.out, TVP_STDERR, 0, 1, chunk, 1000);
+	}
+	sb_result(&p.out, 1, 0, 0); /* the agent even claims nothing was cut */
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 100000, &s, &res, &e), 0);
+	ck_assert_uint_eq(s.bytes[1], 100000);
+	ck_assert_uint_eq(s.bytes[2], 16000);
+	ck_assert_int_eq(res.stdout_truncated, 1);
+	ck_assert_int_eq(res.stderr_truncated, 0);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(exec_error_with_hostile_text)
+{
+	char text[TVP_MAX_MESSAGE];
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+
+	memset(text, 'x', sizeof(text));
+	memcpy(text, "spawn\nfailed\x1b]0;pwned\x07\r\x7f", 24);
+	sb_ready(&p.out);
+	sb_error(&p.out, 1, ENOENT, text, sizeof(text));
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -ENOENT);
+	ck_assert_int_eq(e.code, ENOENT);
+	ck_assert_uint_eq(strlen(e.msg), sizeof(e.msg) - 1);
+	ck_assert_ptr_nonnull(strstr(e.msg, "agent: spawn?failed?]0;pwned???xxx"));
+	assert_one_line(&e);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+/* An ERROR text over TVP_MAX_MESSAGE is a protocol error, not a message. */
+START_TEST(exec_error_over_max_message)
+{
+	static uint8_t payload[12 + 2000];
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+
+	payload[0] = TVP_ERR_IO;
+	payload[4] = EIO;
+	payload[8] = 2000 & 0xff;
+	payload[9] = 2000 >> 8;
+	memset(payload + 12, 'x', 2000);
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_ERROR, 0, 1, payload, sizeof(payload));
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+	ck_assert_msg(strstr(e.msg, "bad ERROR message") && strstr(e.msg, "message"), "%s", e.msg);
+	assert_one_line(&e);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(exec_error_odd_errno)
+{
+	static const int32_t errs[] = { 0, -5, 0x7fffffff };
+
+	for (unsigned i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
+		struct peer p = { 0 };
+		struct tvm_job_result res = { 0 };
+		struct tvm_err e = { 0 };
+		struct sink s = { 0 };
+		struct tvm_agent *a;
+		int r;
+
+		sb_ready(&p.out);
+		sb_error(&p.out, 1, errs[i], "", 0);
+		a = peer_open(&p);
+		r = run_job(a, 0, &s, &res, &e);
+		ck_assert_int_eq(r, errs[i] > 0 ? -errs[i] : -EPROTO);
+		ck_assert_int_eq(e.code, -r);
+		ck_assert_str_eq(e.msg, "agent: ");
+		tvm_agent_close(a);
+		peer_join(&p);
+	}
+}
+END_TEST
+
+/* exit_code and signal out of the documented ranges: an exit code of 256
+ * would otherwise become the CLI's exit status 0. */
+START_TEST(exec_result_out_of_range)
+{
+	static const struct { int32_t code; uint32_t sig; } bad[] = { { 256, 0 }, { -1, 0 }, { 0x7fffffff, 0 },
+								   { 137, 65 }, { 0, 0xffffffffu } };
+
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct peer p = { 0 };
+		struct tvm_job_result res = { 0 };
+		struct tvm_err e = { 0 };
+		struct sink s = { 0 };
+		struct tvm_agent *a;
+
+		sb_ready(&p.out);
+		sb_result(&p.out, 1, bad[i].code, bad[i].sig);
+		a = peer_open(&p);
+		ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+		ck_assert_ptr_nonnull(strstr(e.msg, "bad RESULT"));
+		tvm_agent_close(a);
+		peer_join(&p);
+	}
+}
+END_TEST
+
+START_TEST(exec_eof_mid_frame)
+{
+	struct peer p = { 0 };
+	struct tvm_job_result res = { .exit_code = -77 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+	uint8_t hdr[TVP_HDR_SIZE];
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_STDOUT, 0, 1, "whole", 5);
+	tvp_put_header(hdr, TVP_STDOUT, 0, 1, 5000);
+	sb_put(&p.out, hdr, sizeof(hdr));
+	sb_put(&p.out, "partial", 7);
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -ECONNRESET);
+	ck_assert_str_eq(e.msg, "agent: connection closed");
+	ck_assert_uint_eq(s.bytes[1], 5); /* only the whole frame */
+	ck_assert_int_eq(res.exit_code, -77); /* untouched */
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(exec_bad_frame_mid_job)
+{
+	struct peer p = { 0 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_STDOUT, 0x80, 1, "x", 1); /* flags not allowed */
+	sb_result(&p.out, 1, 0, 0);
+	p.keep_open = 1;
+	a = peer_open(&p);
+	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "bad STDOUT message"));
+	ck_assert_uint_eq(s.calls, 0);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+/* An agent that never reads stdin but finishes: the host must not block
+ * in send with 8 MiB of stdin queued. */
+START_TEST(exec_stdin_never_read)
+{
+	struct peer p = { .no_read = 1 };
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	struct sink s = { 0 };
+	struct tvm_agent *a;
+	size_t len = 8u << 20;
+	uint8_t *in = calloc(1, len);
+	struct tvm_job j = { .argv = argv_true, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .stdin_data = in,
+			     .stdin_len = len, .on_output = on_out, .ctx = &s };
+
+	sb_ready(&p.out);
+	sb_result(&p.out, 1, 9, 0);
+	a = peer_open(&p);
+	ck_assert_int_eq(tvm_agent_exec(a, &j, &res, &e), 0);
+	ck_assert_int_eq(res.exit_code, 9);
+	tvm_agent_close(a);
+	peer_join(&p);
+	free(in);
+}
+END_TEST
+
+/* ---- tvm_agent_get_file: transfer id 1 on a fresh connection ---- */
+
+static int get(struct tvm_agent *a, size_t cap, void **data, size_t *len, struct tvm_err *e)
+{
+	*data = (void *)&data; /* must be reset */
+	*len = 12345;
+	return tvm_agent_get_file(a, "/out", cap, data, len, e);
+}
+
+START_TEST(get_data_beyond_cap)
+{
+	static uint8_t chunk[65536];
+	struct peer p = { .keep_open = 1 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	void *data;
+	size_t len;
+
+	sb_ready(&p.out);
+	for (int i = 0; i < 64; i++)
+		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, chunk, sizeof(chunk));
+	sb_file_end(&p.out, 1, 64 * sizeof(chunk));
+	a = peer_open(&p);
+	ck_assert_int_eq(get(a, 100000, &data, &len, &e), -EFBIG);
+	ck_assert_ptr_null(data);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_str_eq(e.msg, "get /out: more than 100000 bytes");
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(get_cap_zero)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	void *data;
+	size_t len;
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "", 0); /* empty chunks are fine */
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "x", 1);
+	sb_file_end(&p.out, 1, 1);
+	a = peer_open(&p);
+	ck_assert_int_eq(get(a, 0, &data, &len, &e), -EFBIG);
+	ck_assert_ptr_null(data);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(get_end_size_mismatch)
+{
+	static const uint64_t claims[] = { 0, 5, 7, UINT64_MAX };
+
+	for (unsigned i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
+		struct peer p = { 0 };
+		struct tvm_err e = { 0 };
+		struct tvm_agent *a;
+		char want[96];
+		void *data;
+		size_t len;
+
+		sb_ready(&p.out);
+		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
+		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "def", 3);
+		sb_file_end(&p.out, 1, claims[i]);
+		a = peer_open(&p);
+		ck_assert_int_eq(get(a, 1000, &data, &len, &e), -EPROTO);
+		ck_assert_ptr_null(data);
+		snprintf(want, sizeof(want), "get /out: agent said %llu bytes, sent 6", (unsigned long long)claims[i]);
+		ck_assert_str_eq(e.msg, want);
+		tvm_agent_close(a);
+		peer_join(&p);
+	}
+}
+END_TEST
+
+START_TEST(get_eof_mid_transfer)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	uint8_t hdr[TVP_HDR_SIZE];
+	void *data;
+	size_t len;
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
+	tvp_put_header(hdr, TVP_FILE_DATA, 0, 1, 100);
+	sb_put(&p.out, hdr, sizeof(hdr));
+	sb_put(&p.out, "de", 2);
+	a = peer_open(&p);
+	ck_assert_int_eq(get(a, 1000, &data, &len, &e), -ECONNRESET);
+	ck_assert_ptr_null(data);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_str_eq(e.msg, "get /out: agent: connection closed");
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(get_other_ids_and_types)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	void *data;
+	size_t len;
+
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 2, "zzzzzz", 6);
+	sb_file_end(&p.out, 2, 6);
+	sb_error(&p.out, 7, EIO, "other", 5);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
+	sb_frame(&p.out, TVP_STDOUT, 0, 1, "ignored", 7);
+	sb_result(&p.out, 1, 0, 0);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "de", 2);
+	sb_file_end(&p.out, 1, 5);
+	a = peer_open(&p);
+	ck_assert_int_eq(get(a, 5, &data, &len, &e), 0);
+	ck_assert_uint_eq(len, 5);
+	ck_assert_mem_eq(data, "abcde", 5);
+	free(data);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(get_error_huge_message)
+{
+	char text[TVP_MAX_MESSAGE];
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	void *data;
+	size_t len;
+
+	memset(text, '\n', sizeof(text));
+	sb_ready(&p.out);
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
+	sb_error(&p.out, 1, EACCES, text, sizeof(text));
+	a = peer_open(&p);
+	ck_assert_int_eq(get(a, 1000, &data, &len, &e), -EACCES);
+	ck_assert_ptr_null(data);
+	ck_assert(strncmp(e.msg, "get /out: agent: ???", 20) == 0);
+	assert_one_line(&e);
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+/* ---- put_file and seed ---- */
+
+START_TEST(put_eof_before_ok)
+{
+	static uint8_t data[300000];
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+	struct tvp_msg ok = { .type = TVP_OK, .id = 9, .ok = { TVP_PUT_FILE, 1 } };
+
+	sb_ready(&p.out);
+	sb_msg(&p.out, &ok); /* someone else's OK */
+	p.keep_open = 0;
+	a = peer_open(&p);
+	ck_assert_int_eq(tvm_agent_put_file(a, "/in", 0644, data, sizeof(data), &e), -ECONNRESET);
+	ck_assert_str_eq(e.msg, "put /in: agent: connection closed");
+	tvm_agent_close(a);
+	peer_join(&p);
+	ck_assert_uint_ge(p.got, sizeof(data)); /* it was all sent before waiting */
+}
+END_TEST
+
+START_TEST(put_error_with_control_bytes)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+
+	sb_ready(&p.out);
+	sb_error(&p.out, 1, ENOSPC, "disk\tfull\n", 10);
+	a = peer_open(&p);
+	ck_assert_int_eq(tvm_agent_put_file(a, "/in", 0644, "x", 1, &e), -ENOSPC);
+	ck_assert_str_eq(e.msg, "put /in: agent: disk?full?");
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+START_TEST(seed_wrong_answers_then_eof)
+{
+	struct peer p = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_agent *a;
+
+	sb_ready(&p.out);
+	sb_result(&p.out, 1, 0, 0);                  /* wrong type for our id */
+	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "x", 1); /* and again */
+	a = peer_open(&p);
+	ck_assert_int_eq(tvm_agent_seed(a, &e), -ECONNRESET);
+	ck_assert_str_eq(e.msg, "agent: connection closed");
+	tvm_agent_close(a);
+	peer_join(&p);
+}
+END_TEST
+
+/* Every prefix of a valid session, cut at every byte and ended with EOF:
+ * every call ends with an error or success, never a crash or a hang. */
+START_TEST(every_cut_of_a_session)
+{
+	struct sbuf full = { 0 };
+	size_t ready_len;
+
+	sb_ready(&full);
+	ready_len = full.len;
+	sb_frame(&full, TVP_STDOUT, 0, 1, "hello", 5);
+	sb_frame(&full, TVP_STDERR, 0, 1, "oops", 4);
+	sb_result(&full, 1, 1, 0);
+	for (size_t cut = ready_len; cut <= full.len; cut++) {
+		struct peer p = { 0 };
+		struct tvm_job_result res = { 0 };
+		struct tvm_err e = { 0 };
+		struct sink s = { 0 };
+		struct tvm_agent *a;
+		int r;
+
+		sb_put(&p.out, full.p, cut);
+		a = peer_open(&p);
+		r = run_job(a, 0, &s, &res, &e);
+		if (cut == full.len) {
+			ck_assert_int_eq(r, 0);
+			ck_assert_int_eq(res.exit_code, 1);
+			ck_assert_uint_eq(s.bytes[1], 5);
+			ck_assert_uint_eq(s.bytes[2], 4);
+		} else {
+			ck_assert_int_eq(r, -ECONNRESET);
+			ck_assert_str_eq(e.msg, "agent: connection closed");
+		}
+		tvm_agent_close(a);
+		peer_join(&p);
+	}
+	free(full.p);
+}
+END_TEST
+
+static Suite *hostile_agent_suite(void)
+{
+	Suite *s = suite_create("hostile_agent_client");
+	TCase *tc = tcase_create("open");
+
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, open_giant_length);
+	tcase_add_test(tc, open_just_over_max_payload);
+	tcase_add_test(tc, open_bad_magic);
+	tcase_add_test(tc, open_truncated_ready_then_eof);
+	tcase_add_test(tc, open_result_before_ready);
+	tcase_add_test(tc, open_unknown_type);
+	tcase_add_test(tc, open_ready_with_trailing_bytes);
+	tcase_add_test(tc, open_silent_agent_times_out);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("exec");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, exec_result_first);
+	tcase_add_test(tc, exec_other_ids_ignored);
+	tcase_add_test(tc, exec_stdout_flood_beyond_cap);
+	tcase_add_test(tc, exec_error_with_hostile_text);
+	tcase_add_test(tc, exec_error_odd_errno);
+	tcase_add_test(tc, exec_error_over_max_message);
+	tcase_add_test(tc, exec_result_out_of_range);
+	tcase_add_test(tc, exec_eof_mid_frame);
+	tcase_add_test(tc, exec_bad_frame_mid_job);
+	tcase_add_test(tc, exec_stdin_never_read);
+	tcase_add_test(tc, every_cut_of_a_session);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("files");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, get_data_beyond_cap);
+	tcase_add_test(tc, get_cap_zero);
+	tcase_add_test(tc, get_end_size_mismatch);
+	tcase_add_test(tc, get_eof_mid_transfer);
+	tcase_add_test(tc, get_other_ids_and_types);
+	tcase_add_test(tc, get_error_huge_message);
+	tcase_add_test(tc, put_eof_before_ok);
+	tcase_add_test(tc, put_error_with_control_bytes);
+	tcase_add_test(tc, seed_wrong_answers_then_eof);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return tvm_run_suite(hostile_agent_suite());
+}
