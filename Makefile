@@ -89,6 +89,8 @@ fuzz: $(FUZZ_BINS)
 bench: all
 	@bash tools/bench-boot.sh
 	@bash tools/bench-job.sh
+	@bash tools/bench-blk.sh
+	@bash tools/bench-restore.sh
 
 guest:
 	@bash tools/build-guest.sh

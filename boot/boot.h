@@ -41,6 +41,14 @@
 
 #define BOOT_MAX_CPUS 64
 
+#define BOOT_MAX_SEGS 32 /* PT_LOAD segments an ELF kernel may have */
+
+/* One ELF PT_LOAD segment: file bytes [file_off, +filesz) belong at GPA
+ * gpa, followed by zeros up to memsz. */
+struct boot_segment {
+	uint64_t gpa, memsz, file_off, filesz;
+};
+
 /* What a kernel loader found and placed in guest memory. */
 struct boot_kernel {
 	uint64_t entry;     /* GPA of the 64-bit entry point */
@@ -55,6 +63,8 @@ struct boot_kernel {
 	uint32_t cmdline_size;    /* max command line length without NUL */
 	uint64_t pvh_entry; /* ELF: XEN_ELFNOTE_PHYS32_ENTRY (32-bit PVH entry GPA)
 			     * when present and inside a loaded segment; else 0 */
+	int nsegs;          /* ELF: its checked PT_LOAD segments; bzImage: 0 */
+	struct boot_segment segs[BOOT_MAX_SEGS];
 };
 
 /* Load an image: dispatches on the ELF magic or the bzImage "HdrS" header.
@@ -66,6 +76,13 @@ struct boot_kernel {
  * error *k is zeroed and guest memory is untouched: every check runs before
  * anything is copied. */
 int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
+		     struct boot_kernel *k, struct tvm_err *e);
+
+/* Like boot_load_kernel, but an ELF's segments are only checked and listed
+ * in k->segs, not copied: the caller places them (for example by mapping
+ * page-aligned file ranges instead of copying). A bzImage is loaded as by
+ * boot_load_kernel (k->nsegs = 0). Same errors. */
+int boot_plan_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
 		     struct boot_kernel *k, struct tvm_err *e);
 
 /* Load an uncompressed ELF64 x86-64 ET_EXEC vmlinux: copy each PT_LOAD
@@ -83,6 +100,11 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
  * (arch/x86/boot/compressed/head_64.S). */
 int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
 		      struct boot_kernel *k, struct tvm_err *e);
+
+/* Where boot_load_initrd would put an initrd of len bytes (page aligned,
+ * checked to be guest RAM), without copying it: the caller places it. */
+int boot_place_initrd(const struct guest_mem *m, const struct boot_kernel *k, size_t len, uint64_t *gpa,
+		      struct tvm_err *e);
 
 /* Copy an initrd to the highest page-aligned GPA that ends at or below both
  * the end of low RAM and k->initrd_addr_max, without overlapping the kernel

@@ -2,6 +2,7 @@
 #ifndef TVM_BOOT_UTIL_H
 #define TVM_BOOT_UTIL_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,5 +52,10 @@ static inline uint64_t rd64(const uint8_t *p)
  * 1 MiB) or -ENOSPC (not low RAM) with e set. */
 int boot_check_kernel_range(const struct guest_mem *m, uint64_t gpa, uint64_t len,
 			    const char *what, struct tvm_err *e);
+
+/* The ELF loader behind boot_load_elf (copy = true) and boot_plan_kernel
+ * (copy = false: segments checked and listed in k->segs only). */
+int boot_elf(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k, bool copy,
+	     struct tvm_err *e);
 
 #endif

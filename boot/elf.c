@@ -9,14 +9,10 @@
 
 /* A vmlinux has about five PT_LOAD segments; the cap bounds the pairwise
  * overlap check. */
-#define ELF_MAX_LOADS 32
 
 #define XEN_NOTE_NAME "Xen"            /* with its NUL: namesz 4 */
 #define XEN_ELFNOTE_PHYS32_ENTRY 18    /* include/xen/interface/elfnote.h */
 
-struct elf_seg {
-	uint64_t paddr, memsz, offset, filesz;
-};
 
 static int check_ehdr(const Elf64_Ehdr *eh, size_t len, struct tvm_err *e)
 {
@@ -53,7 +49,7 @@ static void read_phdr(const uint8_t *img, const Elf64_Ehdr *eh, int i, Elf64_Phd
 
 /* Validate one PT_LOAD against the file, guest RAM and the segments before it. */
 static int check_load(const struct guest_mem *m, const Elf64_Phdr *ph, int i, size_t len,
-		      const struct elf_seg *segs, int nsegs, struct tvm_err *e)
+		      const struct boot_segment *segs, int nsegs, struct tvm_err *e)
 {
 	char what[64];
 	int r;
@@ -69,22 +65,22 @@ static int check_load(const struct guest_mem *m, const Elf64_Phdr *ph, int i, si
 	r = boot_check_kernel_range(m, ph->p_paddr, ph->p_memsz, what, e);
 	if (r)
 		return r;
-	if (nsegs == ELF_MAX_LOADS)
+	if (nsegs == BOOT_MAX_SEGS)
 		return tvm_errf(e, EINVAL, "ELF program header %d: more than %d PT_LOAD segments", i,
-				ELF_MAX_LOADS);
+				BOOT_MAX_SEGS);
 	for (int j = 0; j < nsegs; j++)
-		if (ranges_overlap(ph->p_paddr, ph->p_memsz, segs[j].paddr, segs[j].memsz))
+		if (ranges_overlap(ph->p_paddr, ph->p_memsz, segs[j].gpa, segs[j].memsz))
 			return tvm_errf(e, EINVAL,
 					"ELF program header %d: segment [0x%llx, +0x%llx) overlaps an earlier one at [0x%llx, +0x%llx)",
 					i, (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz,
-					(unsigned long long)segs[j].paddr, (unsigned long long)segs[j].memsz);
+					(unsigned long long)segs[j].gpa, (unsigned long long)segs[j].memsz);
 	return 0;
 }
 
-static int in_segments(uint64_t gpa, const struct elf_seg *segs, int nsegs)
+static int in_segments(uint64_t gpa, const struct boot_segment *segs, int nsegs)
 {
 	for (int i = 0; i < nsegs; i++)
-		if (gpa >= segs[i].paddr && gpa - segs[i].paddr < segs[i].memsz)
+		if (gpa >= segs[i].gpa && gpa - segs[i].gpa < segs[i].memsz)
 			return 1;
 	return 0;
 }
@@ -122,7 +118,7 @@ static uint64_t note_pvh_entry(const uint8_t *img, size_t len, const Elf64_Phdr 
 }
 
 static uint64_t find_pvh_entry(const uint8_t *img, size_t len, const Elf64_Ehdr *eh,
-			       const struct elf_seg *segs, int nsegs)
+			       const struct boot_segment *segs, int nsegs)
 {
 	for (int i = 0; i < eh->e_phnum; i++) {
 		Elf64_Phdr ph;
@@ -139,10 +135,10 @@ static uint64_t find_pvh_entry(const uint8_t *img, size_t len, const Elf64_Ehdr 
 	return 0;
 }
 
-int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
-		  struct boot_kernel *k, struct tvm_err *e)
+static int elf_load(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k, bool copy,
+		    struct tvm_err *e)
 {
-	struct elf_seg segs[ELF_MAX_LOADS];
+	struct boot_segment *segs = k->segs;
 	int nsegs = 0, r;
 	Elf64_Ehdr eh;
 
@@ -164,7 +160,8 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
 		r = check_load(m, &ph, i, len, segs, nsegs, e);
 		if (r)
 			return r;
-		segs[nsegs++] = (struct elf_seg){ ph.p_paddr, ph.p_memsz, ph.p_offset, ph.p_filesz };
+		segs[nsegs++] = (struct boot_segment){ ph.p_paddr, ph.p_memsz, ph.p_offset, ph.p_filesz };
+		k->nsegs = nsegs;
 	}
 	if (nsegs == 0)
 		return tvm_errf(e, EINVAL, "ELF has no non-empty PT_LOAD segment");
@@ -173,15 +170,17 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
 				(unsigned long long)eh.e_entry);
 
 	k->load_start = UINT64_MAX;
-	for (int i = 0; i < nsegs; i++) {
-		uint8_t *dst = gm_ptr(m, segs[i].paddr, segs[i].memsz);
+	for (int i = 0; i < nsegs && copy; i++) {
+		uint8_t *dst = gm_ptr(m, segs[i].gpa, segs[i].memsz);
 
-		memcpy(dst, img + segs[i].offset, segs[i].filesz);
+		memcpy(dst, img + segs[i].file_off, segs[i].filesz);
 		memset(dst + segs[i].filesz, 0, segs[i].memsz - segs[i].filesz);
-		if (segs[i].paddr < k->load_start)
-			k->load_start = segs[i].paddr;
-		if (segs[i].paddr + segs[i].memsz > k->load_end)
-			k->load_end = segs[i].paddr + segs[i].memsz;
+	}
+	for (int i = 0; i < nsegs; i++) {
+		if (segs[i].gpa < k->load_start)
+			k->load_start = segs[i].gpa;
+		if (segs[i].gpa + segs[i].memsz > k->load_end)
+			k->load_end = segs[i].gpa + segs[i].memsz;
 	}
 	k->entry = eh.e_entry;
 	k->is_bzimage = 0;
@@ -190,4 +189,21 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
 	k->cmdline_size = BOOT_CMDLINE_MAX - 1;
 	k->pvh_entry = find_pvh_entry(img, len, &eh, segs, nsegs);
 	return 0;
+}
+
+int boot_elf(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k, bool copy,
+	     struct tvm_err *e)
+{
+	int r = elf_load(m, img, len, k, copy, e);
+
+	/* The segment list fills in while checking: an error leaves nothing. */
+	if (r)
+		memset(k, 0, sizeof(*k));
+	return r;
+}
+
+int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
+		  struct boot_kernel *k, struct tvm_err *e)
+{
+	return boot_elf(m, img, len, k, true, e);
 }

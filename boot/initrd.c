@@ -8,8 +8,8 @@
 
 #define PAGE_MASK_4K (~0xfffULL)
 
-int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
-		     const uint8_t *initrd, size_t len, uint64_t *gpa, struct tvm_err *e)
+int boot_place_initrd(const struct guest_mem *m, const struct boot_kernel *k, size_t len, uint64_t *gpa,
+		      struct tvm_err *e)
 {
 	uint64_t ceiling = gm_low_end(m), floor = k->load_end, start;
 
@@ -27,9 +27,19 @@ int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
 				len, (unsigned long long)floor, (unsigned long long)ceiling,
 				(unsigned long long)(ceiling > floor ? ceiling - floor : 0));
 	start = (ceiling - len) & PAGE_MASK_4K;
-	if (gm_write(m, start, initrd, len))
+	if (!gm_ptr(m, start, len))
 		return tvm_errf(e, EFAULT, "[0x%llx, +0x%zx) is not guest RAM", (unsigned long long)start,
 				len);
 	*gpa = start;
 	return 0;
+}
+
+int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
+		     const uint8_t *initrd, size_t len, uint64_t *gpa, struct tvm_err *e)
+{
+	int r = boot_place_initrd(m, k, len, gpa, e);
+
+	if (!r && len)
+		gm_write(m, *gpa, initrd, len); /* boot_place_initrd checked the range */
+	return r;
 }

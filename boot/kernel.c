@@ -26,14 +26,26 @@ int boot_check_kernel_range(const struct guest_mem *m, uint64_t gpa, uint64_t le
 	return 0;
 }
 
-int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
-		     struct boot_kernel *k, struct tvm_err *e)
+static int load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k,
+		       bool copy, struct tvm_err *e)
 {
 	memset(k, 0, sizeof(*k));
 	if (len >= SELFMAG && memcmp(img, ELFMAG, SELFMAG) == 0)
-		return boot_load_elf(m, img, len, k, e);
+		return boot_elf(m, img, len, k, copy, e);
 	if (len >= BP_HDR_OFF(header) + 4 && memcmp(img + BP_HDR_OFF(header), BP_HDRS_MAGIC, 4) == 0)
 		return boot_load_bzimage(m, img, len, k, e);
 	return tvm_errf(e, ENOEXEC,
 			"not an ELF vmlinux or bzImage (%zu bytes, no ELF magic, no \"HdrS\" at 0x202)", len);
+}
+
+int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
+		     struct boot_kernel *k, struct tvm_err *e)
+{
+	return load_kernel(m, img, len, k, true, e);
+}
+
+int boot_plan_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
+		     struct boot_kernel *k, struct tvm_err *e)
+{
+	return load_kernel(m, img, len, k, false, e);
 }

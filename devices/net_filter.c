@@ -35,11 +35,18 @@ bool net_rule_match(const struct net_rule *r, const struct net_flow *fl)
 	return fl->dport == r->port && (!r->proto || r->proto == fl->proto);
 }
 
-/* RFC 4861 4: router/neighbour solicitation and advertisement, redirect. */
+/* RFC 4861 4: router/neighbour solicitation and advertisement, redirect;
+ * only as the link sees them (hop limit 255, RFC 4861 6.1/7.1) and only to
+ * link-local unicast (fe80::/10) or link-local multicast (ff02::/16), so no
+ * router forwards them: otherwise ICMPv6 133-137 would be a way past the
+ * allow-list to any IPv6 host. */
 static bool is_nd(const struct net_flow *fl)
 {
+	bool link_scope = (fl->dst[0] == 0xfe && (fl->dst[1] & 0xc0) == 0x80) ||
+			  (fl->dst[0] == 0xff && fl->dst[1] == 0x02);
+
 	return fl->family == 6 && fl->proto == IPPROTO_ICMPV6 && fl->has_l4 && fl->icmp6_type >= 133 &&
-	       fl->icmp6_type <= 137;
+	       fl->icmp6_type <= 137 && fl->ttl == 255 && link_scope;
 }
 
 enum net_verdict net_filter(const struct net_policy *p, const uint8_t *f, size_t cap, size_t len)
@@ -53,7 +60,7 @@ enum net_verdict net_filter(const struct net_policy *p, const uint8_t *f, size_t
 	if (v != NET_PASS)
 		return v;
 	if (fl.ethertype == 0x0806) /* ETH_P_ARP, validated by the parser */
-		return NET_PASS;
+		return fl.arp_sha_is_src ? NET_PASS : NET_DROP_SPOOF;
 	if (!fl.family)
 		return NET_DROP_POLICY;
 	if (fl.fragment)

@@ -7,9 +7,11 @@
  *    and bad virtio-net headers).
  *  - allow-list (after any net_policy_add_rule / _add_dns / _deny_all):
  *    a frame passes when it is well formed (devices/net_frame.h) and
- *      . it is ARP, or IPv6 neighbour discovery (ICMPv6 133-137: router
- *        and neighbour solicitation/advertisement, redirect), so the link
- *        works; or
+ *      . it is ARP whose sender hardware address is the frame's source
+ *        (else NET_DROP_SPOOF), or IPv6 neighbour discovery (ICMPv6
+ *        133-137: router and neighbour solicitation/advertisement,
+ *        redirect) with hop limit 255 to a link-local unicast or multicast
+ *        address, so the link works but nothing routable gets out; or
  *      . it is IP, not a fragment, and a rule matches its destination.
  *    Anything else is dropped: other ethertypes (also QinQ), IP fragments
  *    (a non-first fragment has no port to check; the guest's path MTU
@@ -91,7 +93,7 @@ bool net_rule_match(const struct net_rule *r, const struct net_flow *fl);
 
 /* Verdict on the len-byte frame whose first cap bytes are f (cap <= len;
  * see net_frame.h): NET_PASS or the drop reason (RUNT, MALFORMED, FRAGMENT,
- * POLICY). Never reads past f[cap). */
+ * POLICY, SPOOF for ARP). Never reads past f[cap). */
 enum net_verdict net_filter(const struct net_policy *p, const uint8_t *f, size_t cap, size_t len);
 
 #endif

@@ -78,6 +78,7 @@ static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len,
 	if ((p[0] >> 4) != 4 || ihl < 20 || total < ihl || total > l3len)
 		return NET_DROP_MALFORMED;
 	fl->family = 4;
+	fl->ttl = p[8];
 	fl->proto = p[9];
 	memcpy(fl->dst, p + 16, 4);
 	frag = be16(p + 6);
@@ -100,6 +101,7 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 	if ((p[0] >> 4) != 6 || be16(p + 4) == 0 || be16(p + 4) > l3len - 40)
 		return NET_DROP_MALFORMED;
 	fl->family = 6;
+	fl->ttl = p[7];
 	memcpy(fl->dst, p + 24, 16);
 	nh = p[6];
 	off = l3 + 40;
@@ -143,7 +145,7 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 }
 
 /* RFC 826, Ethernet/IPv4 only. */
-static enum net_verdict parse_arp(const struct cur *c, size_t l3, size_t l3len)
+static enum net_verdict parse_arp(const struct cur *c, size_t l3, size_t l3len, struct net_flow *fl)
 {
 	const uint8_t *p;
 
@@ -152,6 +154,7 @@ static enum net_verdict parse_arp(const struct cur *c, size_t l3, size_t l3len)
 	p = c->f + l3;
 	if (be16(p) != 1 || be16(p + 2) != ETH_P_IP || p[4] != 6 || p[5] != 4)
 		return NET_DROP_MALFORMED;
+	fl->arp_sha_is_src = !memcmp(p + 8, c->f + 6, 6);
 	return NET_PASS;
 }
 
@@ -176,7 +179,7 @@ enum net_verdict net_frame_parse(const uint8_t *f, size_t cap, size_t len, struc
 	switch (out.ethertype) {
 	case ETH_P_IP: v = parse_ipv4(&c, l3, len - l3, &out); break;
 	case ETH_P_IPV6: v = parse_ipv6(&c, l3, len - l3, &out); break;
-	case ETH_P_ARP: v = parse_arp(&c, l3, len - l3); break;
+	case ETH_P_ARP: v = parse_arp(&c, l3, len - l3, &out); break;
 	default: v = NET_PASS; break;
 	}
 	if (v == NET_PASS)

@@ -4,7 +4,8 @@
  * What it reads (RFC/IEEE references in net_frame.c):
  *  - Ethernet II, with at most one 802.1Q tag (0x8100); a second tag (QinQ)
  *    leaves the inner type unparsed (ethertype 0x8100, family 0).
- *  - ARP for IPv4 over Ethernet (hlen 6, plen 4, 28 bytes).
+ *  - ARP for IPv4 over Ethernet (hlen 6, plen 4, 28 bytes), noting
+ *    whether the sender hardware address is the frame's source MAC.
  *  - IPv4: version, IHL >= 5 (options skipped), total length within the
  *    frame (shorter is Ethernet padding), fragments (MF or offset != 0: a
  *    non-first fragment has no L4 header).
@@ -59,6 +60,8 @@ struct net_flow {
 	bool has_l4;         /* L4 header present and checked (not a non-first fragment) */
 	uint16_t dport;      /* TCP/UDP destination port when has_l4 */
 	uint8_t icmp6_type;  /* ICMPv6 type when proto is 58 and has_l4 */
+	uint8_t ttl;         /* IPv4 TTL, IPv6 hop limit */
+	bool arp_sha_is_src; /* ARP: sender hardware address is the Ethernet source */
 };
 
 /* Parse f[0..cap) of a len-byte frame into *fl. Returns NET_PASS,

@@ -72,6 +72,31 @@ START_TEST(good_elf_loads_segments)
 }
 END_TEST
 
+START_TEST(plan_lists_segments_and_copies_nothing)
+{
+	size_t len = tb_good_elf(img, CAP);
+
+	ck_assert_int_eq(boot_plan_kernel(&ram.m, img, len, &k, &err), 0);
+	ck_assert_uint_eq(k.entry, TB_ELF_ENTRY);
+	ck_assert_uint_eq(k.load_start, 0x100000);
+	ck_assert_uint_eq(k.load_end, 0x200100);
+	ck_assert_int_eq(k.nsegs, 2);
+	ck_assert_uint_eq(k.segs[0].gpa, 0x100000);
+	ck_assert_uint_eq(k.segs[0].file_off, 0x1000);
+	ck_assert_uint_eq(k.segs[0].filesz, 0x300);
+	ck_assert_uint_eq(k.segs[0].memsz, 0x1000);
+	ck_assert_uint_eq(k.segs[1].gpa, 0x200000);
+	ck_assert_uint_eq(k.segs[1].file_off, 0x1300);
+	ck_assert_uint_eq(k.segs[1].filesz, 0x100);
+	/* The caller places the bytes: RAM is as it was. */
+	ck_assert(tb_all(&ram, 0x100000, 0x1000, TB_FILL));
+	ck_assert(tb_all(&ram, 0x200000, 0x200, TB_FILL));
+	/* The same checks as a load: a truncated image is refused, k zeroed. */
+	ck_assert_int_eq(boot_plan_kernel(&ram.m, img, 0x1200, &k, &err), -EINVAL);
+	ck_assert_int_eq(k.nsegs, 0);
+}
+END_TEST
+
 START_TEST(direct_call_equals_dispatch)
 {
 	struct boot_kernel k2;
@@ -369,6 +394,7 @@ static Suite *suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, good_elf_loads_segments);
 	tcase_add_test(tc, direct_call_equals_dispatch);
+	tcase_add_test(tc, plan_lists_segments_and_copies_nothing);
 	tcase_add_test(tc, every_truncation_fails);
 	tcase_add_test(tc, wrong_ident_machine_type);
 	tcase_add_test(tc, bad_program_header_table);

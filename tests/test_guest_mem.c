@@ -1,7 +1,10 @@
 #include <check.h>
 #include <errno.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "vmm/guest_mem.h"
 #include "tests/unit.h"
@@ -71,6 +74,40 @@ START_TEST(bad_sizes)
 }
 END_TEST
 
+START_TEST(map_file_is_private_and_checked)
+{
+	struct guest_mem m;
+	char path[] = "/tmp/tinyvmm-gm-XXXXXX";
+	uint8_t page[8192], back[8192];
+	int fd = mkstemp(path);
+
+	ck_assert_int_ge(fd, 0);
+	unlink(path);
+	for (size_t i = 0; i < sizeof(page); i++)
+		page[i] = (uint8_t)(i * 7);
+	ck_assert_int_eq(write(fd, page, sizeof(page)), (ssize_t)sizeof(page));
+	ck_assert_int_eq(gm_init_anon(&m, 16 << 20, NULL), 0);
+	ck_assert_int_eq(gm_map_file(&m, 0x100000, fd, 0, 8192), 0);
+	ck_assert_int_eq(gm_read(&m, 0x100000, back, 8192), 0);
+	ck_assert_int_eq(memcmp(back, page, 8192), 0);
+	/* Guest writes stay private: the file is unchanged. */
+	ck_assert_int_eq(gm_write(&m, 0x100000, "zz", 2), 0);
+	ck_assert_int_eq(pread(fd, back, 2, 0), 2);
+	ck_assert_uint_eq(back[0], page[0]);
+	ck_assert_uint_eq(back[1], page[1]);
+	/* RAM around it is untouched. */
+	ck_assert_int_eq(gm_read(&m, 0x100000 - 1, back, 1), 0);
+	ck_assert_uint_eq(back[0], 0);
+	ck_assert_int_eq(gm_map_file(&m, 0x100001, fd, 0, 4096), -EINVAL);
+	ck_assert_int_eq(gm_map_file(&m, 0x100000, fd, 1, 4096), -EINVAL);
+	ck_assert_int_eq(gm_map_file(&m, 0x100000, fd, 0, 100), -EINVAL);
+	ck_assert_int_eq(gm_map_file(&m, 0x100000, fd, 0, 0), -EINVAL);
+	ck_assert_int_eq(gm_map_file(&m, (16 << 20) - 4096, fd, 0, 8192), -EFAULT);
+	gm_destroy(&m);
+	close(fd);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("guest_mem");
@@ -79,6 +116,7 @@ int main(void)
 	tcase_add_test(tc, small_layout);
 	tcase_add_test(tc, hole_layout);
 	tcase_add_test(tc, bad_sizes);
+	tcase_add_test(tc, map_file_is_private_and_checked);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

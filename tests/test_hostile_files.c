@@ -1,7 +1,7 @@
-/* Drive images that are not images: FIFOs (whose open(O_RDONLY) blocks
- * until a writer comes, i.e. forever), directories, character devices.
- * blk_image_open must refuse each at once with one line naming the path
- * and the reason, in every mode. */
+/* Files that are not files: FIFOs (whose open(O_RDONLY) blocks until a
+ * writer comes, i.e. forever), directories, character devices, given as
+ * drive images or found in a snapshot directory. Each must be refused at
+ * once with one line naming the path and the reason. */
 #include <check.h>
 #include <errno.h>
 #include <stdio.h>
@@ -12,6 +12,8 @@
 
 #include "devices/blk_image.h"
 #include "tests/unit.h"
+#include "vmm/guest_mem.h"
+#include "vmm/snapshot_io.h"
 
 static char dir[64], fifo[96];
 
@@ -61,6 +63,27 @@ START_TEST(directory_and_char_device)
 }
 END_TEST
 
+/* A snapshot directory whose "state" or "mem" is a FIFO: restore used to
+ * hang in open(). */
+START_TEST(snapshot_files_fifo)
+{
+	struct guest_mem m;
+	struct tvm_err e = { 0 };
+	uint8_t *buf = (uint8_t *)&buf;
+	size_t len = 1;
+	char want[256];
+
+	ck_assert_int_eq(snap_read_file(fifo, 4096, &buf, &len, &e), -EINVAL);
+	snprintf(want, sizeof(want), "%s: not a regular file of at most 4096 bytes", fifo);
+	ck_assert_str_eq(e.msg, want);
+	ck_assert_ptr_null(buf);
+	ck_assert_uint_eq(len, 0);
+	ck_assert_int_eq(gm_init_file(&m, fifo, 16u << 20, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, fifo));
+	ck_assert_ptr_nonnull(strstr(e.msg, "memory file"));
+}
+END_TEST
+
 static Suite *hostile_files_suite(void)
 {
 	Suite *s = suite_create("hostile_files");
@@ -70,6 +93,7 @@ static Suite *hostile_files_suite(void)
 	tcase_set_timeout(tc, 10);
 	tcase_add_test(tc, fifo_every_mode);
 	tcase_add_test(tc, directory_and_char_device);
+	tcase_add_test(tc, snapshot_files_fifo);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -289,12 +289,30 @@ START_TEST(arp_and_nd_always)
 	net_policy_deny_all(&p);
 	n = tf_arp(b);
 	ck_assert_int_eq(filt(&p, n, n), NET_PASS);
+	b[14 + 8] ^= 1; /* sender hardware address not the frame's source */
+	ck_assert_int_eq(filt(&p, n, n), NET_DROP_SPOOF);
+	n = tf_arp(b);
 	b[14 + 5] = 16; /* protocol address length */
 	ck_assert_int_eq(filt(&p, n, n), NET_DROP_MALFORMED);
 	for (unsigned t = 128; t < 145; t++) {
 		n = tf_icmp6(b, "ff02::2", (uint8_t)t);
 		ck_assert_int_eq(filt(&p, n, n), t >= 133 && t <= 137 ? NET_PASS : NET_DROP_POLICY);
+		n = tf_icmp6(b, "fe80::1", (uint8_t)t);
+		ck_assert_int_eq(filt(&p, n, n), t >= 133 && t <= 137 ? NET_PASS : NET_DROP_POLICY);
+		n = tf_icmp6(b, "febf::1", (uint8_t)t);
+		ck_assert_int_eq(filt(&p, n, n), t >= 133 && t <= 137 ? NET_PASS : NET_DROP_POLICY);
 	}
+	/* ND only as the link sees it: routable destinations, or a hop limit
+	 * other than 255, would take it past the allow-list. */
+	n = tf_icmp6(b, "2001:db8::1", 135);
+	ck_assert_int_eq(filt(&p, n, n), NET_DROP_POLICY);
+	n = tf_icmp6(b, "ff05::2", 133); /* site-local multicast */
+	ck_assert_int_eq(filt(&p, n, n), NET_DROP_POLICY);
+	n = tf_icmp6(b, "fec0::1", 135); /* not fe80::/10 */
+	ck_assert_int_eq(filt(&p, n, n), NET_DROP_POLICY);
+	n = tf_icmp6(b, "ff02::1:ff00:1", 135);
+	b[14 + 7] = 254;
+	ck_assert_int_eq(filt(&p, n, n), NET_DROP_POLICY);
 	n = tf_udp4(b, "1.2.3.4", 53, 0);
 	ck_assert_int_eq(filt(&p, n, n), NET_DROP_POLICY);
 }

@@ -131,10 +131,12 @@ static inline size_t tf_tcp6(uint8_t *b, const char *dst, uint16_t dport)
 	return tf_tcp(b, tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_TCP, dst, 20), dport, 5);
 }
 
+/* ICMPv6 (hop limit 255, as neighbour discovery sends it). */
 static inline size_t tf_icmp6(uint8_t *b, const char *dst, uint8_t type)
 {
 	size_t off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_ICMPV6, dst, 24);
 
+	b[off - 40 + 7] = 255;
 	memset(b + off, 0, 24);
 	b[off] = type;
 	return off + 24;

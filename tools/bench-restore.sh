@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Restore benchmark: boot once and snapshot when the agent is ready (the
+# Restore benchmark: boot once and snapshot when the agent is ready and the
+# warm-up command ran (WARMUP, default `sh -c true`; WARMUP= for none; the
 # cold boot-to-agent-ready time is printed for comparison), then N restores
 # (default 10) through `tinyvmm run --snapshot`, each running `true`:
 #   - VMM side: process start -> first KVM_RUN, and tvm_vm_restore() call ->
@@ -26,7 +27,7 @@ field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }
 stats() { sort -n | awk '{ v[NR] = $1 } END { p = int(NR * 0.99 + 0.999); if (p < 1) p = 1;
 	printf "%10s %10s\n", v[int((NR + 1) / 2)], v[p] }'; }
 
-line=$(./tinyvmm snapshot create --out "$snap" --kernel "$guest/vmlinux" --rootfs "$rootfs" 2>&1 >/dev/null |
+line=$(./tinyvmm snapshot create --out "$snap" --kernel "$guest/vmlinux" --rootfs "$rootfs" -- ${WARMUP-sh -c true} 2>&1 >/dev/null |
 	grep 'agent ready')
 echo "cold boot: ${line#tinyvmm: }"
 echo "snapshot: state $(stat -c %s "$snap/state") bytes, memory $(du -k "$snap/mem" | cut -f1) KiB on disk" \

@@ -23,7 +23,7 @@ static const char usage[] =
 	"usage: tinyvmm run --kernel PATH [VM options] [job options] [-- CMD ARGS...]\n"
 	"       tinyvmm run --snapshot DIR [--rootfs/--drive, --vsock-uds, --serial-out, --metrics,\n"
 	"                   --ttl, --console] [job options] [-- CMD ARGS...]\n"
-	"       tinyvmm snapshot create --out DIR --kernel PATH [VM options]\n"
+	"       tinyvmm snapshot create --out DIR --kernel PATH [VM options] [-- WARMUP CMD...]\n"
 	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
 	"       tinyvmm host      print the host quirks and the default guest command line\n"
 	"Without CMD, `run` boots the guest and shows its console until it ends.\n"
@@ -50,7 +50,8 @@ static const char usage[] =
 	"  --snapshot DIR         restore the VM saved in DIR instead of booting (its memory,\n"
 	"                         vCPUs, command line and drive modes); --rootfs/--drive re-point\n"
 	"                         its drives (same images, same count), each gets a fresh overlay\n"
-	"  --out DIR              snapshot create: boot, wait for the agent, save the VM into DIR\n"
+	"  --out DIR              snapshot create: boot, wait for the agent, run the warm-up\n"
+	"                         command if given, save the VM into DIR\n"
 	"job options:\n"
 	"  -e, --env NAME=VALUE   environment for the job (repeatable)\n"
 	"  --workdir DIR          working directory in the guest\n"
@@ -320,7 +321,8 @@ static int run_job_in_vm(struct run_args *a, struct tvm_vm *vm, uint64_t t0)
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
 	}
-	if (tvm_agent_seed(agent, &err))
+	/* A restored VM was seeded by tvm_vm_agent_connect already. */
+	if (!a->snapshot && tvm_agent_seed(agent, &err))
 		fprintf(stderr, "tinyvmm: warning: %s\n", err.msg);
 	status = cli_job_run(&a->job, agent, t0);
 	if (wants_clean_shutdown(&a->c) && !tvm_agent_shutdown(agent, &err)) {
@@ -431,16 +433,17 @@ static int cmd_run(int argc, char **argv, uint64_t t0)
 	return status;
 }
 
-/* Boot, wait for the agent, snapshot, stop. No connection stays open
- * across the snapshot: the restored guest would only see it reset. */
+/* Boot, wait for the agent, run the warm-up command if any, snapshot,
+ * stop. No connection stays open across the snapshot: the restored guest
+ * would only see it reset. */
 static int cmd_snapshot_create(int argc, char **argv, uint64_t t0)
 {
 	struct run_args a = { 0 };
 	struct tvm_err err = { 0 };
 	struct tvm_agent *agent;
 	struct tvm_vm *vm;
-	uint64_t ready, saved;
-	int r = setup_run(argc, argv, t0, &a, 1);
+	uint64_t ready = 0, warm = 0, saved = 0;
+	int connected, r = setup_run(argc, argv, t0, &a, 1);
 
 	if (r)
 		return r < 0 ? 0 : r;
@@ -452,15 +455,25 @@ static int cmd_snapshot_create(int argc, char **argv, uint64_t t0)
 	r = tvm_vm_start(vm, &err);
 	if (!r)
 		r = tvm_vm_agent_connect(vm, BOOT_TIMEOUT_MS, &agent, &err);
-	if (!r) {
-		tvm_agent_close(agent);
-		ready = now_ns();
-		r = tvm_vm_snapshot(vm, a.out, &err);
-		saved = now_ns();
+	connected = !r;
+	ready = now_ns();
+	if (!r && a.job.argv) {
+		/* Warm-up: what the job touches (binaries, page cache) is in
+		 * the snapshot, so restored VMs start it faster. */
+		int status = cli_job_run(&a.job, agent, t0);
+
+		if (status)
+			r = tvm_errf(&err, EIO, "warm-up command %s: exit status %d", a.job.argv[0], status);
 	}
+	if (connected)
+		tvm_agent_close(agent);
+	warm = now_ns();
 	if (!r)
-		fprintf(stderr, "tinyvmm: snapshot %s: agent ready %.1f s after start, saved in %.0f ms\n", a.out,
-			(double)(ready - t0) / 1e9, (double)(saved - ready) / 1e6);
+		r = tvm_vm_snapshot(vm, a.out, &err);
+	saved = now_ns();
+	if (!r)
+		fprintf(stderr, "tinyvmm: snapshot %s: agent ready %.1f s after start, warm-up %.1f s, saved in %.0f ms\n",
+			a.out, (double)(ready - t0) / 1e9, (double)(warm - ready) / 1e9, (double)(saved - warm) / 1e6);
 	else
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 	tvm_vm_stop(vm);

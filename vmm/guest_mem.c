@@ -64,7 +64,7 @@ int gm_init_file(struct guest_mem *m, const char *path, uint64_t size, struct tv
 	memset(m, 0, sizeof(*m));
 	if (r)
 		return r;
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
 	if (fd < 0)
 		return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
@@ -121,6 +121,22 @@ void *gm_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len)
 		return r->host + off;
 	}
 	return NULL;
+}
+
+int gm_map_file(const struct guest_mem *m, uint64_t gpa, int fd, uint64_t off, uint64_t len)
+{
+	void *p;
+
+	if (!len || ((gpa | off | len) & 4095))
+		return -EINVAL;
+	p = gm_ptr(m, gpa, len);
+	if (!p)
+		return -EFAULT;
+	if (mmap(p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED, fd, (off_t)off) == MAP_FAILED)
+		return -errno;
+	madvise(p, len, MADV_DONTDUMP);
+	madvise(p, len, MADV_DONTFORK);
+	return 0;
 }
 
 int gm_read(const struct guest_mem *m, uint64_t gpa, void *dst, uint64_t len)

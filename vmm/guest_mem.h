@@ -58,6 +58,14 @@ void gm_destroy(struct guest_mem *m);
  * inside a region. */
 void *gm_ptr(const struct guest_mem *m, uint64_t gpa, uint64_t len);
 
+/* Replace guest RAM [gpa, gpa + len) with a private copy-on-write mapping
+ * of file fd at offset off (all three page aligned, len > 0): the guest sees
+ * the file's bytes, read lazily from the page cache, and its writes stay
+ * private. Used to place kernel segments without copying them. Returns 0,
+ * -EINVAL (alignment), -EFAULT (not inside one RAM region) or -errno from
+ * mmap (then the range may be unmapped: the VM must not run). */
+int gm_map_file(const struct guest_mem *m, uint64_t gpa, int fd, uint64_t off, uint64_t len);
+
 /* Copy len bytes from/to guest memory. Return 0 or -EFAULT (nothing copied)
  * when the range is not entirely RAM. */
 int gm_read(const struct guest_mem *m, uint64_t gpa, void *dst, uint64_t len);

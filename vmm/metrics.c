@@ -43,7 +43,7 @@ const char *metrics_mark_name(enum metrics_mark which)
 	return names[which];
 }
 
-long metrics_rss_kib_excluding(const void *exclude)
+long metrics_rss_kib_excluding(const void *start, uint64_t len)
 {
 	FILE *f = fopen("/proc/self/smaps", "re");
 	char line[512];
@@ -53,13 +53,13 @@ long metrics_rss_kib_excluding(const void *exclude)
 	if (!f)
 		return -1;
 	while (fgets(line, sizeof(line), f)) {
-		uintptr_t start, end;
+		uintptr_t begin, end;
 		char perms[8];
 
 		/* Mapping header lines are "start-end perms ..."; field lines are
 		 * "Name: value" (and some names start with hex digits). */
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &start, &end, perms) == 3) {
-			skip = exclude && start == (uintptr_t)exclude;
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s", &begin, &end, perms) == 3) {
+			skip = start && begin >= (uintptr_t)start && begin - (uintptr_t)start < len;
 			continue;
 		}
 		if (sscanf(line, "Rss: %ld kB", &kib) == 1 && !skip)

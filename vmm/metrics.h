@@ -37,8 +37,9 @@ void metrics_mark_at(struct metrics *m, enum metrics_mark which, uint64_t ns);
 /* JSON key of a milestone, e.g. "first_kvm_run_us". */
 const char *metrics_mark_name(enum metrics_mark which);
 
-/* Resident set of this process in KiB, not counting the mapping that starts
- * at exclude (guest RAM); from /proc/self/smaps. -1 if unreadable. */
-long metrics_rss_kib_excluding(const void *exclude);
+/* Resident set of this process in KiB, not counting mappings inside
+ * [start, start + len) (guest RAM, which may be split into several
+ * mappings); from /proc/self/smaps. -1 if unreadable. */
+long metrics_rss_kib_excluding(const void *start, uint64_t len);
 
 #endif

@@ -76,7 +76,9 @@ int snap_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, str
 	struct stat st;
 	uint8_t *p;
 	size_t got = 0;
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK: a FIFO fails the check below instead of blocking the
+	 * open (regular-file reads ignore the flag). */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	*buf = NULL;
 	*len = 0;

@@ -143,8 +143,10 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
  * private overlay holding the snapshot's blocks. Memory, vCPUs, command
  * line, vsock CID and drive modes come from the snapshot; other fields of
  * overrides are ignored. Then tvm_vm_start() runs it as a fresh VM: the
- * vsock device posts TRANSPORT_RESET, and the first tvm_vm_agent_connect()
- * sends SEED (fresh entropy, host wall clock). Returns 0 and *out, or
+ * vsock device posts TRANSPORT_RESET and tvm_vm_start() returns once the
+ * guest has handled it (at most 3 s; a connection opened before would be
+ * dropped by the guest), and the first tvm_vm_agent_connect() sends SEED
+ * (fresh entropy, host wall clock). Returns 0 and *out, or
  * -errno: -EINVAL (damaged, truncated, inconsistent), -EPROTONOSUPPORT
  * (other format version), -ENOENT, or a KVM ioctl's error naming it. */
 int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e);

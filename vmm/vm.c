@@ -274,13 +274,15 @@ static int add_drives(struct tvm_vm *vm, struct tvm_err *e)
 	return 0;
 }
 
-/* Map a whole file read-only; what names it in errors ("kernel"). */
-static int map_file(const char *what, const char *path, const uint8_t **data, size_t *len, struct tvm_err *e)
+/* Map a whole file read-only; what names it in errors ("kernel"). With fd
+ * non-NULL the file stays open there (the caller closes it). */
+static int map_file(const char *what, const char *path, const uint8_t **data, size_t *len, int *fd_out,
+		    struct tvm_err *e)
 {
 	struct stat st;
 	void *p;
 	/* O_NONBLOCK: a FIFO must fail the regular-file check below, not
-	 * block the open forever (nothing is read through fd). */
+	 * block the open forever (regular files ignore the flag). */
 	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0)
@@ -291,11 +293,40 @@ static int map_file(const char *what, const char *path, const uint8_t **data, si
 		return r;
 	}
 	p = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-	close(fd);
-	if (p == MAP_FAILED)
-		return tvm_errf(e, errno, "%s %s: mmap: %s", what, path, strerror(errno));
+	if (p == MAP_FAILED) {
+		int r = tvm_errf(e, errno, "%s %s: mmap: %s", what, path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	if (fd_out)
+		*fd_out = fd;
+	else
+		close(fd);
 	*data = p;
 	*len = (size_t)st.st_size;
+	return 0;
+}
+
+/* Put an ELF kernel's checked segments in guest RAM. Whole pages whose
+ * file offset and GPA are page aligned (all of a Linux vmlinux's) are
+ * mapped copy-on-write from the file, so the guest reads them lazily from
+ * the page cache and the VMM copies ~nothing before the first KVM_RUN;
+ * partial pages are copied; bss is zeroed. */
+static int place_segments(struct tvm_vm *vm, const struct boot_kernel *k, const uint8_t *img, int fd,
+			  struct tvm_err *e)
+{
+	for (int i = 0; i < k->nsegs; i++) {
+		const struct boot_segment *s = &k->segs[i];
+		uint8_t *dst = gm_ptr(&vm->mem, s->gpa, s->memsz); /* boot_plan_kernel checked it */
+		uint64_t whole = ((s->gpa | s->file_off) & 4095) ? 0 : s->filesz & ~4095ULL;
+		int r = whole ? gm_map_file(&vm->mem, s->gpa, fd, s->file_off, whole) : 0;
+
+		if (r)
+			return tvm_errf(e, -r, "segment %d at 0x%llx: mmap: %s", i, (unsigned long long)s->gpa,
+					strerror(-r));
+		memcpy(dst + whole, img + s->file_off + whole, s->filesz - whole);
+		memset(dst + s->filesz, 0, s->memsz - s->filesz);
+	}
 	return 0;
 }
 
@@ -307,23 +338,33 @@ static int load_guest(struct tvm_vm *vm, struct tvm_err *e)
 	uint64_t initrd_gpa = 0, initrd_len = 0;
 	struct kvm_sregs sregs;
 	struct kvm_regs regs;
-	int r;
+	int r, fd;
 
-	r = map_file("kernel", vm->cfg.kernel_path, &img, &len, e);
+	r = map_file("kernel", vm->cfg.kernel_path, &img, &len, &fd, e);
 	if (r)
 		return r;
-	r = boot_load_kernel(&vm->mem, img, len, &k, e);
+	r = boot_plan_kernel(&vm->mem, img, len, &k, e);
+	if (!r)
+		r = place_segments(vm, &k, img, fd, e);
 	munmap((void *)img, len);
+	close(fd);
 	if (r) {
 		tvm_err_prefix(e, "kernel %s", vm->cfg.kernel_path);
 		return r;
 	}
 	if (vm->cfg.initrd_path) {
-		r = map_file("initrd", vm->cfg.initrd_path, &img, &len, e);
+		r = map_file("initrd", vm->cfg.initrd_path, &img, &len, &fd, e);
 		if (r)
 			return r;
-		r = boot_load_initrd(&vm->mem, &k, img, len, &initrd_gpa, e);
+		r = boot_place_initrd(&vm->mem, &k, len, &initrd_gpa, e);
+		if (!r) {
+			/* Like the kernel: whole pages mapped, the tail copied. */
+			struct boot_segment s = { .gpa = initrd_gpa, .memsz = len, .file_off = 0, .filesz = len };
+			struct boot_kernel one = { .nsegs = 1, .segs = { s } };
+			r = place_segments(vm, &one, img, fd, e);
+		}
 		munmap((void *)img, len);
+		close(fd);
 		if (r) {
 			tvm_err_prefix(e, "initrd %s", vm->cfg.initrd_path);
 			return r;
@@ -630,7 +671,7 @@ enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm)
 
 long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm)
 {
-	return metrics_rss_kib_excluding(vm->mem.base);
+	return metrics_rss_kib_excluding(vm->mem.base, vm->mem.size);
 }
 
 int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e)
@@ -642,7 +683,7 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 	fprintf(f, "{");
 	for (int i = 0; i < MARK_COUNT; i++)
 		fprintf(f, "\"%s\":%llu,", metrics_mark_name(i), (unsigned long long)atomic_load(&vm->metrics.at_us[i]));
-	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[", metrics_rss_kib_excluding(vm->mem.base),
+	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[", metrics_rss_kib_excluding(vm->mem.base, vm->mem.size),
 		vm->cfg.mem_mib);
 	for (unsigned i = 0; i < vm->cfg.cpus && vm->vcpus; i++) {
 		fprintf(f, "%s{\"vcpu\":%u", i ? "," : "", i);

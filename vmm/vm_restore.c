@@ -134,7 +134,7 @@ static int restore_drives(struct tvm_vm *vm, struct restore *x, struct tvm_err *
 		snprintf(name, sizeof(name), "disk%u", i);
 		if ((r = snap_path(path, sizeof(path), x->dir, name, e)))
 			return r;
-		fd = open(path, O_RDONLY | O_CLOEXEC);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
 		if (fd < 0)
 			return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
 		r = blk_image_import(img, fd, x->map[i], x->nwords[i]);
@@ -218,14 +218,15 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 
 #define RESET_WAIT_MS 3000 /* longest wait for the guest to take TRANSPORT_RESET */
 
-/* The driver's available index of the vsock event queue (0 if not ready). */
-static uint16_t event_queue_avail(struct vdev *d)
+/* The driver's available index of the vsock event queue; -1 when the
+ * device is not running (no driver: nothing to wait for). */
+static int event_queue_avail(struct vdev *d)
 {
 	const struct virtqueue *vq = &d->t.vqs[VSOCK_EVQ];
-	uint16_t idx = 0;
+	int idx = -1;
 
 	pthread_mutex_lock(&d->t.lock);
-	if (vq->ready)
+	if (d->t.active && vq->ready && !vq->broken)
 		idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
 	pthread_mutex_unlock(&d->t.lock);
 	return idx;
@@ -250,14 +251,14 @@ void vm_restored_started(struct tvm_vm *vm)
 	}
 	/* The guest's connections ended with the snapshot's process. */
 	if (vm->vsock) {
-		uint16_t before = event_queue_avail(vm->vsock_dev);
+		int before = event_queue_avail(vm->vsock_dev);
 
 		virtio_vsock_transport_reset(vm->vsock);
 		/* The guest drops every connected socket when it handles the
 		 * reset, including one a host client opened meanwhile (it
 		 * would wait for an answer that never comes). It gives the
 		 * event buffer back once handled: wait for that, bounded. */
-		for (int i = 0; i < RESET_WAIT_MS && event_queue_avail(vm->vsock_dev) == before &&
+		for (int i = 0; before >= 0 && i < RESET_WAIT_MS && event_queue_avail(vm->vsock_dev) == before &&
 				!atomic_load(&vm->stopping); i++)
 			usleep(1000);
 	}

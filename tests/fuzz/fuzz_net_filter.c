@@ -105,8 +105,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (va == NET_DROP_RUNT && vb != NET_DROP_RUNT)
 		abort();
 	if (p == &pol[2] && v == NET_PASS) {
-		bool arp = a.ethertype == 0x0806 && !a.family;
-		bool nd = a.family == 6 && a.proto == IPPROTO_ICMPV6 && a.icmp6_type >= 133 && a.icmp6_type <= 137;
+		bool arp = a.ethertype == 0x0806 && !a.family && a.arp_sha_is_src;
+		bool nd = a.family == 6 && a.proto == IPPROTO_ICMPV6 && a.icmp6_type >= 133 && a.icmp6_type <= 137 &&
+			  a.ttl == 255 && ((a.dst[0] == 0xfe && (a.dst[1] & 0xc0) == 0x80) || (a.dst[0] == 0xff && a.dst[1] == 2));
 		bool dns = a.family && a.has_l4 && a.dport == 53 && !a.fragment && is_resolver(&a) &&
 			   (a.proto == IPPROTO_UDP || a.proto == IPPROTO_TCP);
 

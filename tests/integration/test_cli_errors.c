@@ -199,6 +199,21 @@ START_TEST(drive_specs)
 }
 END_TEST
 
+/* A snapshot directory holding a FIFO: restore used to hang in open(). */
+START_TEST(snapshot_dir_fifo)
+{
+	char state[160];
+
+	ck_assert_int_eq(mkdir(p("snap"), 0755), 0);
+	snprintf(state, sizeof(state), "%s/state", p("snap"));
+	ck_assert_int_eq(mkfifo(state, 0644), 0);
+	E("state: not a regular file", "run", "--snapshot", p("snap"));
+	unlink(state);
+	rmdir(p("snap"));
+	E("adir/state: No such file or directory", "run", "--snapshot", p("adir"));
+}
+END_TEST
+
 /* Files of the user's that a failed run must leave as they were. */
 START_TEST(user_files_survive)
 {
@@ -577,6 +592,7 @@ static Suite *cli_errors_suite(void)
 	tcase_add_test(tc, usage_errors);
 	tcase_add_test(tc, kernel_files);
 	tcase_add_test(tc, drive_specs);
+	tcase_add_test(tc, snapshot_dir_fifo);
 	tcase_add_test(tc, user_files_survive);
 	suite_add_tcase(s, tc);
 
