@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "guest/protocol.h"
@@ -840,6 +841,88 @@ START_TEST(every_cut_of_a_session)
 }
 END_TEST
 
+/* ---- tvm_agent_connect_uds: the hybrid vsock handshake ---- */
+
+struct uds_peer {
+	int lfd;
+	const char *answer; /* bytes sent after reading the CONNECT line */
+	size_t len;
+	int hold;           /* then stay silent instead of closing */
+	pthread_t thread;
+};
+
+static void *uds_main(void *arg)
+{
+	struct uds_peer *u = arg;
+	int fd = accept(u->lfd, NULL, NULL);
+	char c;
+
+	if (fd < 0)
+		return NULL;
+	while (recv(fd, &c, 1, 0) == 1 && c != '\n')
+		;
+	if (u->len)
+		send(fd, u->answer, u->len, MSG_NOSIGNAL);
+	if (u->hold) {
+		struct pollfd pf = { .fd = fd, .events = POLLIN };
+		poll(&pf, 1, 5000); /* until the host gives up and closes */
+	}
+	close(fd);
+	return NULL;
+}
+
+static int uds_try(const char *answer, size_t len, int hold, struct tvm_agent **a, struct tvm_err *e)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct uds_peer u = { .answer = answer, .len = len, .hold = hold };
+	int r;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/tinyvmm-hostile-uds-%d", (int)getpid());
+	unlink(sa.sun_path);
+	u.lfd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(u.lfd, 0);
+	ck_assert_int_eq(bind(u.lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(u.lfd, 1), 0);
+	ck_assert_int_eq(pthread_create(&u.thread, NULL, uds_main, &u), 0);
+	r = tvm_agent_connect_uds(sa.sun_path, TVM_AGENT_PORT, 200, a, e);
+	if (!r)
+		tvm_agent_close(*a);
+	pthread_join(u.thread, NULL);
+	close(u.lfd);
+	unlink(sa.sun_path);
+	return r;
+}
+
+START_TEST(uds_hostile_handshakes)
+{
+	static char longline[300];
+	struct tvm_agent *a = NULL;
+	struct tvm_err e = { 0 };
+	struct sbuf ok_ready = { 0 };
+
+	ck_assert_int_eq(uds_try("NO\n", 3, 0, &a, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "unexpected answer to CONNECT"));
+	ck_assert_int_eq(uds_try("", 0, 0, &a, &e), -ECONNREFUSED);
+	ck_assert_ptr_nonnull(strstr(e.msg, "guest port 1024 refused"));
+	ck_assert_int_eq(uds_try("OK 5", 4, 1, &a, &e), -ETIMEDOUT);
+	ck_assert_ptr_nonnull(strstr(e.msg, "no answer to CONNECT 1024"));
+	/* "OK " and then no newline for far longer than the line buffer:
+	 * the rest is taken as agent frames, which are garbage. */
+	memset(longline, 'x', sizeof(longline));
+	memcpy(longline, "OK ", 3);
+	ck_assert_int_eq(uds_try(longline, sizeof(longline), 0, &a, &e), -EPROTO);
+	ck_assert_ptr_nonnull(strstr(e.msg, "bad frame"));
+	/* OK, then silence where READY should be. */
+	ck_assert_int_eq(uds_try("OK 5\n", 5, 1, &a, &e), -ETIMEDOUT);
+	ck_assert_str_eq(e.msg, "agent: no answer within 200 ms");
+	/* And the real thing, with READY in the same segment as the OK. */
+	sb_put(&ok_ready, "OK 5\n", 5);
+	sb_ready(&ok_ready);
+	ck_assert_int_eq(uds_try((const char *)ok_ready.p, ok_ready.len, 0, &a, &e), 0);
+	free(ok_ready.p);
+}
+END_TEST
+
 static Suite *hostile_agent_suite(void)
 {
 	Suite *s = suite_create("hostile_agent_client");
@@ -882,6 +965,7 @@ static Suite *hostile_agent_suite(void)
 	tcase_add_test(tc, put_eof_before_ok);
 	tcase_add_test(tc, put_error_with_control_bytes);
 	tcase_add_test(tc, seed_wrong_answers_then_eof);
+	tcase_add_test(tc, uds_hostile_handshakes);
 	suite_add_tcase(s, tc);
 	return s;
 }

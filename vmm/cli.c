@@ -46,6 +46,13 @@ static const char usage[] =
 	"  --vsock-cid N          guest CID of the vsock device (default 3; 0: no device)\n"
 	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
 	"  --ttl SECONDS          stop the VM this long after it started, whatever happens\n"
+	"  --net TAP|auto         virtio-net on an existing TAP (or one tinyvmm creates);\n"
+	"                         no network at all without it\n"
+	"  --net-allow RULE       egress allow-list entry CIDR[:PORT[/tcp|udp]] (repeatable;\n"
+	"                         IPv6 with a port: [2001:db8::/32]:443); everything else dropped\n"
+	"  --net-dns ADDR         allow DNS to this resolver (alone: deny all but DNS)\n"
+	"  --net-deny-all         allow-list with no rules: only ARP/ND pass\n"
+	"  --net-mac MAC, --net-mtu BYTES\n"
 	"  --console              job mode: show the guest console on stderr\n"
 	"  --snapshot DIR         restore the VM saved in DIR instead of booting (its memory,\n"
 	"                         vCPUs, command line and drive modes); --rootfs/--drive re-point\n"
@@ -181,7 +188,7 @@ static uint64_t now_ns(void)
 enum {
 	O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
 	O_ROOTFS, O_DRIVE, O_VSOCK_CID, O_VSOCK_UDS, O_TTL, O_CONSOLE, O_STDIN, O_JSON, O_CAP, O_JOB,
-	O_SNAPSHOT, O_OUT,
+	O_SNAPSHOT, O_OUT, O_NET, O_NET_ALLOW, O_NET_DNS, O_NET_DENY, O_NET_MAC, O_NET_MTU,
 };
 
 static const struct option run_opts[] = {
@@ -197,6 +204,9 @@ static const struct option run_opts[] = {
 	{ "output-cap", required_argument, 0, O_CAP },	  { "env", required_argument, 0, O_JOB },
 	{ "workdir", required_argument, 0, O_JOB },	  { "timeout", required_argument, 0, O_JOB },
 	{ "put", required_argument, 0, O_JOB },		  { "get", required_argument, 0, O_JOB },
+	{ "net", required_argument, 0, O_NET },		  { "net-allow", required_argument, 0, O_NET_ALLOW },
+	{ "net-dns", required_argument, 0, O_NET_DNS },	  { "net-deny-all", no_argument, 0, O_NET_DENY },
+	{ "net-mac", required_argument, 0, O_NET_MAC },	  { "net-mtu", required_argument, 0, O_NET_MTU },
 	{ "snapshot", required_argument, 0, O_SNAPSHOT }, { "out", required_argument, 0, O_OUT },
 	{ 0, 0, 0, 0 },
 };
@@ -246,6 +256,28 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 		case O_CAP: if (parse_u32("--output-cap", optarg, &a->job.output_cap)) return EXIT_VM_FAILED; break;
 		case O_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
 		case O_VSOCK_UDS: a->c.vsock_uds = optarg; break;
+		case O_NET:
+			/* "auto" asks tinyvmm to create the TAP. */
+			a->c.net.enabled = 1;
+			a->c.net.tap = strcmp(optarg, "auto") ? optarg : NULL;
+			break;
+		case O_NET_ALLOW:
+			if (a->c.net.nr_allow == TVM_MAX_NET_RULES) {
+				fprintf(stderr, "tinyvmm: --net-allow: at most %d rules\n", TVM_MAX_NET_RULES);
+				return EXIT_VM_FAILED;
+			}
+			a->c.net.allow[a->c.net.nr_allow++] = optarg;
+			break;
+		case O_NET_DNS:
+			if (a->c.net.nr_dns == TVM_MAX_NET_DNS) {
+				fprintf(stderr, "tinyvmm: --net-dns: at most %d resolvers\n", TVM_MAX_NET_DNS);
+				return EXIT_VM_FAILED;
+			}
+			a->c.net.dns[a->c.net.nr_dns++] = optarg;
+			break;
+		case O_NET_DENY: a->c.net.deny_all = 1; break;
+		case O_NET_MAC: a->c.net.mac = optarg; break;
+		case O_NET_MTU: if (parse_u32("--net-mtu", optarg, &a->c.net.mtu)) return EXIT_VM_FAILED; break;
 		case O_SERIAL: a->serial_out = optarg; break;
 		case O_SNAPSHOT: a->snapshot = optarg; break;
 		case O_OUT: a->out = optarg; break;

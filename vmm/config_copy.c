@@ -19,12 +19,18 @@ static unsigned fields(struct tvm_config *c, const char ***out)
 		out[n++] = &c->drives[i].id;
 		out[n++] = &c->drives[i].overlay_path;
 	}
+	out[n++] = &c->net.tap;
+	out[n++] = &c->net.mac;
+	for (unsigned i = 0; i < TVM_MAX_NET_RULES; i++)
+		out[n++] = &c->net.allow[i];
+	for (unsigned i = 0; i < TVM_MAX_NET_DNS; i++)
+		out[n++] = &c->net.dns[i];
 	return n;
 }
 
 int config_copy(struct tvm_config *dst, const struct tvm_config *src, char **arena)
 {
-	const char **f[5 + 3 * TVM_MAX_DRIVES];
+	const char **f[5 + 3 * TVM_MAX_DRIVES + 2 + TVM_MAX_NET_RULES + TVM_MAX_NET_DNS];
 	unsigned n;
 	size_t total = 1;
 	char *p;

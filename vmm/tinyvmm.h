@@ -37,6 +37,24 @@ struct tvm_drive {
 	uint64_t overlay_limit;   /* cow: most bytes the overlay may hold; 0: no limit */
 };
 
+#define TVM_MAX_NET_RULES 32
+#define TVM_MAX_NET_DNS 4
+
+/* A virtio-net device over a TAP (virtio 1.2 section 5.1) with an egress
+ * policy the VMM enforces on every frame the guest sends (see
+ * devices/net_filter.h for what it does and does not see). */
+struct tvm_net {
+	int enabled;            /* 1: attach the device; 0: the VM has no network */
+	const char *tap;        /* existing TAP interface; NULL: create one (needs CAP_NET_ADMIN) */
+	const char *mac;        /* "xx:xx:xx:xx:xx:xx"; NULL: derived from the vsock CID */
+	uint32_t mtu;           /* bytes; 0: 1500 */
+	const char *allow[TVM_MAX_NET_RULES]; /* "CIDR[:PORT[/tcp|udp]]"; any rule means allow-list */
+	unsigned nr_allow;
+	const char *dns[TVM_MAX_NET_DNS];     /* resolvers DNS (port 53) may go to; allow-list too */
+	unsigned nr_dns;
+	int deny_all;           /* allow-list with nothing but the rules above (and ARP/ND) */
+};
+
 /* Everything needed to build a VM. Start from tvm_config_init(); strings are
  * borrowed (copied by tvm_vm_create where they must outlive the call). */
 struct tvm_config {
@@ -56,6 +74,7 @@ struct tvm_config {
 	uint32_t vsock_cid;         /* guest CID of the virtio-vsock device (default 3); 0: no device */
 	const char *vsock_uds;      /* Firecracker-style hybrid vsock Unix socket path; NULL: none */
 	uint32_t ttl_ms;            /* lifetime: the VM is stopped this long after start; 0: none */
+	struct tvm_net net;         /* network: off unless net.enabled */
 	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
 };
 

@@ -177,14 +177,14 @@ static void close_blk(void *dev)
 	virtio_blk_close(dev);
 }
 
-static int vsock_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
+int vm_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
 {
 	struct tvm_vm *vm = ctx;
 
 	return ev_add(&vm->loop, fd, events, cb, arg, NULL);
 }
 
-static void vsock_unwatch(void *ctx, int fd)
+void vm_unwatch(void *ctx, int fd)
 {
 	struct tvm_vm *vm = ctx;
 
@@ -207,7 +207,7 @@ static int add_vsock(struct tvm_vm *vm, struct tvm_err *e)
 {
 	struct vsock_opts o = {
 		.guest_cid = vm->cfg.vsock_cid, .uds_path = vm->cfg.vsock_uds,
-		.io = { .watch = vsock_watch, .unwatch = vsock_unwatch, .kick = vsock_kick, .ctx = vm },
+		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = vsock_kick, .ctx = vm },
 	};
 	int r;
 
@@ -492,6 +492,8 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 		r = add_drives(vm, e);
 	if (!r)
 		r = add_vsock(vm, e);
+	if (!r)
+		r = vm_add_net(vm, e);
 	if (r) {
 		tvm_vm_destroy(vm);
 		return r;

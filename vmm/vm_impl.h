@@ -40,6 +40,7 @@ struct tvm_vm {
 	unsigned nr_vdevs;
 	struct virtio_vsock *vsock; /* owned by its vdev */
 	struct vdev *vsock_dev;
+	struct vdev *net_dev;       /* NULL without a network */
 	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
 
 	atomic_bool stopping;
@@ -74,5 +75,14 @@ void vm_end(void *ctx, int reason, const char *msg);
  * (vm_restore.c): every queue kicked, vsock transport reset, and a wait
  * (at most 3 s) until the guest has handled the reset. */
 void vm_restored_started(struct tvm_vm *vm);
+
+/* Device fd watching on the VM's event loop, for devices' injected
+ * struct vsock_watch_ops (ctx is the VM). */
+int vm_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg);
+void vm_unwatch(void *ctx, int fd);
+
+/* Attach the virtio-net device described by vm->cfg.net, if enabled
+ * (vmm/vm_net.c). */
+int vm_add_net(struct tvm_vm *vm, struct tvm_err *e);
 
 #endif

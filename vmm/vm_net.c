@@ -1,0 +1,80 @@
+/* The VM's network: a virtio-net device over a TAP, with the egress policy
+ * built from the config. Off unless asked for. */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "devices/virtio_net.h"
+#include "vmm/vm_impl.h"
+
+static void net_kick(void *ctx, unsigned queue)
+{
+	struct tvm_vm *vm = ctx;
+
+	virtio_mmio_notify(&vm->net_dev->t, queue);
+}
+
+static void close_net(void *dev)
+{
+	virtio_net_close(dev);
+}
+
+static int parse_mac(const char *s, uint8_t mac[6], struct tvm_err *e)
+{
+	unsigned b[6];
+	char end;
+
+	if (sscanf(s, "%2x:%2x:%2x:%2x:%2x:%2x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &end) != 6)
+		return tvm_errf(e, EINVAL, "net mac %s: expected six hex bytes like 02:00:00:00:00:01", s);
+	for (int i = 0; i < 6; i++)
+		mac[i] = (uint8_t)b[i];
+	if (mac[0] & 1)
+		return tvm_errf(e, EINVAL, "net mac %s: a multicast address cannot be a NIC's", s);
+	return 0;
+}
+
+static int build_policy(const struct tvm_net *n, struct net_policy *p, struct tvm_err *e)
+{
+	int r = 0;
+
+	net_policy_init(p);
+	if (n->deny_all)
+		net_policy_deny_all(p);
+	for (unsigned i = 0; !r && i < n->nr_allow && i < TVM_MAX_NET_RULES; i++)
+		r = net_policy_add_rule(p, n->allow[i], e);
+	for (unsigned i = 0; !r && i < n->nr_dns && i < TVM_MAX_NET_DNS; i++)
+		r = net_policy_add_dns(p, n->dns[i], e);
+	return r;
+}
+
+int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
+{
+	const struct tvm_net *n = &vm->cfg.net;
+	struct net_policy policy;
+	struct net_opts o = {
+		.tap_name = n->tap, .fd = -1, .id = vm->cfg.vsock_cid, .mtu = (uint16_t)n->mtu, .policy = &policy,
+		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = net_kick, .ctx = vm },
+	};
+	struct virtio_net *dev;
+	int r;
+
+	if (!n->enabled)
+		return 0;
+	if (n->mtu > NET_MAX_MTU)
+		return tvm_errf(e, EINVAL, "net mtu %u: larger than %d", n->mtu, NET_MAX_MTU);
+	r = build_policy(n, &policy, e);
+	if (!r && n->mac)
+		r = parse_mac(n->mac, o.mac, e);
+	if (!r)
+		r = virtio_net_open(&dev, &o, e);
+	if (r)
+		return r;
+	vm->net_dev = &vm->vdevs[vm->nr_vdevs];
+	r = vdev_attach(vm->net_dev, vm->nr_vdevs, "virtio-net", &virtio_net_ops, dev, close_net, &vm->kvm,
+			&vm->mmio, &vm->loop, &vm->mem, vm->cmdline, sizeof(vm->cmdline), e);
+	vm->nr_vdevs++;
+	if (!r && vm->cfg.log_fd >= 0)
+		dprintf(vm->cfg.log_fd, "tinyvmm: network on TAP %s (%s)\n", virtio_net_ifname(dev),
+			policy.restricted ? "egress allow-list" : "egress unrestricted");
+	return r;
+}
