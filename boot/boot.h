@@ -29,6 +29,7 @@
 #define BOOT_PML4_ADDR 0x9000ULL      /* PML4, then PDPT at +0x1000, 4 PDs at +0x2000.. */
 #define BOOT_CMDLINE_ADDR 0x20000ULL  /* kernel command line */
 #define BOOT_CMDLINE_MAX 4096         /* bytes including the NUL (COMMAND_LINE_SIZE 2048 on 6.1; 4096 on newer) */
+#define BOOT_ELF_CMDLINE_SIZE 2047   /* cmdline_size assumed for an ELF vmlinux (x86 COMMAND_LINE_SIZE 2048 - 1) */
 /* The MP floating pointer must sit in the top 1 KiB of base memory (one of
  * the places Linux scans); the config table it points to is too big for that
  * 1 KiB with 64 CPUs, so it goes at the start of the reserved area, which is

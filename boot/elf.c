@@ -186,7 +186,8 @@ static int elf_load(const struct guest_mem *m, const uint8_t *img, size_t len, s
 	k->is_bzimage = 0;
 	k->protocol = 0;
 	k->initrd_addr_max = 0x7fffffff; /* the 2.03+ default for a kernel that does not say */
-	k->cmdline_size = BOOT_CMDLINE_MAX - 1;
+	/* An ELF has no setup header to say; x86 COMMAND_LINE_SIZE is 2048. */
+	k->cmdline_size = BOOT_ELF_CMDLINE_SIZE;
 	k->pvh_entry = find_pvh_entry(img, len, &eh, segs, nsegs);
 	return 0;
 }

@@ -60,7 +60,7 @@ START_TEST(good_elf_loads_segments)
 	ck_assert_int_eq(k.is_bzimage, 0);
 	ck_assert_uint_eq(k.protocol, 0);
 	ck_assert_uint_eq(k.initrd_addr_max, 0x7fffffff);
-	ck_assert_uint_eq(k.cmdline_size, BOOT_CMDLINE_MAX - 1);
+	ck_assert_uint_eq(k.cmdline_size, BOOT_ELF_CMDLINE_SIZE);
 	ck_assert_uint_eq(k.pvh_entry, 0);
 	/* File bytes at their p_paddr, bss zeroed, nothing beyond p_memsz. */
 	ck_assert(memcmp(tb_gpa(&ram, 0x100000, 0x300), img + 0x1000, 0x300) == 0);

@@ -186,7 +186,7 @@ START_TEST(zero_page_elf_synthesised)
 	ck_assert_uint_eq(zp32(&ram, 0x228), BOOT_CMDLINE_ADDR);
 	ck_assert_uint_eq(zp32(&ram, 0x22c), 0x7fffffff);
 	ck_assert_uint_eq(zp32(&ram, 0x230), 0x1000000);
-	ck_assert_uint_eq(zp32(&ram, 0x238), BOOT_CMDLINE_MAX - 1);
+	ck_assert_uint_eq(zp32(&ram, 0x238), BOOT_ELF_CMDLINE_SIZE);
 	ck_assert_uint_eq(zp8(&ram, 0x1f1), 0); /* no setup sectors: not a real-mode image */
 	check_zero_page_e820(&ram);
 	ck_assert_uint_eq(*tb_gpa(&ram, BOOT_CMDLINE_ADDR, 1), 0); /* NULL cmdline is "" */
