@@ -18,6 +18,7 @@
 
 #include "devices/virtio_net.h"
 #include "tests/test_virtio_vsock_loop.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #define RAM (64 * 1024)
 
@@ -33,28 +34,6 @@ static void init_once(void)
 	net_policy_init(&pol[1]);
 	net_policy_add_rule(&pol[1], "10.0.0.0/8:53/udp", NULL);
 	net_policy_add_rule(&pol[1], "[2001:db8::/32]:443", NULL);
-}
-
-/* Input reader: past the end everything reads as zero. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct in *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		uint8_t b = 0;
-
-		if (in->n) {
-			b = *in->p++;
-			in->n--;
-		}
-		v |= (uint64_t)b << (8 * i);
-	}
-	return v;
 }
 
 struct ring {

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "devices/virtio_blk.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #define RAM (64 * 1024)
 #define IMG (256 * 1024)
@@ -47,27 +48,6 @@ static int image_changed(void)
 	static uint8_t now[IMG];
 
 	return pread(img_fd, now, IMG, 0) != IMG || memcmp(now, image0, IMG);
-}
-
-/* Input reader: past the end everything reads as zero. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct in *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		uint8_t b = 0;
-		if (in->n) {
-			b = *in->p++;
-			in->n--;
-		}
-		v |= (uint64_t)b << (8 * i);
-	}
-	return v;
 }
 
 struct drv {

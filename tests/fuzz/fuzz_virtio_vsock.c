@@ -23,6 +23,7 @@
 
 #include "devices/virtio_vsock.h"
 #include "tests/test_virtio_vsock_loop.h"
+#include "tests/fuzz/fuzz_input.h"
 
 #define RAM (256 * 1024)
 #define RING(q) (0x3000u * (q)) /* desc, avail +0x1000, used +0x2000 */
@@ -51,27 +52,6 @@ static void init_once(void)
 	if (guest_listener < 0 || bind(guest_listener, (struct sockaddr *)&a, sizeof(a)) ||
 	    listen(guest_listener, 64))
 		abort();
-}
-
-/* Input reader: past the end everything reads as zero. */
-struct in {
-	const uint8_t *p;
-	size_t n;
-};
-
-static uint64_t take(struct in *in, unsigned bytes)
-{
-	uint64_t v = 0;
-
-	for (unsigned i = 0; i < bytes; i++) {
-		uint8_t b = 0;
-		if (in->n) {
-			b = *in->p++;
-			in->n--;
-		}
-		v |= (uint64_t)b << (8 * i);
-	}
-	return v;
 }
 
 struct fz {

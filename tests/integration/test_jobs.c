@@ -14,35 +14,6 @@
 
 #define BOOT_MS 600000
 
-struct out {
-	char *buf[3];
-	size_t len[3];
-};
-
-static void collect(void *ctx, int stream, const void *buf, size_t len)
-{
-	struct out *o = ctx;
-	char *nb = realloc(o->buf[stream], o->len[stream] + len + 1);
-
-	ck_assert_ptr_nonnull(nb);
-	memcpy(nb + o->len[stream], buf, len);
-	o->len[stream] += len;
-	nb[o->len[stream]] = 0;
-	o->buf[stream] = nb;
-}
-
-static void out_free(struct out *o)
-{
-	free(o->buf[1]);
-	free(o->buf[2]);
-	memset(o, 0, sizeof(*o));
-}
-
-static const char *s(const struct out *o, int stream)
-{
-	return o->buf[stream] ? o->buf[stream] : "";
-}
-
 struct vm_handle {
 	struct tvm_vm *vm;
 	char uds[108];
@@ -93,11 +64,11 @@ static struct tvm_agent *agent(struct vm_handle *h)
 }
 
 /* Run argv (uid: 0 root, else the default user) and collect its output. */
-static struct tvm_job_result run(struct vm_handle *h, const char *const *argv, struct out *o, int root)
+static struct tvm_job_result run(struct vm_handle *h, const char *const *argv, struct it_out *o, int root)
 {
 	struct tvm_agent *a = agent(h);
 	struct tvm_err e = { 0 };
-	struct tvm_job j = { .argv = argv, .on_output = collect, .ctx = o,
+	struct tvm_job j = { .argv = argv, .on_output = it_collect, .ctx = o,
 			     .uid = root ? 0 : TVM_ID_DEFAULT, .gid = root ? 0 : TVM_ID_DEFAULT };
 	struct tvm_job_result r;
 
@@ -123,7 +94,7 @@ static void teardown(void)
 START_TEST(exit_codes_and_signals)
 {
 	static const char *const codes[] = { "0", "1", "42" };
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 
 	for (int i = 0; i < 3; i++) {
 		const char *argv[] = { "sh", "-c", "exit $0", codes[i], NULL };
@@ -135,20 +106,20 @@ START_TEST(exit_codes_and_signals)
 	struct tvm_job_result r = run(&main_vm, kill9, &o, 0);
 	ck_assert_int_eq(r.signal, 9);
 	ck_assert_int_eq(r.exit_code, 128 + 9);
-	out_free(&o);
+	it_out_free(&o);
 }
 END_TEST
 
 START_TEST(streams_apart_and_in_order)
 {
 	const char *argv[] = { "sh", "-c", "echo out1; echo err1 >&2; echo out2; echo err2 >&2", NULL };
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 	struct tvm_job_result r = run(&main_vm, argv, &o, 0);
 
 	ck_assert_int_eq(r.exit_code, 0);
-	ck_assert_str_eq(s(&o, 1), "out1\nout2\n");
-	ck_assert_str_eq(s(&o, 2), "err1\nerr2\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "out1\nout2\n");
+	ck_assert_str_eq(it_str(&o, 2), "err1\nerr2\n");
+	it_out_free(&o);
 }
 END_TEST
 
@@ -157,18 +128,18 @@ START_TEST(stdin_env_workdir)
 	const char *const env[] = { "GREETING=hello there", NULL };
 	const char *argv[] = { "sh", "-c", "echo \"$GREETING\"; pwd; id -u; cat", NULL };
 	struct tvm_agent *a = agent(&main_vm);
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 	struct tvm_err e = { 0 };
 	struct tvm_job j = { .argv = argv, .env = env, .cwd = "/tmp", .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
-			     .stdin_data = "from stdin\n", .stdin_len = 11, .on_output = collect, .ctx = &o };
+			     .stdin_data = "from stdin\n", .stdin_len = 11, .on_output = it_collect, .ctx = &o };
 	struct tvm_job_result r;
 
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
 	ck_assert_int_eq(r.exit_code, 0);
 	/* The default user is unprivileged. */
-	ck_assert_str_eq(s(&o, 1), "hello there\n/tmp\n1000\nfrom stdin\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "hello there\n/tmp\n1000\nfrom stdin\n");
+	it_out_free(&o);
 }
 END_TEST
 
@@ -180,7 +151,7 @@ START_TEST(timeout_kills_the_group)
 	struct tvm_err e = { 0 };
 	struct tvm_job j = { .argv = argv, .timeout_ms = 3000, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT };
 	struct tvm_job_result r;
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
@@ -188,13 +159,13 @@ START_TEST(timeout_kills_the_group)
 	ck_assert_int_eq(r.signal, 9);
 	const char *ps[] = { "sh", "-c", "ps -o comm | grep -c '^sleep' || true", NULL };
 	run(&main_vm, ps, &o, 0);
-	ck_assert_str_eq(s(&o, 1), "0\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "0\n");
+	it_out_free(&o);
 }
 END_TEST
 
 struct flood {
-	struct out o;     /* stderr only */
+	struct it_out o;     /* stderr only */
 	size_t out_bytes; /* stdout is counted, not kept: we measure the VMM */
 	long peak_rss;    /* VMM RSS without guest RAM, sampled as output arrives */
 };
@@ -209,7 +180,7 @@ static void flood_collect(void *ctx, int stream, const void *buf, size_t len)
 			ck_assert_uint_eq(((const uint8_t *)buf)[i], 0);
 		f->out_bytes += len;
 	} else {
-		collect(&f->o, stream, buf, len);
+		it_collect(&f->o, stream, buf, len);
 	}
 	if (rss > f->peak_rss)
 		f->peak_rss = rss;
@@ -233,13 +204,13 @@ START_TEST(flood_is_truncated_and_bounded)
 	ck_assert_int_eq(r.exit_code, 0);
 	ck_assert_int_eq(r.stdout_truncated, 1);
 	ck_assert_uint_eq(f.out_bytes, 1 << 20);
-	ck_assert_str_eq(s(&f.o, 2), "done\n");
+	ck_assert_str_eq(it_str(&f.o, 2), "done\n");
 	/* While 20 MiB went through, the VMM (guest RAM not counted) grew by
 	 * far less: the vsock credit window (256 KiB), the decoder's frame
 	 * buffer, allocator slack and ASan's quarantine (4 MiB here). */
 	ck_assert_int_lt(f.peak_rss - before, 8 * 1024);
 	ck_assert_int_lt(tvm_vm_vmm_rss_kib(main_vm.vm) - before, 8 * 1024);
-	out_free(&f.o);
+	it_out_free(&f.o);
 }
 END_TEST
 
@@ -272,7 +243,7 @@ END_TEST
 
 struct par {
 	const char *word;
-	struct out o;
+	struct it_out o;
 	struct tvm_job_result r;
 };
 
@@ -294,12 +265,12 @@ START_TEST(two_jobs_at_once)
 		pthread_create(&t[i], NULL, par_job, &p[i]);
 	for (int i = 0; i < 2; i++)
 		pthread_join(t[i], NULL);
-	ck_assert_str_eq(s(&p[0].o, 1), "first\n");
-	ck_assert_str_eq(s(&p[1].o, 1), "second\n");
+	ck_assert_str_eq(it_str(&p[0].o, 1), "first\n");
+	ck_assert_str_eq(it_str(&p[1].o, 1), "second\n");
 	ck_assert_int_eq(p[0].r.exit_code, 0);
 	ck_assert_int_eq(p[1].r.exit_code, 0);
-	out_free(&p[0].o);
-	out_free(&p[1].o);
+	it_out_free(&p[0].o);
+	it_out_free(&p[1].o);
 }
 END_TEST
 
@@ -307,28 +278,28 @@ START_TEST(disk_write_sync_read_and_isolation)
 {
 	const char *write[] = { "sh", "-c", "echo $0 > /root/mark && sync && cat /root/mark", "main-vm", NULL };
 	const char *look[] = { "sh", "-c", "cat /root/mark 2>/dev/null || echo absent", NULL };
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 	struct tvm_job_result r = run(&main_vm, write, &o, 1);
 
 	ck_assert_int_eq(r.exit_code, 0);
-	ck_assert_str_eq(s(&o, 1), "main-vm\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "main-vm\n");
+	it_out_free(&o);
 	/* The twin, started from the same base at the same time, does not
 	 * see it; and its own write stays its own. */
 	run(&twin_vm, look, &o, 1);
-	ck_assert_str_eq(s(&o, 1), "absent\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "absent\n");
+	it_out_free(&o);
 	const char *write2[] = { "sh", "-c", "echo $0 > /root/mark && sync", "twin-vm", NULL };
 	run(&twin_vm, write2, &o, 1);
 	run(&main_vm, look, &o, 1);
-	ck_assert_str_eq(s(&o, 1), "main-vm\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "main-vm\n");
+	it_out_free(&o);
 }
 END_TEST
 
 struct py_ctx {
 	const char **argv;
-	struct out o;
+	struct it_out o;
 	struct tvm_job_result r;
 };
 
@@ -345,9 +316,9 @@ START_TEST(hybrid_vsock_exec_and_guest_connects_out)
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 	const char *argv[] = { "sh", "-c", "echo via-uds", NULL };
-	struct tvm_job j = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .on_output = collect, .ctx = &o };
+	struct tvm_job j = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .on_output = it_collect, .ctx = &o };
 	char path[160];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int lfd, cfd;
@@ -357,8 +328,8 @@ START_TEST(hybrid_vsock_exec_and_guest_connects_out)
 	ck_assert_msg(tvm_agent_connect_uds(main_vm.uds, TVM_AGENT_PORT, 10000, &a, &e) == 0, "uds: %s", e.msg);
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
-	ck_assert_str_eq(s(&o, 1), "via-uds\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "via-uds\n");
+	it_out_free(&o);
 
 	/* Guest -> host: CID 2 port 5005 lands on "<uds>_5005". */
 	snprintf(path, sizeof(path), "%s_5005", main_vm.uds);
@@ -390,8 +361,8 @@ START_TEST(hybrid_vsock_exec_and_guest_connects_out)
 	close(lfd);
 	unlink(path);
 	ck_assert_int_eq(ctx.r.exit_code, 0);
-	ck_assert_str_eq(s(&ctx.o, 1), "pong from host\n");
-	out_free(&ctx.o);
+	ck_assert_str_eq(it_str(&ctx.o, 1), "pong from host\n");
+	it_out_free(&ctx.o);
 }
 END_TEST
 
@@ -450,12 +421,12 @@ START_TEST(read_only_root_refuses_writes)
 {
 	struct vm_handle ro = { 0 };
 	const char *argv[] = { "sh", "-c", "echo x > /root/ro-test && echo wrote || echo refused", NULL };
-	struct out o = { 0 };
+	struct it_out o = { 0 };
 
 	boot(&ro, "ro", 1);
 	run(&ro, argv, &o, 1);
-	ck_assert_str_eq(s(&o, 1), "refused\n");
-	out_free(&o);
+	ck_assert_str_eq(it_str(&o, 1), "refused\n");
+	it_out_free(&o);
 	tvm_vm_destroy(ro.vm);
 }
 END_TEST
@@ -476,11 +447,9 @@ int main(void)
 {
 	Suite *su = suite_create("jobs");
 	TCase *tc = tcase_create("jobs");
-	SRunner *sr;
-	int failed;
 
-	/* One VM for all tests: no fork between them (threads do not survive
-	 * fork), and generous timeouts for the emulated guest kernel. */
+	/* One VM for all tests (it_run_suite does not fork), and generous
+	 * timeouts for the emulated guest kernel. */
 	tcase_add_unchecked_fixture(tc, setup, NULL);
 	tcase_set_timeout(tc, 900);
 	tcase_add_test(tc, exit_codes_and_signals);
@@ -497,10 +466,5 @@ int main(void)
 	tcase_add_test(tc, read_only_root_refuses_writes);
 	tcase_add_test(tc, base_image_unchanged);
 	suite_add_tcase(su, tc);
-	sr = srunner_create(su);
-	srunner_set_fork_status(sr, CK_NOFORK);
-	srunner_run_all(sr, CK_VERBOSE);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed != 0;
+	return it_run_suite(su);
 }
