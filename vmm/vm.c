@@ -94,6 +94,11 @@ void vm_end(void *ctx, int reason, const char *msg)
 		vcpu_kick(&vm->vcpus[i]);
 	if (vm->input_stop_fd >= 0)
 		eventfd_write(vm->input_stop_fd, 1);
+	/* Host ends of vsock connections see EOF now, so a caller blocked on
+	 * the agent (a job, a file transfer) returns instead of waiting on a
+	 * guest that will never answer: --ttl and Ctrl-C hold in job mode. */
+	if (vm->vsock)
+		virtio_vsock_transport_reset(vm->vsock);
 }
 
 static void on_guest_reset(void *ctx)

@@ -431,6 +431,48 @@ START_TEST(read_only_root_refuses_writes)
 }
 END_TEST
 
+struct stuck {
+	struct tvm_agent *a;
+	struct tvm_job_result r;
+	int rc;
+	int done;
+};
+
+static void *stuck_job(void *arg)
+{
+	struct stuck *st = arg;
+	const char *argv[] = { "sleep", "1000", NULL };
+	struct tvm_job j = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT };
+	struct tvm_err e = { 0 };
+
+	st->rc = tvm_agent_exec(st->a, &j, &st->r, &e);
+	__atomic_store_n(&st->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+START_TEST(stopping_the_vm_ends_a_running_job)
+{
+	/* What --ttl and Ctrl-C do in job mode: the VM is stopped while the
+	 * host waits on a job; the wait must end, with an error. Runs last on
+	 * main_vm. */
+	struct stuck st = { .a = agent(&main_vm) };
+	pthread_t t;
+	int i;
+
+	pthread_create(&t, NULL, stuck_job, &st);
+	sleep(3);
+	ck_assert_int_eq(__atomic_load_n(&st.done, __ATOMIC_ACQUIRE), 0);
+	tvm_vm_stop(main_vm.vm);
+	for (i = 0; i < 600 && !__atomic_load_n(&st.done, __ATOMIC_ACQUIRE); i++)
+		usleep(100000);
+	ck_assert_msg(st.done, "the job's caller still waits 60 s after the VM was stopped");
+	pthread_join(t, NULL);
+	ck_assert_int_lt(st.rc, 0);
+	tvm_agent_close(st.a);
+	ck_assert_int_eq(tvm_vm_exit_reason(main_vm.vm), TVM_EXIT_STOPPED);
+}
+END_TEST
+
 START_TEST(base_image_unchanged)
 {
 	char after[128];
@@ -464,6 +506,7 @@ int main(void)
 	tcase_add_test(tc, cli_exec_on_running_vm);
 	tcase_add_test(tc, cli_run_job_with_files_and_json);
 	tcase_add_test(tc, read_only_root_refuses_writes);
+	tcase_add_test(tc, stopping_the_vm_ends_a_running_job);
 	tcase_add_test(tc, base_image_unchanged);
 	suite_add_tcase(su, tc);
 	return it_run_suite(su);
