@@ -17,6 +17,7 @@
 #include "vmm/cli_job.h"
 
 #define BOOT_TIMEOUT_MS 600000 /* agent ready after boot: minutes on the emulated-CPL0 host */
+#define EXEC_WAIT_S 120 /* exec: seconds to wait for a booting VM's agent */
 #define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
 
 static const char usage[] =
@@ -376,6 +377,8 @@ static int setup_run(int argc, char **argv, uint64_t t0, struct run_args *a, int
 	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
 	a->c.t0_ns = t0;
 	r = parse_run(argc, argv, a);
+	if (!r && cli_job_check_puts(&a->job))
+		r = EXIT_VM_FAILED;
 	if (r)
 		return r;
 	if (!a->c.kernel_path && !a->snapshot) {
@@ -532,7 +535,17 @@ static int cmd_exec(int argc, char **argv, uint64_t t0)
 		fprintf(stderr, "tinyvmm: exec needs --vsock-uds PATH and -- CMD\n");
 		return EXIT_VM_FAILED;
 	}
-	if (tvm_agent_connect_uds(a.c.vsock_uds, TVM_AGENT_PORT, 10000, &agent, &err)) {
+	/* A VM started just before may still be booting: its guest refuses
+	 * the port until the agent listens. Wait for it, within reason. */
+	for (int tries = 0;; tries++) {
+		r = tvm_agent_connect_uds(a.c.vsock_uds, TVM_AGENT_PORT, 10000, &agent, &err);
+		/* The socket itself appears as the VM starts: a few seconds
+		 * for that, then only a refusing guest is waited for. */
+		if (!r || tries >= EXEC_WAIT_S || (r != -ECONNREFUSED && !(r == -ENOENT && tries < 5)))
+			break;
+		sleep(1);
+	}
+	if (r) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
 	}

@@ -122,6 +122,26 @@ static int slurp(int fd, size_t cap, uint8_t **out, size_t *len)
 	return 0;
 }
 
+int cli_job_check_puts(const struct cli_job *j)
+{
+	for (unsigned i = 0; i < j->nput; i++) {
+		const char *colon = strchr(j->puts[i], ':');
+		char local[4096];
+		struct stat st;
+
+		snprintf(local, sizeof(local), "%.*s", (int)(colon - j->puts[i]), j->puts[i]);
+		if (stat(local, &st) < 0 || access(local, R_OK) < 0) {
+			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(errno));
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "tinyvmm: --put %s: is a directory (files only)\n", local);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int put_files(struct cli_job *j, struct tvm_agent *a)
 {
 	for (unsigned i = 0; i < j->nput; i++) {

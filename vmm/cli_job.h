@@ -39,6 +39,10 @@ int cli_job_seconds(const char *name, const char *arg, uint32_t *ms);
  * 1 if it was one, 0 if not, -1 on a bad value (message printed). */
 int cli_job_option(struct cli_job *j, const char *name, const char *arg);
 
+/* Check before the VM starts that every --put source can be read, so a
+ * typo costs no boot. Returns 0, or -1 after printing which and why. */
+int cli_job_check_puts(const struct cli_job *j);
+
 /* Run the job over an open agent connection: files in, job, files out.
  * Prints output (or the JSON object) and returns the exit status. */
 int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns);

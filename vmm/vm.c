@@ -120,7 +120,8 @@ static void irq_set(void *ctx, unsigned gsi, int level)
 	kvm_irq_line(&vm->kvm, gsi, level);
 }
 
-/* Port 0x80 is the PC's POST/delay port: Linux writes it to pause. */
+/* Port 0x80 is the PC's POST/delay port (Linux writes it to pause); 0x81..0x8f
+ * are the DMA page registers, which Linux reads once at boot. No DMA here. */
 static void io_sink(void *opaque, uint64_t off, uint8_t *data, uint32_t len, bool is_write)
 {
 	(void)opaque;
@@ -433,7 +434,7 @@ static int add_devices(struct tvm_vm *vm, struct tvm_err *e)
 	if (!r)
 		r = bus_register(&vm->pio, I8042_CMD_PORT, 1, "i8042 command", i8042_cmd_io, &vm->kbd, e);
 	if (!r)
-		r = bus_register(&vm->pio, 0x80, 1, "POST port", io_sink, NULL, e);
+		r = bus_register(&vm->pio, 0x80, 0x10, "POST port and DMA page registers", io_sink, NULL, e);
 	return r;
 }
 
