@@ -120,7 +120,8 @@ int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e);
 /* tvm_vm_start() then tvm_vm_wait(). */
 int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e);
 
-/* Ask a running VM to stop (thread-safe, returns at once). */
+/* Ask a running VM to stop (thread-safe, returns at once). Its vsock
+ * connections are reset, so calls blocked on the agent return -ECONNRESET. */
 void tvm_vm_stop(struct tvm_vm *vm);
 
 /* Why the VM ended (TVM_EXIT_NONE while it runs). */
