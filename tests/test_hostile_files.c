@@ -84,6 +84,34 @@ START_TEST(snapshot_files_fifo)
 }
 END_TEST
 
+START_TEST(snapshot_out_dir_with_user_files_refused)
+{
+	char dir[] = "/tmp/tinyvmm-out-XXXXXX", f[64];
+	struct tvm_err e = { 0 };
+	FILE *fp;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert_int_eq(snap_mkdir(dir, &e), 0); /* empty: fine */
+	snprintf(f, sizeof(f), "%s/notes.txt", dir);
+	fp = fopen(f, "w");
+	ck_assert_ptr_nonnull(fp);
+	fputs("precious\n", fp);
+	fclose(fp);
+	ck_assert_int_eq(snap_mkdir(dir, &e), -EEXIST);
+	ck_assert_ptr_nonnull(strstr(e.msg, "holds other files"));
+	/* A previous snapshot there may be replaced. */
+	snprintf(f, sizeof(f), "%s/state", dir);
+	fp = fopen(f, "w");
+	ck_assert_ptr_nonnull(fp);
+	fclose(fp);
+	ck_assert_int_eq(snap_mkdir(dir, &e), 0);
+	unlink(f);
+	snprintf(f, sizeof(f), "%s/notes.txt", dir);
+	unlink(f);
+	rmdir(dir);
+}
+END_TEST
+
 static Suite *hostile_files_suite(void)
 {
 	Suite *s = suite_create("hostile_files");
@@ -94,9 +122,11 @@ static Suite *hostile_files_suite(void)
 	tcase_add_test(tc, fifo_every_mode);
 	tcase_add_test(tc, directory_and_char_device);
 	tcase_add_test(tc, snapshot_files_fifo);
+	tcase_add_test(tc, snapshot_out_dir_with_user_files_refused);
 	suite_add_tcase(s, tc);
 	return s;
 }
+
 
 int main(void)
 {

@@ -1,5 +1,6 @@
 #include "vmm/snapshot_io.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdbool.h>
@@ -20,6 +21,28 @@ int snap_path(char *buf, size_t cap, const char *dir, const char *name, struct t
 	return 0;
 }
 
+static int snap_dir_reusable(const char *dir, struct tvm_err *e)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	bool others = false, state = false;
+
+	if (!d)
+		return tvm_errf(e, errno, "snapshot %s: %s", dir, strerror(errno));
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (!strcmp(de->d_name, "state"))
+			state = true;
+		else
+			others = true;
+	}
+	closedir(d);
+	if (others && !state)
+		return tvm_errf(e, EEXIST, "snapshot %s: directory holds other files (give a new or empty one)", dir);
+	return 0;
+}
+
 int snap_mkdir(const char *dir, struct tvm_err *e)
 {
 	struct stat st;
@@ -27,7 +50,7 @@ int snap_mkdir(const char *dir, struct tvm_err *e)
 	if (mkdir(dir, 0700) == 0)
 		return 0;
 	if (errno == EEXIST && stat(dir, &st) == 0 && S_ISDIR(st.st_mode))
-		return 0;
+		return snap_dir_reusable(dir, e);
 	return tvm_errf(e, errno == EEXIST ? ENOTDIR : errno, "snapshot %s: %s", dir,
 			errno == EEXIST ? "exists and is not a directory" : strerror(errno));
 }

@@ -19,7 +19,9 @@ typedef int (*snap_fill_fn)(int fd, void *ctx, struct tvm_err *e);
 /* "dir/name" into buf (cap bytes); -ENAMETOOLONG with e set. */
 int snap_path(char *buf, size_t cap, const char *dir, const char *name, struct tvm_err *e);
 
-/* Create dir (mode 0700) unless it exists as a directory. */
+/* Create dir (mode 0700), or accept an existing directory that is empty or
+ * holds a snapshot (a `state` file) to be replaced: any other directory is
+ * refused with -EEXIST, so `--out .` cannot overwrite a user's files. */
 int snap_mkdir(const char *dir, struct tvm_err *e);
 
 /* Write dir/name atomically: dir/.name.tmp is filled by fill, fsync'd and
