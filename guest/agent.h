@@ -4,6 +4,7 @@
 #ifndef TVM_GUEST_AGENT_H
 #define TVM_GUEST_AGENT_H
 
+#include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/resource.h>
@@ -147,6 +148,17 @@ void file_get(struct conn *c, const struct tvp_msg *m);
 bool file_pump(struct conn *c);
 /* c is closing: drop its transfers. */
 void file_conn_gone(struct conn *c);
+
+/* agent_net.c */
+struct net_cfg {
+	struct in_addr addr, mask, gw, dns;
+	bool has_gw, has_dns;
+};
+/* Parse a tinyvmm.net value ("ADDR/PREFIX[,gw=ADDR][,dns=ADDR]", IPv4). */
+bool net_parse(const char *spec, struct net_cfg *c);
+/* Configure eth0, the default route and resolv.conf from tinyvmm.net= on
+ * the kernel command line; logs and goes on when it cannot. */
+void net_setup_from_cmdline(void);
 
 /* agent_sys.c */
 /* PID 1 setup: mounts, fds 0-2, hostname, lo. Logs failures, never fails. */

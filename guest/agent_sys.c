@@ -101,6 +101,7 @@ void sys_pid1_setup(void)
 	if (sethostname(host, strlen(host)) < 0)
 		agent_log("sethostname: %s", strerror(errno));
 	lo_up();
+	net_setup_from_cmdline();
 }
 
 bool sys_cmdline_get(const char *key, char *val, size_t len)

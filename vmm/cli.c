@@ -54,6 +54,8 @@ static const char usage[] =
 	"  --net-dns ADDR         allow DNS to this resolver (alone: deny all but DNS)\n"
 	"  --net-deny-all         allow-list with no rules: only ARP/ND pass\n"
 	"  --net-mac MAC, --net-mtu BYTES\n"
+	"  --net-ip ADDR/PREFIX   the guest's eth0 address (IPv4; set by the agent)\n"
+	"  --net-gw ADDR          the guest's default route; the first --net-dns is its resolver\n"
 	"  --console              job mode: show the guest console on stderr\n"
 	"  --snapshot DIR         restore the VM saved in DIR instead of booting (its memory,\n"
 	"                         vCPUs, command line and drive modes); --rootfs/--drive re-point\n"
@@ -189,7 +191,7 @@ static uint64_t now_ns(void)
 enum {
 	O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
 	O_ROOTFS, O_DRIVE, O_VSOCK_CID, O_VSOCK_UDS, O_TTL, O_CONSOLE, O_STDIN, O_JSON, O_CAP, O_JOB,
-	O_SNAPSHOT, O_OUT, O_NET, O_NET_ALLOW, O_NET_DNS, O_NET_DENY, O_NET_MAC, O_NET_MTU,
+	O_SNAPSHOT, O_OUT, O_NET, O_NET_ALLOW, O_NET_DNS, O_NET_DENY, O_NET_MAC, O_NET_MTU, O_NET_IP, O_NET_GW,
 };
 
 static const struct option run_opts[] = {
@@ -208,6 +210,7 @@ static const struct option run_opts[] = {
 	{ "net", required_argument, 0, O_NET },		  { "net-allow", required_argument, 0, O_NET_ALLOW },
 	{ "net-dns", required_argument, 0, O_NET_DNS },	  { "net-deny-all", no_argument, 0, O_NET_DENY },
 	{ "net-mac", required_argument, 0, O_NET_MAC },	  { "net-mtu", required_argument, 0, O_NET_MTU },
+	{ "net-ip", required_argument, 0, O_NET_IP },	  { "net-gw", required_argument, 0, O_NET_GW },
 	{ "snapshot", required_argument, 0, O_SNAPSHOT }, { "out", required_argument, 0, O_OUT },
 	{ 0, 0, 0, 0 },
 };
@@ -278,6 +281,8 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 			break;
 		case O_NET_DENY: a->c.net.deny_all = 1; break;
 		case O_NET_MAC: a->c.net.mac = optarg; break;
+		case O_NET_IP: a->c.net.guest_ip = optarg; break;
+		case O_NET_GW: a->c.net.guest_gw = optarg; break;
 		case O_NET_MTU: if (parse_u32("--net-mtu", optarg, &a->c.net.mtu)) return EXIT_VM_FAILED; break;
 		case O_SERIAL: a->serial_out = optarg; break;
 		case O_SNAPSHOT: a->snapshot = optarg; break;

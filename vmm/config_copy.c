@@ -21,6 +21,8 @@ static unsigned fields(struct tvm_config *c, const char ***out)
 	}
 	out[n++] = &c->net.tap;
 	out[n++] = &c->net.mac;
+	out[n++] = &c->net.guest_ip;
+	out[n++] = &c->net.guest_gw;
 	for (unsigned i = 0; i < TVM_MAX_NET_RULES; i++)
 		out[n++] = &c->net.allow[i];
 	for (unsigned i = 0; i < TVM_MAX_NET_DNS; i++)
@@ -30,7 +32,7 @@ static unsigned fields(struct tvm_config *c, const char ***out)
 
 int config_copy(struct tvm_config *dst, const struct tvm_config *src, char **arena)
 {
-	const char **f[5 + 3 * TVM_MAX_DRIVES + 2 + TVM_MAX_NET_RULES + TVM_MAX_NET_DNS];
+	const char **f[5 + 3 * TVM_MAX_DRIVES + 4 + TVM_MAX_NET_RULES + TVM_MAX_NET_DNS];
 	unsigned n;
 	size_t total = 1;
 	char *p;

@@ -53,6 +53,8 @@ struct tvm_net {
 	const char *dns[TVM_MAX_NET_DNS];     /* resolvers DNS (port 53) may go to; allow-list too */
 	unsigned nr_dns;
 	int deny_all;           /* allow-list with nothing but the rules above (and ARP/ND) */
+	const char *guest_ip;   /* "ADDR/PREFIX" (IPv4) the agent gives eth0; NULL: none */
+	const char *guest_gw;   /* default route for the guest; NULL: none */
 };
 
 /* Everything needed to build a VM. Start from tvm_config_init(); strings are

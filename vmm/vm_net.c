@@ -47,6 +47,40 @@ static int build_policy(const struct tvm_net *n, struct net_policy *p, struct tv
 	return r;
 }
 
+/* Only what an address needs, so a value cannot smuggle another word onto
+ * the guest command line. */
+static int addr_chars_ok(const char *what, const char *v, struct tvm_err *e)
+{
+	if (!*v || strspn(v, "0123456789./") != strlen(v))
+		return tvm_errf(e, EINVAL, "net %s %s: expected an IPv4 address%s", what, v,
+				strcmp(what, "ip") ? "" : " with /PREFIX");
+	return 0;
+}
+
+/* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c). */
+static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
+{
+	const struct tvm_net *n = &vm->cfg.net;
+	size_t used = strlen(vm->cmdline);
+	int r, w;
+
+	if (!n->guest_ip)
+		return 0;
+	r = addr_chars_ok("ip", n->guest_ip, e);
+	if (!r && n->guest_gw)
+		r = addr_chars_ok("gw", n->guest_gw, e);
+	if (!r && n->nr_dns)
+		r = addr_chars_ok("dns", n->dns[0], e);
+	if (r)
+		return r;
+	w = snprintf(vm->cmdline + used, sizeof(vm->cmdline) - used, " tinyvmm.net=%s%s%s%s%s", n->guest_ip,
+		     n->guest_gw ? ",gw=" : "", n->guest_gw ? n->guest_gw : "", n->nr_dns ? ",dns=" : "",
+		     n->nr_dns ? n->dns[0] : "");
+	if (w < 0 || (size_t)w >= sizeof(vm->cmdline) - used)
+		return tvm_errf(e, E2BIG, "guest command line: no room for the network settings");
+	return 0;
+}
+
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 {
 	const struct tvm_net *n = &vm->cfg.net;
@@ -63,6 +97,8 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	if (n->mtu > NET_MAX_MTU)
 		return tvm_errf(e, EINVAL, "net mtu %u: larger than %d", n->mtu, NET_MAX_MTU);
 	r = build_policy(n, &policy, e);
+	if (!r)
+		r = guest_net_word(vm, e);
 	if (!r && n->mac)
 		r = parse_mac(n->mac, o.mac, e);
 	if (!r)
