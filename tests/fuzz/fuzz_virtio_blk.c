@@ -17,6 +17,7 @@
 
 #include "devices/virtio_blk.h"
 #include "tests/fuzz/fuzz_input.h"
+#include "tests/fuzz/fuzz_mmio.h"
 
 #define RAM (64 * 1024)
 #define IMG (256 * 1024)
@@ -144,16 +145,9 @@ static void step(struct drv *d, struct in *in, uint64_t features)
 	case 4:
 		virtio_mmio_notify(d->t, take(in, 1) % 3);
 		break;
-	case 5: { /* any register access, any width */
-		uint16_t off = take(in, 2) % VIRTIO_MMIO_WINDOW;
-		static const uint8_t widths[] = { 1, 2, 4, 8 };
-		uint8_t w = widths[take(in, 1) % 4], b[8];
-		bool wr = take(in, 1) & 1;
-		uint64_t v = take(in, 4);
-		memcpy(b, &v, sizeof(b));
-		virtio_mmio_io(d->t, off, b, w, wr);
+	case 5: /* any register access, any width */
+		fuzz_mmio_access(in, d->t);
 		break;
-	}
 	case 6:
 		driver_init(d, features);
 		break;
