@@ -148,7 +148,7 @@ static int check_config(const struct tvm_config *c, bool need_kernel, struct tvm
 }
 
 /* Append " word" to the guest command line. */
-static int cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e)
+int vm_cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e)
 {
 	size_t used = strlen(vm->cmdline);
 	int n;
@@ -166,15 +166,15 @@ static int cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e)
 static int compose_cmdline(struct tvm_vm *vm, struct tvm_err *e)
 {
 	const struct tvm_config *c = &vm->cfg;
-	int r = cmdline_add(vm, c->cmdline ? c->cmdline : DEFAULT_CMDLINE, e);
+	int r = vm_cmdline_add(vm, c->cmdline ? c->cmdline : DEFAULT_CMDLINE, e);
 
 	if (!r && vm->quirks)
-		r = cmdline_add(vm, host_quirks_cmdline(), e);
+		r = vm_cmdline_add(vm, host_quirks_cmdline(), e);
 	if (!r && c->root_drive && c->nr_drives)
-		r = cmdline_add(vm, c->drives[0].read_only ? "root=/dev/vda rootfstype=ext4 ro"
+		r = vm_cmdline_add(vm, c->drives[0].read_only ? "root=/dev/vda rootfstype=ext4 ro"
 							   : "root=/dev/vda rootfstype=ext4 rw", e);
 	if (!r && c->cmdline_append)
-		r = cmdline_add(vm, c->cmdline_append, e);
+		r = vm_cmdline_add(vm, c->cmdline_append, e);
 	return r;
 }
 

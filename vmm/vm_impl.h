@@ -85,4 +85,7 @@ void vm_unwatch(void *ctx, int fd);
  * (vmm/vm_net.c). */
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e);
 
+/* Append " word" to the guest command line; -E2BIG when it is full. */
+int vm_cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e);
+
 #endif

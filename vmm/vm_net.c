@@ -61,7 +61,7 @@ static int addr_chars_ok(const char *what, const char *v, struct tvm_err *e)
 static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 {
 	const struct tvm_net *n = &vm->cfg.net;
-	size_t used = strlen(vm->cmdline);
+	char word[160];
 	int r, w;
 
 	if (!n->guest_ip)
@@ -73,12 +73,11 @@ static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 		r = addr_chars_ok("dns", n->dns[0], e);
 	if (r)
 		return r;
-	w = snprintf(vm->cmdline + used, sizeof(vm->cmdline) - used, " tinyvmm.net=%s%s%s%s%s", n->guest_ip,
-		     n->guest_gw ? ",gw=" : "", n->guest_gw ? n->guest_gw : "", n->nr_dns ? ",dns=" : "",
-		     n->nr_dns ? n->dns[0] : "");
-	if (w < 0 || (size_t)w >= sizeof(vm->cmdline) - used)
-		return tvm_errf(e, E2BIG, "guest command line: no room for the network settings");
-	return 0;
+	w = snprintf(word, sizeof(word), "tinyvmm.net=%s%s%s%s%s", n->guest_ip, n->guest_gw ? ",gw=" : "",
+		     n->guest_gw ? n->guest_gw : "", n->nr_dns ? ",dns=" : "", n->nr_dns ? n->dns[0] : "");
+	if (w < 0 || (size_t)w >= sizeof(word))
+		return tvm_errf(e, E2BIG, "net: addresses too long for the guest command line");
+	return vm_cmdline_add(vm, word, e);
 }
 
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)

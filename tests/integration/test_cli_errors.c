@@ -199,6 +199,21 @@ START_TEST(drive_specs)
 }
 END_TEST
 
+/* Network values are refused before any TAP is opened. */
+START_TEST(net_values)
+{
+	E("net-allow 10.0.0.0/33: prefix length over 32", "run", "--kernel", p("garbage"), "--net", "auto",
+	  "--net-allow", "10.0.0.0/33");
+	/* A value cannot carry another word onto the guest command line. */
+	E("net ip 10.0.0.2/24 init=/bin/sh: expected an IPv4 address with /PREFIX", "run", "--kernel", p("garbage"),
+	  "--net", "auto", "--net-ip", "10.0.0.2/24 init=/bin/sh");
+	E("net gw 1.2.3.4,dns=5: expected an IPv4 address", "run", "--kernel", p("garbage"), "--net", "auto",
+	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
+	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
+	  "--net-mac", "01:00:00:00:00:01");
+}
+END_TEST
+
 /* A snapshot directory holding a FIFO: restore used to hang in open(). */
 START_TEST(snapshot_dir_fifo)
 {
@@ -592,6 +607,7 @@ static Suite *cli_errors_suite(void)
 	tcase_add_test(tc, usage_errors);
 	tcase_add_test(tc, kernel_files);
 	tcase_add_test(tc, drive_specs);
+	tcase_add_test(tc, net_values);
 	tcase_add_test(tc, snapshot_dir_fifo);
 	tcase_add_test(tc, user_files_survive);
 	suite_add_tcase(s, tc);
