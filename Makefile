@@ -23,7 +23,7 @@ IT_BINS   := $(IT_SRCS:tests/integration/%.c=$(BUILD)/it/%)
 FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 TOOL_SRCS := $(wildcard tools/*.c)
-TOOL_BINS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%)
+TOOL_BINS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%) $(BUILD)/tools/netbench
 
 .PHONY: all test unit integration fuzz bench guest clean
 all: tinyvmm $(BUILD)/libtinyvmm.a $(TOOL_BINS) $(BUILD)/guest/tinyvmm-agent
@@ -48,6 +48,12 @@ tinyvmm: $(BUILD)/vmm/cli.o $(BUILD)/vmm/cli_job.o $(BUILD)/libtinyvmm.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/tools/%: tools/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $<
+
+# The host (server) end of tools/bench-net.sh; the guest end is the same
+# file built static into the test initramfs.
+$(BUILD)/tools/netbench: guest/netbench.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $<
 
@@ -90,6 +96,7 @@ bench: all
 	@bash tools/bench-boot.sh
 	@bash tools/bench-job.sh
 	@bash tools/bench-blk.sh
+	@bash tools/bench-net.sh
 	@bash tools/bench-restore.sh
 
 guest:

@@ -7,6 +7,7 @@
 
 #include "devices/blk_iov.h"
 #include "devices/net_impl.h"
+#include "devices/net_offload.h"
 
 #define RX_BUDGET 256 /* frames per run; a readable backend brings us back */
 
@@ -25,10 +26,12 @@ static unsigned max_chains(const struct virtio_net *n)
 
 /* Pop and hold rx chains until the held buffers take the largest frame,
  * or no more may be held. Returns 1 when a read may go ahead, 0 when the
- * guest must post more buffers first, -EIO for a broken queue. */
+ * guest must post more buffers first, -EIO for a broken queue. With
+ * segmentation offload the largest frame is 64 KiB; a guest that posted
+ * less still gets frames up to the MTU (a larger one is dropped). */
 static int rx_fill(struct virtio_net *n, struct virtqueue *vq)
 {
-	const uint32_t need = NET_HDR_LEN + n->max_frame;
+	const uint32_t need = NET_HDR_LEN + n->rx_max;
 	struct vq_chain *c = &n->chain;
 
 	while (n->rx_cap < need && n->nheld < max_chains(n) && n->rx_niov < NET_RX_IOV) {
@@ -36,6 +39,8 @@ static int rx_fill(struct virtio_net *n, struct virtqueue *vq)
 		uint32_t len = 0;
 		int r = vq_pop(vq, c);
 
+		if (r == 0 && n->rx_cap >= NET_HDR_LEN + n->max_frame)
+			return 1;
 		if (r <= 0)
 			return r;
 		/* Rx buffers are device-writable only and hold at least the
@@ -63,7 +68,7 @@ static int rx_fill(struct virtio_net *n, struct virtqueue *vq)
  * header, complete the chains used and keep the others for later. */
 static void deliver(struct virtio_net *n, struct virtqueue *vq, uint32_t got)
 {
-	struct virtio_net_hdr_v1 h = { .gso_type = VIRTIO_NET_HDR_GSO_NONE };
+	struct virtio_net_hdr_v1 h;
 	uint32_t left = got;
 	unsigned used = 0, iovs = 0;
 
@@ -73,7 +78,11 @@ static void deliver(struct virtio_net *n, struct virtqueue *vq, uint32_t got)
 		left -= take;
 		iovs += n->held[used++].niov;
 	}
-	/* No GUEST_CSUM: flags must be 0 (5.1.6.4.1), whatever the backend said. */
+	/* The backend's header, read back from the guest's buffer (only the
+	 * guest itself can have changed it), claiming no more than the guest
+	 * negotiated. */
+	iov_to_buf(n->rx_iov, (int)n->rx_niov, 0, &h, sizeof(h));
+	net_offload_rx_hdr(&h, n->features);
 	h.num_buffers = htole16((uint16_t)used);
 	iov_from_buf(n->rx_iov, (int)n->rx_niov, 0, &h, sizeof(h));
 	left = got;
@@ -90,6 +99,8 @@ static void deliver(struct virtio_net *n, struct virtqueue *vq, uint32_t got)
 	memmove(n->rx_iov, n->rx_iov + iovs, n->rx_niov * sizeof(n->rx_iov[0]));
 	net_count(&n->st.rx_frames, 1);
 	net_count(&n->st.rx_bytes, got - NET_HDR_LEN);
+	if (h.gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		net_count(&n->st.rx_gso, 1);
 }
 
 int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
@@ -116,7 +127,7 @@ int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
 		 * MTU we announced (5.1.6.3.2: the TAP's may be larger), or a
 		 * read shorter than header + Ethernet header is dropped; the
 		 * buffers stay held for the next one. */
-		if ((size_t)got > n->rx_cap || (size_t)got > NET_HDR_LEN + n->max_frame ||
+		if ((size_t)got > n->rx_cap || (size_t)got > NET_HDR_LEN + n->rx_max ||
 		    (size_t)got < NET_HDR_LEN + NET_ETH_HLEN) {
 			net_count(&n->st.rx_dropped, 1);
 			continue;

@@ -39,8 +39,9 @@ int net_tap_open(const char *name, char ifname[IFNAMSIZ], struct tvm_err *e)
 	/* The guest's header goes through as is: same size both ways. */
 	if (ioctl(fd, TUNSETVNETHDRSZ, &hdr) < 0)
 		return fail(fd, e, shown, "TUNSETVNETHDRSZ");
-	/* No checksum or segmentation offload: the host stack hands us
-	 * complete, checksummed frames of at most the TAP's MTU. */
+	/* Nothing offloaded until a driver takes offload features (the
+	 * device sets the flags at DRIVER_OK): until then the host stack
+	 * hands us complete, checksummed frames of at most the TAP's MTU. */
 	if (ioctl(fd, TUNSETOFFLOAD, 0UL) < 0)
 		return fail(fd, e, shown, "TUNSETOFFLOAD");
 	memcpy(ifname, ifr.ifr_name, IFNAMSIZ);

@@ -8,23 +8,14 @@
 
 #include "devices/blk_iov.h"
 #include "devices/net_impl.h"
+#include "devices/net_offload.h"
 
 _Static_assert(VQ_MAX_SEGS <= IOV_MAX, "a chain's buffers plus the copied head fit one writev");
-
-/* No offloads were offered, so the driver must send flags 0, GSO_NONE and
- * no checksum/segmentation parameters (spec 5.1.6.2.1); num_buffers is
- * unused on tx. Anything else would ask the host kernel for offload work
- * on the guest's behalf. */
-static bool hdr_ok(const struct virtio_net_hdr_v1 *h)
-{
-	return h->flags == 0 && h->gso_type == VIRTIO_NET_HDR_GSO_NONE && h->hdr_len == 0 && h->gso_size == 0 &&
-	       h->csum_start == 0 && h->csum_offset == 0;
-}
 
 /* Check and send the frame in chain c; the verdict is what to count. */
 static enum net_verdict tx_frame(struct virtio_net *n, const struct vq_chain *c)
 {
-	struct virtio_net_hdr_v1 h;
+	struct virtio_net_hdr_v1 h, out;
 	uint8_t *frame = n->tx_copy + NET_HDR_LEN;
 	uint32_t len, cap, limit;
 	enum net_verdict v;
@@ -36,24 +27,23 @@ static enum net_verdict tx_frame(struct virtio_net *n, const struct vq_chain *c)
 	len = c->readable_len - NET_HDR_LEN;
 	if (len < NET_ETH_HLEN)
 		return NET_DROP_RUNT;
-	if (len > n->max_frame)
+	if (len > NET_GSO_MAX_FRAME)
 		return NET_DROP_OVERSIZE;
 	/* From here on only the copy is looked at (the guest may rewrite its
 	 * buffers at any time) and it is the copy that gets sent. */
 	cap = len < NET_INSPECT_MAX ? len : NET_INSPECT_MAX;
 	iov_to_buf(c->iov, c->nreadable, 0, n->tx_copy, NET_HDR_LEN + cap);
 	memcpy(&h, n->tx_copy, sizeof(h));
-	if (!hdr_ok(&h))
-		return NET_DROP_VNET_HDR;
 	limit = n->max_frame - (frame[12] == 0x81 && frame[13] == 0x00 ? 0 : NET_VLAN_HLEN);
-	if (len > limit)
-		return NET_DROP_OVERSIZE;
+	v = net_offload_check_tx(&h, n->features, frame, cap, len, limit, &out);
+	if (v != NET_PASS)
+		return v;
 	if (n->policy.restricted && memcmp(frame + 6, n->mac, 6))
 		return NET_DROP_SPOOF;
 	v = net_filter(&n->policy, frame, cap, len);
 	if (v != NET_PASS)
 		return v;
-	memset(n->tx_copy, 0, NET_HDR_LEN); /* num_buffers too: what the TAP reads is all ours */
+	memcpy(n->tx_copy, &out, NET_HDR_LEN); /* the checked header: what the TAP reads is all ours */
 	n->tx_iov[0] = (struct iovec){ n->tx_copy, NET_HDR_LEN + cap };
 	k = 0;
 	if (len > cap) {
@@ -68,6 +58,8 @@ static enum net_verdict tx_frame(struct virtio_net *n, const struct vq_chain *c)
 		return NET_DROP_BACKEND;
 	net_count(&n->st.tx_frames, 1);
 	net_count(&n->st.tx_bytes, len);
+	if (out.gso_type != VIRTIO_NET_HDR_GSO_NONE)
+		net_count(&n->st.tx_gso, 1);
 	return NET_PASS;
 }
 

@@ -9,11 +9,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <linux/if_tun.h>
 #include <linux/virtio_ids.h>
 
 #include "devices/net_impl.h"
+#include "devices/net_offload.h"
 #include "devices/net_tap.h"
 
 #define F(bit) (1ULL << (bit))
@@ -66,8 +69,9 @@ void net_backend_down(struct virtio_net *n)
 
 static uint64_t net_features(void *dev)
 {
-	(void)dev;
-	return NET_FEATURES;
+	struct virtio_net *n = dev;
+
+	return NET_FEATURES | (n->offload ? NET_OFFLOAD_FEATURES : 0);
 }
 
 static void net_config_read(void *dev, uint32_t off, uint8_t *data, uint32_t len)
@@ -79,8 +83,13 @@ static int net_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 {
 	struct virtio_net *n = dev;
 
+	/* What the TAP may hand us is what the guest can take. */
+	if (n->offload && ioctl(n->fd, TUNSETOFFLOAD, net_offload_tun_flags(features)) < 0)
+		return -errno;
 	n->vqs = vqs;
+	n->features = features;
 	n->mrg = features & F(VIRTIO_NET_F_MRG_RXBUF);
+	n->rx_max = net_offload_rx_max(features, n->max_frame);
 	return 0;
 }
 
@@ -91,6 +100,10 @@ static void net_reset(void *dev)
 	unwatch(n);
 	net_rx_forget(n);
 	n->vqs = NULL;
+	n->features = 0;
+	/* Until the next driver says what it takes: plain frames only. */
+	if (n->offload)
+		ioctl(n->fd, TUNSETOFFLOAD, 0UL);
 }
 
 static int net_notify(void *dev, unsigned queue)
@@ -156,6 +169,9 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 	if (o->fd >= 0) {
 		n->fd = o->fd;
 		fcntl(n->fd, F_SETFL, fcntl(n->fd, F_GETFL) | O_NONBLOCK);
+		/* An injected TAP (TUNSETOFFLOAD works) gets offloads too; a
+		 * socket does not. */
+		n->offload = !o->no_offload && ioctl(n->fd, TUNSETOFFLOAD, 0UL) == 0;
 	} else {
 		n->fd = net_tap_open(o->tap_name, n->ifname, e);
 		if (n->fd < 0) {
@@ -164,6 +180,7 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 			free(n);
 			return r;
 		}
+		n->offload = !o->no_offload;
 	}
 	pthread_mutex_init(&n->lock, NULL);
 	n->io = o->io;
@@ -206,6 +223,8 @@ void virtio_net_stats(struct virtio_net *n, struct net_stats *s)
 	s->tx_bytes = __atomic_load_n(&n->st.tx_bytes, __ATOMIC_RELAXED);
 	s->rx_frames = __atomic_load_n(&n->st.rx_frames, __ATOMIC_RELAXED);
 	s->rx_bytes = __atomic_load_n(&n->st.rx_bytes, __ATOMIC_RELAXED);
+	s->tx_gso = __atomic_load_n(&n->st.tx_gso, __ATOMIC_RELAXED);
+	s->rx_gso = __atomic_load_n(&n->st.rx_gso, __ATOMIC_RELAXED);
 	s->rx_dropped = __atomic_load_n(&n->st.rx_dropped, __ATOMIC_RELAXED);
 	for (int i = 0; i < NET_VERDICT_NR; i++)
 		s->drops[i] = __atomic_load_n(&n->st.drops[i], __ATOMIC_RELAXED);

@@ -2,27 +2,33 @@
  * with an egress allow-list (devices/net_filter.h) enforced here.
  *
  * Queues: rx 0, tx 1; no control queue. Offered features: MAC, STATUS
- * (link always up), MRG_RXBUF, MTU; no checksum or segmentation offload,
- * so every header is struct virtio_net_hdr_v1 (12 bytes, VERSION_1) with
- * flags 0 and GSO_NONE.
+ * (link always up), MRG_RXBUF, MTU, and when the backend is a TAP (and
+ * not no_offload) the checksum and TCP segmentation offloads of
+ * devices/net_offload.h. Every header is struct virtio_net_hdr_v1 (12
+ * bytes, VERSION_1).
  *
  * Tx (guest -> TAP), one chain per frame: readable buffers only; the
- * first 12 bytes are the header, which must be all zero but num_buffers
- * (no offloads), the rest is the frame: 14 bytes at least, MTU + 14 at
- * most (+ 4 with an 802.1Q tag). The header and the first NET_INSPECT_MAX
- * frame bytes are copied out of guest memory once; the source MAC check
- * and the filter see only that copy, and the copy is what goes to the TAP,
- * followed by the rest of the frame straight from guest memory (writev). So
- * a guest rewriting its buffer meanwhile cannot change what was checked.
+ * first 12 bytes are the header (net_offload_check_tx: offload fields only
+ * as negotiated), the rest is the frame: 14 bytes at least, MTU + 14 at
+ * most (+ 4 with an 802.1Q tag), NET_GSO_MAX_FRAME with GSO. The header
+ * and the first NET_INSPECT_MAX frame bytes are copied out of guest memory
+ * once; the header check, the source MAC check and the filter see only
+ * that copy; the TAP gets a header rebuilt from the checked fields, then
+ * the copied frame bytes, then the rest of the frame straight from guest
+ * memory (writev). So a guest rewriting its buffer meanwhile cannot change
+ * what was checked.
  * A frame that fails a check is dropped and counted (struct net_stats);
  * the chain is completed either way.
  *
  * Rx (TAP -> guest): chains are popped and held until they can take a
- * frame of MTU + 18 bytes plus the header (with MRG_RXBUF, several chains,
- * at most NET_RX_MAX_CHAINS; without it, one), then one readv() puts the
- * frame straight into them. The header is rewritten (flags 0, GSO_NONE,
- * num_buffers = chains used); each used chain is completed with the bytes
- * it got; held chains left over wait for the next frame. A frame larger
+ * frame of MTU + 18 bytes (NET_GSO_MAX_FRAME with GUEST_TSO4/6; a guest
+ * that posted less gets frames up to the MTU) plus the header (with
+ * MRG_RXBUF, several chains, at most NET_RX_MAX_CHAINS; without it, one),
+ * then one readv() puts the frame straight into them. The TAP only hands
+ * us the offloads the driver took (TUNSETOFFLOAD at DRIVER_OK); the header
+ * is rewritten to claim no more (net_offload_rx_hdr) with num_buffers =
+ * chains used; each used chain is completed with the bytes it got; held
+ * chains left over wait for the next frame. A frame larger
  * than the held buffers is read into a scratch area and dropped. When the
  * guest has posted too few buffers, the TAP fd is not read (nor watched)
  * until it posts more and notifies the rx queue; nothing is buffered in
@@ -75,6 +81,7 @@ struct net_opts {
 	uint16_t mtu;          /* 0: NET_DEFAULT_MTU; else NET_MIN_MTU..NET_MAX_MTU; should
 				* match the TAP's MTU on the host */
 	const struct net_policy *policy; /* copied; NULL: allow all */
+	bool no_offload;       /* offer no checksum/segmentation offload even over a TAP */
 	struct vsock_watch_ops io;       /* watch/unwatch the backend fd, kick a queue */
 };
 
@@ -82,6 +89,7 @@ struct net_opts {
 struct net_stats {
 	uint64_t tx_frames, tx_bytes;   /* written to the backend */
 	uint64_t rx_frames, rx_bytes;   /* delivered to the guest */
+	uint64_t tx_gso, rx_gso;        /* of those, frames with segmentation offload (TSO) */
 	uint64_t rx_dropped;            /* backend frames dropped: larger than the held guest
 					 * buffers or the MTU, or shorter than an Ethernet header */
 	uint64_t drops[NET_VERDICT_NR]; /* tx frames (and bad rx chains) by reason; [NET_PASS] unused */

@@ -14,6 +14,7 @@
 
 #include <linux/if_ether.h>
 
+#include "devices/net_offload.h"
 #include "devices/virtio_net.h"
 #include "vmm/event_loop.h"
 #include "tests/test_net_frames.h"
@@ -284,26 +285,51 @@ START_TEST(tx_size_limits)
 }
 END_TEST
 
+/* Over a socket no offload is offered, so the header may ask for none. */
 START_TEST(tx_bad_vnet_header)
 {
 	uint8_t f[TF_MAX];
-	struct virtio_net_hdr_v1 h[6];
+	struct virtio_net_hdr_v1 h[4];
+
+	tn_start(&g, NULL, ALL_FEATURES);
+	ck_assert(!(td_device_features(&g.t) & NET_OFFLOAD_FEATURES));
+	udp_frame(f, 100);
+	memset(h, 0, sizeof(h));
+	h[0].flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	h[0].csum_start = htole16(34);
+	h[0].csum_offset = htole16(6);
+	h[1].gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
+	h[2].flags = VIRTIO_NET_HDR_F_DATA_VALID; /* rx only */
+	h[3].gso_type = VIRTIO_NET_HDR_GSO_UDP;
+	for (unsigned i = 0; i < 4; i++)
+		tx_post(&h[i], f, 100, 2, i & 1);
+	expect_nothing_sent();
+	expect_tx_completed();
+	ck_assert_uint_eq(stats().drops[NET_DROP_VNET_HDR], 4);
+	ck_assert_uint_eq(stats().tx_frames, 0);
+}
+END_TEST
+
+/* Fields that mean nothing without NEEDS_CSUM or GSO go no further: the
+ * backend gets an all-zero header. */
+START_TEST(tx_unused_header_fields_not_passed_on)
+{
+	uint8_t f[TF_MAX];
+	struct virtio_net_hdr_v1 h[4];
 
 	tn_start(&g, NULL, ALL_FEATURES);
 	udp_frame(f, 100);
 	memset(h, 0, sizeof(h));
-	h[0].flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-	h[1].gso_type = VIRTIO_NET_HDR_GSO_TCPV4;
-	h[2].hdr_len = htole16(54);
-	h[3].gso_size = htole16(1448);
-	h[4].csum_start = htole16(34);
-	h[5].csum_offset = htole16(6);
-	for (unsigned i = 0; i < 6; i++)
+	h[0].hdr_len = htole16(54);
+	h[1].gso_size = htole16(1448);
+	h[2].csum_start = htole16(34);
+	h[3].csum_offset = htole16(6);
+	for (unsigned i = 0; i < 4; i++) {
 		tx_post(&h[i], f, 100, 2, i & 1);
-	expect_nothing_sent();
+		expect_arrives(f, 100);
+	}
 	expect_tx_completed();
-	ck_assert_uint_eq(stats().drops[NET_DROP_VNET_HDR], 6);
-	ck_assert_uint_eq(stats().tx_frames, 0);
+	ck_assert_uint_eq(stats().tx_frames, 4);
 }
 END_TEST
 
@@ -927,6 +953,74 @@ static size_t host_udp_frame(uint8_t *f, const uint8_t dst[6], uint16_t port, co
 	return n;
 }
 
+/* Tcp OutRsts of this network namespace (/proc/net/snmp). */
+static long tcp_out_rsts(void)
+{
+	char names[1024], vals[1024], *ns, *vs, *n, *v;
+	FILE *f = fopen("/proc/net/snmp", "r");
+	long r = -1;
+
+	ck_assert_ptr_nonnull(f);
+	while (fgets(names, sizeof(names), f) && fgets(vals, sizeof(vals), f)) {
+		if (strncmp(names, "Tcp:", 4))
+			continue;
+		for (n = strtok_r(names, " \n", &ns), v = strtok_r(vals, " \n", &vs); n && v;
+		     n = strtok_r(NULL, " \n", &ns), v = strtok_r(NULL, " \n", &vs))
+			if (!strcmp(n, "OutRsts"))
+				r = atol(v);
+	}
+	fclose(f);
+	ck_assert_int_ge(r, 0);
+	return r;
+}
+
+/* Over a real TAP the offloads are offered, and what the guest may ask of
+ * them reaches the host: a UDP checksum left to the host (NEEDS_CSUM) and
+ * a 3000-byte TCP send for the host to cut into segments (GSO). s is a UDP
+ * socket bound to 10.9.0.1:5000, hw the TAP's MAC. */
+static void tap_offloads(int s, const uint8_t hw[6])
+{
+	struct virtio_net_hdr_v1 h = { .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+				       .csum_start = htole16(34),
+				       .csum_offset = htole16(6) };
+	static uint8_t f[3000];
+	uint8_t got[16];
+	size_t l4;
+
+	long rsts;
+
+	ck_assert_uint_eq(td_device_features(&g.t) & NET_OFFLOAD_FEATURES, NET_OFFLOAD_FEATURES);
+	/* A checksum field no host would accept as complete: it arrives only
+	 * if NEEDS_CSUM reached the TAP. */
+	l4 = host_udp_frame(f, hw, 5000, "sum");
+	tf_be16(f + 34 + 6, 0x1234);
+	tx_post(&h, f, l4, 1, false);
+	ck_assert_int_eq(recv(s, got, sizeof(got), 0), 3);
+	ck_assert_mem_eq(got, "sum", 3);
+
+	l4 = tf_ip4(f, tf_eth(f, ETH_P_IP, false), IPPROTO_TCP, "10.9.0.1", 5, sizeof(f) - 34, 0x4000);
+	tf_tcp(f, l4, 7, 5);
+	memcpy(f, hw, 6);
+	memcpy(f + 6, g.mac, 6);
+	inet_pton(AF_INET, "10.9.0.2", f + 14 + 12);
+	tf_be16(f + 14 + 10, ip_csum(f + 14, 20));
+	h = (struct virtio_net_hdr_v1){ .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .gso_type = VIRTIO_NET_HDR_GSO_TCPV4,
+					.hdr_len = htole16(54), .gso_size = htole16(1000),
+					.csum_start = htole16(34), .csum_offset = htole16(16) };
+	/* Port 7 has no listener: the host's TCP answers the segment with a
+	 * reset, which it does only if it took the (unfilled) checksum as
+	 * the offload header said. */
+	rsts = tcp_out_rsts();
+	tx_post(&h, f, sizeof(f), 3, false);
+	for (int i = 0; i < 100 && tcp_out_rsts() == rsts; i++)
+		usleep(20000);
+	ck_assert_int_eq(tcp_out_rsts(), rsts + 1);
+	ck_assert_uint_eq(stats().drops[NET_DROP_BACKEND], 0);
+	ck_assert_uint_eq(stats().drops[NET_DROP_VNET_HDR], 0);
+	ck_assert_uint_eq(stats().tx_frames, 3); /* hello, sum, and the TCP send */
+	ck_assert_uint_eq(stats().tx_bytes, 42 + 5 + 42 + 3 + sizeof(f));
+}
+
 START_TEST(real_tap_in_netns)
 {
 	struct net_policy p;
@@ -941,6 +1035,7 @@ START_TEST(real_tap_in_netns)
 	}
 	net_policy_init(&p);
 	ck_assert_int_eq(net_policy_add_rule(&p, "10.9.0.1:5000/udp", NULL), 0);
+	ck_assert_int_eq(net_policy_add_rule(&p, "10.9.0.1:7/tcp", NULL), 0);
 	tn_start_backend(&g, &p, ALL_FEATURES, true);
 	ck_assert_str_eq(virtio_net_ifname(g.n), "tvm0");
 	host_if_setup("tvm0", hw);
@@ -954,6 +1049,7 @@ START_TEST(real_tap_in_netns)
 	ck_assert_int_eq(recv(s, got, sizeof(got), 0), 5);
 	ck_assert_mem_eq(got, "hello", 5);
 	ck_assert_uint_eq(stats().drops[NET_DROP_POLICY], 1);
+	tap_offloads(s, hw);
 	/* Host -> guest: a datagram to 10.9.0.2 makes the host ARP for it. */
 	for (unsigned i = 0; i < 8; i++)
 		rx_post(i, 1536);
@@ -989,6 +1085,7 @@ int main(void)
 	tcase_add_test(tc, tx_good_frames_byte_exact);
 	tcase_add_test(tc, tx_size_limits);
 	tcase_add_test(tc, tx_bad_vnet_header);
+	tcase_add_test(tc, tx_unused_header_fields_not_passed_on);
 	tcase_add_test(tc, tx_policy_drops);
 	tcase_add_test(tc, tx_long_frame_split_head);
 	tcase_add_test(tc, tx_hostile_chains);

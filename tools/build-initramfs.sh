@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Build the tinyvmm test initramfs: a newc cpio holding busybox-static as
 # /bin/busybox and /bin/sh, guest/test-init as /init, an /etc/fstab for
-# its `mount -a`, and guest/blkbench.c built static as /bin/blkbench.
+# its `mount -a`, and guest/blkbench.c and guest/netbench.c built static as
+# /bin/blkbench and /bin/netbench (the guest ends of tools/bench-blk.sh and
+# tools/bench-net.sh).
 #
 # Written twice into $TINYVMM_CACHE/initramfs-<hash>/ (default cache
-# /var/tmp/tinyvmm-cache), keyed by the busybox-static version, test-init and
-# this script:
+# /var/tmp/tinyvmm-cache), keyed by the busybox-static version, test-init,
+# the benchmark sources and this script:
 #   initramfs.cpio     uncompressed: boots ~30 s faster on this host, where
 #                      the kernel's gunzip runs emulated (~15 us per byte)
 #   initramfs.cpio.gz  the same, gzip'd
@@ -16,6 +18,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${TINYVMM_CACHE:-/var/tmp/tinyvmm-cache}
 init=$root/guest/test-init
 blkbench=$root/guest/blkbench.c
+netbench=$root/guest/netbench.c
 
 log() { echo "build-initramfs: $*" >&2; }
 
@@ -28,7 +31,7 @@ for p in busybox-static cpio; do
 done
 
 version=$(dpkg-query -W -f='${Version}' busybox-static)
-hash=$(cat <(echo "$version") "$init" "$blkbench" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
+hash=$(cat <(echo "$version") "$init" "$blkbench" "$netbench" "${BASH_SOURCE[0]}" | sha256sum | cut -c1-16)
 out=$cache/initramfs-$hash
 if [ -f "$out/initramfs.cpio" ] && [ -f "$out/initramfs.cpio.gz" ]; then
 	echo "$out"
@@ -46,8 +49,10 @@ mkdir -p "$fs"/{bin,dev,etc,proc,sys,tmp,root}
 chmod 1777 "$fs/tmp"
 install -m 755 /bin/busybox "$fs/bin/busybox"
 install -m 755 "$init" "$fs/init"
-# The in-guest block benchmark (tools/bench-blk.sh), static like busybox.
-gcc -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Os -static -s -o "$fs/bin/blkbench" "$blkbench"
+# The in-guest benchmark clients, static like busybox.
+for b in "$blkbench" "$netbench"; do
+	gcc -std=gnu11 -D_GNU_SOURCE -Wall -Wextra -Werror -Os -static -s -o "$fs/bin/$(basename "$b" .c)" "$b"
+done
 cat >"$fs/etc/fstab" <<'EOF'
 proc /proc proc defaults 0 0
 sysfs /sys sysfs defaults 0 0

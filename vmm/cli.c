@@ -54,6 +54,8 @@ static const char usage[] =
 	"  --net-dns ADDR         allow DNS to this resolver (alone: deny all but DNS)\n"
 	"  --net-deny-all         allow-list with no rules: only ARP/ND pass\n"
 	"  --net-mac MAC, --net-mtu BYTES\n"
+	"  --net-no-offload       offer no checksum/TCP segmentation offload (slower; fewer\n"
+	"                         host-kernel paths for guest frames)\n"
 	"  --net-ip ADDR/PREFIX   the guest's eth0 address (IPv4; set by the agent)\n"
 	"  --net-gw ADDR          the guest's default route; the first --net-dns is its resolver\n"
 	"  --console              job mode: show the guest console on stderr\n"
@@ -192,6 +194,7 @@ enum {
 	O_KERNEL = 1, O_INITRD, O_CMDLINE, O_APPEND, O_MEM, O_CPUS, O_SERIAL, O_METRICS, O_QUIRKS, O_HELP,
 	O_ROOTFS, O_DRIVE, O_VSOCK_CID, O_VSOCK_UDS, O_TTL, O_CONSOLE, O_STDIN, O_JSON, O_CAP, O_JOB,
 	O_SNAPSHOT, O_OUT, O_NET, O_NET_ALLOW, O_NET_DNS, O_NET_DENY, O_NET_MAC, O_NET_MTU, O_NET_IP, O_NET_GW,
+	O_NET_NO_OFFLOAD,
 };
 
 static const struct option run_opts[] = {
@@ -211,6 +214,7 @@ static const struct option run_opts[] = {
 	{ "net-dns", required_argument, 0, O_NET_DNS },	  { "net-deny-all", no_argument, 0, O_NET_DENY },
 	{ "net-mac", required_argument, 0, O_NET_MAC },	  { "net-mtu", required_argument, 0, O_NET_MTU },
 	{ "net-ip", required_argument, 0, O_NET_IP },	  { "net-gw", required_argument, 0, O_NET_GW },
+	{ "net-no-offload", no_argument, 0, O_NET_NO_OFFLOAD },
 	{ "snapshot", required_argument, 0, O_SNAPSHOT }, { "out", required_argument, 0, O_OUT },
 	{ 0, 0, 0, 0 },
 };
@@ -280,6 +284,7 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 			a->c.net.dns[a->c.net.nr_dns++] = optarg;
 			break;
 		case O_NET_DENY: a->c.net.deny_all = 1; break;
+		case O_NET_NO_OFFLOAD: a->c.net.no_offload = 1; break;
 		case O_NET_MAC: a->c.net.mac = optarg; break;
 		case O_NET_IP: a->c.net.guest_ip = optarg; break;
 		case O_NET_GW: a->c.net.guest_gw = optarg; break;
@@ -330,6 +335,13 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));
 			return EXIT_VM_FAILED;
 		}
+	}
+	if (!a->c.net.enabled && (a->c.net.nr_allow || a->c.net.nr_dns || a->c.net.deny_all || a->c.net.mac ||
+				  a->c.net.mtu || a->c.net.guest_ip || a->c.net.guest_gw || a->c.net.no_offload)) {
+		/* Without --net the VM has no network at all: a policy or
+		 * address for it would be silently meaningless. */
+		fprintf(stderr, "tinyvmm: --net-* options need --net TAP|auto (without it the VM has no network)\n");
+		return EXIT_VM_FAILED;
 	}
 	if (optind < argc && strcmp(argv[optind - 1], "--")) {
 		fprintf(stderr, "tinyvmm: unexpected argument '%s' (put the command after --)\n", argv[optind]);

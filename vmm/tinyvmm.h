@@ -55,6 +55,33 @@ struct tvm_net {
 	int deny_all;           /* allow-list with nothing but the rules above (and ARP/ND) */
 	const char *guest_ip;   /* "ADDR/PREFIX" (IPv4) the agent gives eth0; NULL: none */
 	const char *guest_gw;   /* default route for the guest; NULL: none */
+	int no_offload;         /* 1: offer the guest no checksum/TCP segmentation offload
+				 * (fewer host-kernel paths for guest frames, slower) */
+};
+
+/* Why a frame was dropped: the index into tvm_net_stats.dropped. */
+enum tvm_net_drop {
+	TVM_NET_DROP_RUNT = 1,   /* shorter than an Ethernet header */
+	TVM_NET_DROP_OVERSIZE,   /* over MTU + 14 (+ 4 with a VLAN tag); 64 KiB + 18 with TSO */
+	TVM_NET_DROP_VNET_HDR,   /* virtio-net header asks for an offload not negotiated or out of bounds */
+	TVM_NET_DROP_BAD_CHAIN,  /* descriptor chain of the wrong shape */
+	TVM_NET_DROP_MALFORMED,  /* L2/L3/L4 headers truncated or inconsistent */
+	TVM_NET_DROP_FRAGMENT,   /* IP fragment under an allow-list */
+	TVM_NET_DROP_POLICY,     /* not allowed by the allow-list */
+	TVM_NET_DROP_SPOOF,      /* source MAC (or ARP sender) not the guest's, under an allow-list */
+	TVM_NET_DROP_BACKEND,    /* the TAP refused it */
+	TVM_NET_DROP_COUNT
+};
+
+/* Counters of the VM's network device since it was created. Frames are
+ * counted without the 12-byte virtio-net header; bytes likewise. */
+struct tvm_net_stats {
+	uint64_t tx_frames, tx_bytes;   /* guest -> TAP, sent */
+	uint64_t rx_frames, rx_bytes;   /* TAP -> guest, delivered */
+	uint64_t tx_gso, rx_gso;        /* of those, frames with TCP segmentation offload */
+	uint64_t rx_dropped;            /* TAP frames the guest had no room for */
+	uint64_t dropped[TVM_NET_DROP_COUNT]; /* guest frames dropped, by enum tvm_net_drop; [0] unused */
+	int backend_down;               /* the TAP hit EOF or an error: no more rx */
 };
 
 /* Everything needed to build a VM. Start from tvm_config_init(); strings are
@@ -134,8 +161,17 @@ enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
 long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm);
 
 /* Write the metrics JSON object (timestamps in µs since t0, VM-exit counts
- * per vCPU, VMM RSS without guest RAM) to path. Returns 0 or -errno. */
+ * per vCPU, VMM RSS without guest RAM, with a network device its counters
+ * as "net") to path. Returns 0 or -errno. */
 int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
+
+/* Copy the network counters into *out (any thread, while the VM exists).
+ * Returns 0, or -ENODEV when the VM has no network device. */
+int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out);
+
+/* Short label of a drop reason ("policy", "oversized", ...); "?" when out
+ * of range. */
+const char *tvm_net_drop_name(unsigned reason);
 
 /* Stop if running, free everything. NULL is allowed. */
 void tvm_vm_destroy(struct tvm_vm *vm);

@@ -700,7 +700,9 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 				(unsigned long long)atomic_load(&vm->vcpus[i].exits[k]));
 		fprintf(f, "}");
 	}
-	fprintf(f, "],\"exit_reason\":%d}\n", (int)vm->exit_reason);
+	fprintf(f, "],\"exit_reason\":%d", (int)vm->exit_reason);
+	vm_net_write_metrics(vm, f);
+	fprintf(f, "}\n");
 	if (fclose(f) != 0)
 		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
 	return 0;

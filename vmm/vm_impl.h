@@ -4,6 +4,7 @@
 #define TVM_VM_IMPL_H
 
 #include <pthread.h>
+#include <stdio.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 
@@ -84,6 +85,8 @@ void vm_unwatch(void *ctx, int fd);
 /* Attach the virtio-net device described by vm->cfg.net, if enabled
  * (vmm/vm_net.c). */
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e);
+/* With a network device: append ,"net":{counters} to the metrics JSON. */
+void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f);
 
 /* Append " word" to the guest command line; -E2BIG when it is full. */
 int vm_cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e);

@@ -80,12 +80,54 @@ static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 	return vm_cmdline_add(vm, word, e);
 }
 
+_Static_assert((int)TVM_NET_DROP_COUNT == (int)NET_VERDICT_NR && (int)TVM_NET_DROP_RUNT == (int)NET_DROP_RUNT &&
+		       (int)TVM_NET_DROP_BACKEND == (int)NET_DROP_BACKEND,
+	       "tvm_net_drop mirrors enum net_verdict");
+
+int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out)
+{
+	struct net_stats s;
+
+	memset(out, 0, sizeof(*out));
+	if (!vm->net_dev)
+		return -ENODEV;
+	virtio_net_stats(vm->net_dev->dev, &s);
+	*out = (struct tvm_net_stats){ .tx_frames = s.tx_frames, .tx_bytes = s.tx_bytes, .rx_frames = s.rx_frames,
+				       .rx_bytes = s.rx_bytes, .tx_gso = s.tx_gso, .rx_gso = s.rx_gso,
+				       .rx_dropped = s.rx_dropped, .backend_down = s.backend_down };
+	memcpy(out->dropped, s.drops, sizeof(out->dropped));
+	return 0;
+}
+
+const char *tvm_net_drop_name(unsigned reason)
+{
+	return reason > 0 && reason < TVM_NET_DROP_COUNT ? net_verdict_name((enum net_verdict)reason) : "?";
+}
+
+void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f)
+{
+	struct tvm_net_stats s;
+
+	if (tvm_vm_net_stats(vm, &s))
+		return;
+	fprintf(f,
+		",\"net\":{\"tx_frames\":%llu,\"tx_bytes\":%llu,\"tx_gso\":%llu,\"rx_frames\":%llu,"
+		"\"rx_bytes\":%llu,\"rx_gso\":%llu,\"rx_dropped\":%llu,\"backend_down\":%d,\"dropped\":{",
+		(unsigned long long)s.tx_frames, (unsigned long long)s.tx_bytes, (unsigned long long)s.tx_gso,
+		(unsigned long long)s.rx_frames, (unsigned long long)s.rx_bytes, (unsigned long long)s.rx_gso,
+		(unsigned long long)s.rx_dropped, s.backend_down);
+	for (unsigned i = 1; i < TVM_NET_DROP_COUNT; i++)
+		fprintf(f, "%s\"%s\":%llu", i > 1 ? "," : "", tvm_net_drop_name(i), (unsigned long long)s.dropped[i]);
+	fprintf(f, "}}");
+}
+
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 {
 	const struct tvm_net *n = &vm->cfg.net;
 	struct net_policy policy;
 	struct net_opts o = {
 		.tap_name = n->tap, .fd = -1, .id = vm->cfg.vsock_cid, .mtu = (uint16_t)n->mtu, .policy = &policy,
+		.no_offload = n->no_offload,
 		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = net_kick, .ctx = vm },
 	};
 	struct virtio_net *dev;

@@ -1,0 +1,102 @@
+/* libFuzzer target for the virtio-net offload checks (devices/net_offload.c):
+ * the tx header check the device runs on every guest frame, and the rx
+ * header rewrite.
+ *
+ * Input: a 12-byte struct virtio_net_hdr_v1, one byte of offload features
+ * (bit i: the i-th feature of NET_OFFLOAD_FEATURES, low to high), three
+ * bytes of extra frame length, then the frame's first bytes (at most
+ * NET_INSPECT_MAX are inspected, from a buffer of exactly that size so ASan
+ * flags any read past it). Beyond "no crash", checks that a header passed
+ * on asks for nothing that was not negotiated and points inside the frame,
+ * and that a rewritten rx header claims only negotiated offloads. */
+#include <endian.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/net_offload.h"
+#include "tests/fuzz/fuzz_input.h"
+
+#define F(bit) (1ULL << (bit))
+#define MAX_FRAME 1518u
+
+static uint64_t pick_features(uint8_t sel)
+{
+	uint64_t all = NET_OFFLOAD_FEATURES, out = 0;
+
+	for (unsigned i = 0; all; i++) {
+		uint64_t low = all & -all;
+
+		if (sel & (1u << i))
+			out |= low;
+		all &= ~low;
+	}
+	return out;
+}
+
+static void check_tx(const struct virtio_net_hdr_v1 *h, uint64_t feat, const uint8_t *f, size_t cap, size_t len)
+{
+	struct virtio_net_hdr_v1 out;
+	enum net_verdict v = net_offload_check_tx(h, feat, f, cap, len, MAX_FRAME, &out);
+
+	if (v != NET_PASS)
+		return;
+	if (out.num_buffers || (out.flags & ~VIRTIO_NET_HDR_F_NEEDS_CSUM))
+		abort();
+	if (out.flags && (!(feat & F(VIRTIO_NET_F_CSUM)) ||
+			  (size_t)le16toh(out.csum_start) + le16toh(out.csum_offset) + 2 > len))
+		abort();
+	if (!out.flags && (out.csum_start || out.csum_offset))
+		abort();
+	if (out.gso_type == VIRTIO_NET_HDR_GSO_NONE) {
+		if (len > MAX_FRAME || out.hdr_len || out.gso_size)
+			abort();
+		return;
+	}
+	if (!(out.gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && (feat & F(VIRTIO_NET_F_HOST_TSO4))) &&
+	    !(out.gso_type == VIRTIO_NET_HDR_GSO_TCPV6 && (feat & F(VIRTIO_NET_F_HOST_TSO6))))
+		abort();
+	if (!out.flags || !out.gso_size || le16toh(out.hdr_len) > len || len > NET_GSO_MAX_FRAME)
+		abort();
+}
+
+static void check_rx(struct virtio_net_hdr_v1 h, uint64_t feat)
+{
+	net_offload_rx_hdr(&h, feat);
+	if (h.flags && !(feat & F(VIRTIO_NET_F_GUEST_CSUM)))
+		abort();
+	if (h.flags & ~(VIRTIO_NET_HDR_F_NEEDS_CSUM | VIRTIO_NET_HDR_F_DATA_VALID))
+		abort();
+	if (h.gso_type != VIRTIO_NET_HDR_GSO_NONE &&
+	    !(h.gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && (feat & F(VIRTIO_NET_F_GUEST_TSO4))) &&
+	    !(h.gso_type == VIRTIO_NET_HDR_GSO_TCPV6 && (feat & F(VIRTIO_NET_F_GUEST_TSO6))))
+		abort();
+	if (h.gso_type == VIRTIO_NET_HDR_GSO_NONE && (h.hdr_len || h.gso_size))
+		abort();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct in in = { data, size };
+	struct virtio_net_hdr_v1 h;
+	uint64_t feat;
+	size_t extra, cap, len;
+	uint8_t *copy;
+
+	h.flags = (uint8_t)take(&in, 1);
+	h.gso_type = (uint8_t)take(&in, 1);
+	h.hdr_len = (uint16_t)take(&in, 2);
+	h.gso_size = (uint16_t)take(&in, 2);
+	h.csum_start = (uint16_t)take(&in, 2);
+	h.csum_offset = (uint16_t)take(&in, 2);
+	h.num_buffers = (uint16_t)take(&in, 2);
+	feat = pick_features((uint8_t)take(&in, 1));
+	extra = take(&in, 3) % (NET_GSO_MAX_FRAME + 64);
+	cap = in.n < NET_INSPECT_MAX ? in.n : NET_INSPECT_MAX;
+	len = in.n + extra;
+	copy = malloc(cap ? cap : 1);
+	memcpy(copy, in.p, cap);
+	check_tx(&h, feat, copy, cap, len);
+	check_rx(h, feat);
+	free(copy);
+	return 0;
+}
