@@ -47,6 +47,8 @@ struct virtio_net {
 	/* rx */
 	struct net_held held[NET_RX_MAX_CHAINS];
 	unsigned nheld;
+	bool rx_contig;                /* the held chains are the last nheld popped (no bad
+					* chain completed in between): they can be un-popped */
 	unsigned rx_niov;
 	uint32_t rx_cap;               /* bytes in rx_iov[0..rx_niov) */
 	struct iovec rx_iov[VQ_MAX_SEGS];
@@ -78,5 +80,9 @@ int net_tx_run(struct virtio_net *n, struct virtqueue *vq);
 int net_rx_run(struct virtio_net *n, struct virtqueue *vq);
 /* Forget the held chains (device reset: the queue is gone). */
 void net_rx_forget(struct virtio_net *n);
+/* Give the held chains back to the guest before a snapshot: un-popped
+ * when they are the last ones popped, else completed empty (the driver
+ * drops a buffer shorter than a header, 5.1.6.4.1). */
+void net_rx_return_held(struct virtio_net *n, struct virtqueue *vq);
 
 #endif

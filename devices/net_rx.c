@@ -16,6 +16,17 @@ void net_rx_forget(struct virtio_net *n)
 	n->nheld = 0;
 	n->rx_niov = 0;
 	n->rx_cap = 0;
+	n->rx_contig = true;
+}
+
+void net_rx_return_held(struct virtio_net *n, struct virtqueue *vq)
+{
+	if (n->rx_contig)
+		vq_unpop(vq, (uint16_t)n->nheld);
+	else
+		for (unsigned i = 0; i < n->nheld; i++)
+			vq_push(vq, n->held[i].head, 0);
+	net_rx_forget(n);
 }
 
 /* Most chains one frame may use: several only with MRG_RXBUF (5.1.6.3.1). */
@@ -48,6 +59,8 @@ static int rx_fill(struct virtio_net *n, struct virtqueue *vq)
 		if (c->nreadable || c->writable_len < NET_HDR_LEN) {
 			net_count(&n->st.drops[NET_DROP_BAD_CHAIN], 1);
 			vq_push(vq, c->head, 0);
+			if (n->nheld)
+				n->rx_contig = false;
 			continue;
 		}
 		k = c->n;
@@ -94,6 +107,8 @@ static void deliver(struct virtio_net *n, struct virtqueue *vq, uint32_t got)
 		n->rx_cap -= n->held[i].len;
 	}
 	n->nheld -= used;
+	if (!n->nheld)
+		n->rx_contig = true;
 	n->rx_niov -= iovs;
 	memmove(n->held, n->held + used, n->nheld * sizeof(n->held[0]));
 	memmove(n->rx_iov, n->rx_iov + iovs, n->rx_niov * sizeof(n->rx_iov[0]));

@@ -59,7 +59,9 @@ struct virtio_dev_ops {
 	int (*notify)(void *dev, unsigned queue);
 	/* Snapshot hooks, optional (NULL: nothing device-specific to keep).
 	 * save writes at most cap bytes to buf and returns the length used or
-	 * -errno (called with the transport lock held); restore runs on a
+	 * -errno (called with the transport lock held, before the transport
+	 * saves its queue positions, so it may give popped chains back with
+	 * vq_unpop); restore runs on a
 	 * fresh device before the transport's own state is restored and the VM
 	 * runs, and returns 0 or -errno for a blob it refuses. */
 	long (*save)(void *dev, void *buf, size_t cap);

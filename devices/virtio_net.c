@@ -106,6 +106,21 @@ static void net_reset(void *dev)
 		ioctl(n->fd, TUNSETOFFLOAD, 0UL);
 }
 
+/* Snapshot (transport lock held, before the transport saves its queue
+ * positions): nothing of the device's own, but the rx chains it holds go
+ * back to the guest so the saved queue state does not lose them. The
+ * backend and its offload flags belong to the VM that restores. */
+static long net_save(void *dev, void *buf, size_t cap)
+{
+	struct virtio_net *n = dev;
+
+	(void)buf;
+	(void)cap;
+	if (n->vqs)
+		net_rx_return_held(n, &n->vqs[NET_RXQ]);
+	return 0;
+}
+
 static int net_notify(void *dev, unsigned queue)
 {
 	struct virtio_net *n = dev;
@@ -129,6 +144,7 @@ const struct virtio_dev_ops virtio_net_ops = {
 	.activate = net_activate,
 	.reset = net_reset,
 	.notify = net_notify,
+	.save = net_save,
 };
 
 void net_mac_from_id(uint32_t id, uint8_t mac[6])
@@ -183,6 +199,7 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 		n->offload = !o->no_offload;
 	}
 	pthread_mutex_init(&n->lock, NULL);
+	net_rx_forget(n);
 	n->io = o->io;
 	n->mtu = o->mtu ? o->mtu : NET_DEFAULT_MTU;
 	n->max_frame = n->mtu + NET_ETH_HLEN + NET_VLAN_HLEN;
@@ -214,6 +231,11 @@ void virtio_net_close(struct virtio_net *n)
 const char *virtio_net_ifname(const struct virtio_net *n)
 {
 	return n->ifname;
+}
+
+void virtio_net_mac(const struct virtio_net *n, uint8_t mac[6])
+{
+	memcpy(mac, n->mac, 6);
 }
 
 void virtio_net_stats(struct virtio_net *n, struct net_stats *s)

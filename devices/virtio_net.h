@@ -117,6 +117,9 @@ void virtio_net_close(struct virtio_net *n);
  * setup (address, routes, up). Valid until close. */
 const char *virtio_net_ifname(const struct virtio_net *n);
 
+/* The guest's MAC address (fixed at open). */
+void virtio_net_mac(const struct virtio_net *n, uint8_t mac[6]);
+
 /* Snapshot of the counters. Any thread. */
 void virtio_net_stats(struct virtio_net *n, struct net_stats *s);
 

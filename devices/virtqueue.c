@@ -211,6 +211,11 @@ broken:
 	return -EIO;
 }
 
+void vq_unpop(struct virtqueue *vq, uint16_t n)
+{
+	vq->last_avail = (uint16_t)(vq->last_avail - n);
+}
+
 void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len)
 {
 	struct vring_used_elem el = { .id = htole32(head), .len = htole32(len) };

@@ -96,6 +96,12 @@ void vq_disable(struct virtqueue *vq);
  * also publishes avail_event so the driver notifies for the next entry. */
 int vq_pop(struct virtqueue *vq, struct vq_chain *c);
 
+/* Give back the last n chains popped (none of them pushed): the next pops
+ * return them again, read afresh from the ring. For a device that holds
+ * popped buffers it cannot keep across a snapshot. n must not exceed the
+ * chains popped since the queue was enabled. */
+void vq_unpop(struct virtqueue *vq, uint16_t n);
+
 /* Return chain head to the driver with len bytes written into its writable
  * buffers (spec 2.7.8: len is a lower bound of the bytes written, counted
  * from the first writable byte). Publishes used->idx with release order. */

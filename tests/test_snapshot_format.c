@@ -245,6 +245,146 @@ START_TEST(config_round_trip_and_overrides)
 }
 END_TEST
 
+/* A config section plus a SNAP_NET section for c's network, parsed back. */
+static void net_sections(struct snap_w *w, struct snap_file *f, const struct tvm_config *c, struct snap_config *sc)
+{
+	uint64_t sizes[TVM_MAX_DRIVES] = { 0 };
+
+	snap_w_init(w);
+	snap_config_write(w, c, false, "console=ttyS0", sizes);
+	ck_assert_int_eq(snap_net_write(w, &c->net, "02:74:76:00:00:03", NULL), 0);
+	ck_assert_int_eq(snap_w_finish(w, NULL), 0);
+	ck_assert_int_eq(snap_parse(w->p, w->len, "s", f, NULL), 0);
+	ck_assert_int_eq(snap_config_read(snap_find(f, SNAP_CONFIG, 0), sc, NULL), 0);
+	ck_assert_int_eq(snap_net_read(snap_find(f, SNAP_NET, 0), sc, NULL), 0);
+}
+
+START_TEST(net_round_trip_and_restore_rules)
+{
+	struct tvm_config c, o, out;
+	struct snap_w w;
+	struct snap_file f;
+	struct snap_config *sc = malloc(sizeof(*sc));
+	struct tvm_err e = { 0 };
+
+	tvm_config_init(&c);
+	c.kernel_path = "/k";
+	c.net = (struct tvm_net){ .enabled = 1, .tap = "tap-old", .mtu = 1400, .no_offload = 1,
+				  .allow = { "10.0.0.0/8:443/tcp", "[2001:db8::/32]:53" }, .nr_allow = 2,
+				  .dns = { "10.0.2.3" }, .nr_dns = 1, .guest_ip = "10.0.2.15/24" };
+	net_sections(&w, &f, &c, sc);
+	ck_assert(sc->net.present);
+	ck_assert_str_eq(sc->net.mac, "02:74:76:00:00:03");
+
+	/* No network asked for: the snapshot's, on a new TAP, its policy. */
+	ck_assert_int_eq(snap_config_apply(sc, NULL, &out, NULL), 0);
+	ck_assert_int_eq(out.net.enabled, 1);
+	ck_assert_ptr_null(out.net.tap);
+	ck_assert_str_eq(out.net.mac, "02:74:76:00:00:03");
+	ck_assert_uint_eq(out.net.mtu, 1400);
+	ck_assert_int_eq(out.net.no_offload, 1);
+	ck_assert_uint_eq(out.net.nr_allow, 2);
+	ck_assert_str_eq(out.net.allow[1], "[2001:db8::/32]:53");
+	ck_assert_str_eq(out.net.dns[0], "10.0.2.3");
+	ck_assert_ptr_null(out.net.guest_ip); /* the guest has its address already */
+
+	/* A TAP of its own and a new allow-list replace the old ones. */
+	tvm_config_init(&o);
+	o.net = (struct tvm_net){ .enabled = 1, .tap = "tap-new", .allow = { "192.168.0.1" }, .nr_allow = 1 };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
+	ck_assert_str_eq(out.net.tap, "tap-new");
+	ck_assert_uint_eq(out.net.nr_allow, 1);
+	ck_assert_str_eq(out.net.allow[0], "192.168.0.1");
+	ck_assert_uint_eq(out.net.nr_dns, 0);
+	o.net = (struct tvm_net){ .enabled = 1, .deny_all = 1 };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
+	ck_assert_int_eq(out.net.deny_all, 1);
+	ck_assert_uint_eq(out.net.nr_allow + out.net.nr_dns, 0);
+
+	/* What the guest already has cannot be changed by a restore. */
+	o.net = (struct tvm_net){ .enabled = 1, .guest_ip = "10.0.2.16/24" };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "come from the snapshot"));
+	o.net = (struct tvm_net){ .enabled = 1, .mac = "02:00:00:00:00:09" };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), -EINVAL);
+
+	/* Without a SNAP_NET section the restore has no network and may not add one. */
+	sc->net.present = false;
+	o.net = (struct tvm_net){ .enabled = 1, .tap = "tap-new" };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "no network device"));
+	ck_assert_int_eq(snap_config_apply(sc, NULL, &out, NULL), 0);
+	ck_assert_int_eq(out.net.enabled, 0);
+	snap_file_free(&f);
+	snap_w_free(&w);
+	free(sc);
+}
+END_TEST
+
+/* Every truncation of the net section, counts past the limits, empty
+ * strings: refused with -EINVAL, never read past the section. */
+START_TEST(net_section_hostile)
+{
+	struct tvm_config c;
+	struct snap_w w;
+	struct snap_file f;
+	struct snap_config *sc = malloc(sizeof(*sc));
+	const struct snap_section *s;
+	struct snap_section cut;
+	uint8_t *body;
+
+	tvm_config_init(&c);
+	c.net = (struct tvm_net){ .enabled = 1, .allow = { "10.0.0.1" }, .nr_allow = 1, .dns = { "10.0.0.53" },
+				  .nr_dns = 1 };
+	net_sections(&w, &f, &c, sc);
+	s = snap_find(&f, SNAP_NET, 0);
+	for (size_t n = 0; n < s->len; n++) {
+		cut = *s;
+		cut.len = n;
+		body = malloc(n ? n : 1); /* exactly n bytes: ASan sees any read past them */
+		memcpy(body, s->data, n);
+		cut.data = body;
+		ck_assert_int_eq(snap_net_read(&cut, sc, NULL), -EINVAL);
+		free(body);
+	}
+	body = malloc(s->len);
+	cut = *s;
+	cut.data = body;
+	memcpy(body, s->data, s->len);
+	body[8] = 2; /* deny_all: not a flag */
+	ck_assert_int_eq(snap_net_read(&cut, sc, NULL), -EINVAL);
+	memcpy(body, s->data, s->len);
+	body[0] = 0;
+	body[1] = 0;
+	body[2] = 1; /* MTU 65536 */
+	ck_assert_int_eq(snap_net_read(&cut, sc, NULL), -EINVAL);
+	memcpy(body, s->data, s->len);
+	body[12 + 4 + 17] = 33; /* nr_allow after "02:74:76:00:00:03" (4-byte length + 17) */
+	ck_assert_int_eq(snap_net_read(&cut, sc, NULL), -EINVAL);
+	free(body);
+	snap_file_free(&f);
+	snap_w_free(&w);
+	free(sc);
+}
+END_TEST
+
+START_TEST(net_rule_too_long_for_a_snapshot)
+{
+	struct tvm_net n = { .enabled = 1, .nr_allow = 1 };
+	struct tvm_err e = { 0 };
+	char rule[SNAP_NET_STR + 1];
+	struct snap_w w;
+
+	memset(rule, '1', sizeof(rule) - 1);
+	rule[SNAP_NET_STR] = 0;
+	n.allow[0] = rule;
+	snap_w_init(&w);
+	ck_assert_int_eq(snap_net_write(&w, &n, "02:00:00:00:00:01", &e), -ENAMETOOLONG);
+	ck_assert_ptr_nonnull(strstr(e.msg, "longer than"));
+	snap_w_free(&w);
+}
+END_TEST
+
 START_TEST(config_out_of_range)
 {
 	struct tvm_config c;
@@ -373,6 +513,9 @@ int main(void)
 	tcase_add_test(tc, oversized_section_lengths);
 	tcase_add_test(tc, config_round_trip_and_overrides);
 	tcase_add_test(tc, config_out_of_range);
+	tcase_add_test(tc, net_round_trip_and_restore_rules);
+	tcase_add_test(tc, net_section_hostile);
+	tcase_add_test(tc, net_rule_too_long_for_a_snapshot);
 	tcase_add_test(tc, vcpu_section_checked);
 	tcase_add_test(tc, disk_map_count_checked_before_allocation);
 	tcase_add_test(tc, memory_file_of_wrong_size);

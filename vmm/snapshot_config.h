@@ -1,6 +1,8 @@
 /* The SNAP_CONFIG section: what a restore needs to rebuild the VM (memory
  * size, vCPUs, quirks, drives with their modes and image sizes, vsock CID)
- * plus the kernel and guest command line it booted with (informational). */
+ * plus the kernel and guest command line it booted with (informational);
+ * and the SNAP_NET section: the network device as the guest saw it (MAC,
+ * MTU, offloads) and the egress policy it ran under. */
 #ifndef TVM_SNAPSHOT_CONFIG_H
 #define TVM_SNAPSHOT_CONFIG_H
 
@@ -22,11 +24,22 @@ struct snap_drive {
 	uint64_t size;           /* image bytes at snapshot time */
 };
 
+#define SNAP_NET_STR 128 /* bytes of a MAC, rule or resolver string, NUL included */
+
+struct snap_net {
+	bool present;
+	uint32_t mtu, no_offload, deny_all, nr_allow, nr_dns;
+	char mac[SNAP_NET_STR];
+	char allow[TVM_MAX_NET_RULES][SNAP_NET_STR];
+	char dns[TVM_MAX_NET_DNS][SNAP_NET_STR];
+};
+
 struct snap_config {
 	uint32_t mem_mib, cpus, quirks, vsock_cid, nr_drives, root_drive;
 	char kernel[PATH_MAX];
 	char cmdline[SNAP_CMDLINE_MAX]; /* the composed guest command line */
 	struct snap_drive d[TVM_MAX_DRIVES];
+	struct snap_net net;            /* filled by snap_net_read */
 };
 
 /* Append the section. drive_size[i]: image size of drive i. */
@@ -37,10 +50,26 @@ void snap_config_write(struct snap_w *w, const struct tvm_config *c, bool quirks
  * drives <= TVM_MAX_DRIVES, flags 0/1, CID 0 or 3..2^32-2). */
 int snap_config_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e);
 
+/* Append the SNAP_NET section for network n whose device has MAC mac
+ * ("xx:xx:xx:xx:xx:xx"). Returns 0, or -ENAMETOOLONG for a rule or
+ * resolver string of SNAP_NET_STR bytes or more. */
+int snap_net_write(struct snap_w *w, const struct tvm_net *n, const char *mac, struct tvm_err *e);
+
+/* Parse the SNAP_NET section into s->net (present = true): counts within
+ * TVM_MAX_NET_RULES / TVM_MAX_NET_DNS, flags 0/1, MTU <= 65535, strings
+ * non-empty. The values themselves are checked where the VM's network is
+ * built (vm_add_net), as a user's would be. */
+int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e);
+
 /* The config of a restored VM: s, with from o (may be NULL) the serial and
  * log fds, ttl, t0, vsock_uds, and when o->nr_drives == s->nr_drives each
- * drive's path (if set), overlay_path and overlay_limit. Strings point into
- * s and o. Returns 0 or -EINVAL (o has another number of drives). */
+ * drive's path (if set), overlay_path and overlay_limit. With a network
+ * (s->net.present): the snapshot's MAC, MTU and offload setting; the TAP
+ * o->net.tap when o->net.enabled, else a new one; the egress policy of o
+ * when o gives one (rules, resolvers or deny_all), else the snapshot's.
+ * Strings point into s and o. Returns 0 or -EINVAL: o has another number
+ * of drives, asks for a network the snapshot has none of, or sets what
+ * the guest already has (guest_ip, guest_gw, mac, mtu, no_offload). */
 int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c,
 		      struct tvm_err *e);
 

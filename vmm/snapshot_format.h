@@ -36,6 +36,7 @@ enum snap_type {
 	SNAP_VIRTIO,     /* one per virtio-mmio device, index = slot */
 	SNAP_UART,       /* COM1 registers */
 	SNAP_DISK,       /* copy-on-write map of drive index */
+	SNAP_NET,        /* the network device's config; absent: no network */
 };
 
 /* Growing buffer for a state file. Errors (out of memory) are sticky and

@@ -83,8 +83,10 @@ static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err 
 	if (!(s = need(x, SNAP_CONFIG, 0, "config", e)))
 		return -EINVAL;
 	r = snap_config_read(s, &x->sc, e);
-	if (!r)
-		r = snap_config_apply(&x->sc, o, &x->cfg, e);
+	if (!r && (s = snap_find(&x->f, SNAP_NET, 0)))
+		r = snap_net_read(s, &x->sc, e);
+	if (!r && (r = snap_config_apply(&x->sc, o, &x->cfg, e)))
+		tvm_err_prefix(e, "restore %s", x->dir);
 	if (r)
 		return r;
 	x->vcpu = calloc(x->sc.cpus, sizeof(*x->vcpu));
@@ -100,7 +102,7 @@ static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err 
 		return s ? r : -EINVAL;
 	if (!(s = need(x, SNAP_UART, 0, "serial", e)) || (r = dev_state_read_uart(s, &x->uart, e)))
 		return s ? r : -EINVAL;
-	x->nr_vdevs = x->sc.nr_drives + (x->sc.vsock_cid != 0);
+	x->nr_vdevs = x->sc.nr_drives + (x->sc.vsock_cid != 0) + x->sc.net.present;
 	for (unsigned i = 0; i < x->nr_vdevs; i++) {
 		if (!(s = need(x, SNAP_VIRTIO, i, "virtio device", e)))
 			return -EINVAL;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "devices/virtio_blk.h"
+#include "devices/virtio_net.h"
 #include "vmm/dev_state.h"
 #include "vmm/snapshot_config.h"
 #include "vmm/snapshot_format.h"
@@ -21,13 +22,10 @@ static struct blk_image *drive_image(struct tvm_vm *vm, unsigned i)
 	return &((struct virtio_blk *)vm->vdevs[i].dev)->img;
 }
 
-/* What a snapshot cannot carry yet: drives written in place (many
- * restores would share them), a network device (its TAP and filter state
- * are not saved). */
+/* What a snapshot cannot carry: drives written in place (many restores
+ * would share them). */
 static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 {
-	if (vm->net_dev)
-		return tvm_errf(e, EOPNOTSUPP, "snapshot: VMs with a network device cannot be snapshotted yet");
 	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
 		const struct tvm_drive *d = &vm->cfg.drives[i];
 
@@ -36,6 +34,20 @@ static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 					"read-only or copy-on-write drives", i, d->path);
 	}
 	return 0;
+}
+
+/* The network as the guest knows it (the TAP belongs to the VM that
+ * restores), with the device's actual MAC, derived or given. */
+static int save_net_config(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
+{
+	uint8_t m[6];
+	char mac[18];
+
+	if (!vm->net_dev)
+		return 0;
+	virtio_net_mac(vm->net_dev->dev, m);
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+	return snap_net_write(w, &vm->cfg.net, mac, e);
 }
 
 static int save_vcpus(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
@@ -67,7 +79,6 @@ static int save_devices(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
 		struct virtio_mmio *t = &vm->vdevs[i].t;
 		long n = 0;
 
-		virtio_mmio_save(t, &st);
 		if (t->ops->save) {
 			if (!blob && !(blob = malloc(DEV_STATE_MAX_BLOB)))
 				return tvm_errf(e, ENOMEM, "snapshot: out of memory");
@@ -78,6 +89,8 @@ static int save_devices(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
 						strerror((int)-n));
 			}
 		}
+		/* After the device's save, which may have given chains back. */
+		virtio_mmio_save(t, &st);
 		dev_state_write_virtio(w, i, &st, blob, (size_t)n);
 	}
 	free(blob);
@@ -152,7 +165,9 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 		sizes[i] = drive_image(vm, i)->size;
 	snap_w_init(&w);
 	snap_config_write(&w, &vm->cfg, vm->quirks, vm->cmdline, sizes);
-	r = save_vcpus(vm, &w, e);
+	r = save_net_config(vm, &w, e);
+	if (!r)
+		r = save_vcpus(vm, &w, e);
 	if (!r)
 		r = vm_state_save(&vm->kvm, &vs, e);
 	if (!r) {

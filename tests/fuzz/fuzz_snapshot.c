@@ -31,6 +31,7 @@ static void decode_all(const struct snap_file *f)
 
 		switch (s->type) {
 		case SNAP_CONFIG: snap_config_read(s, &sc, NULL); break;
+		case SNAP_NET: snap_net_read(s, &sc, NULL); break;
 		case SNAP_VCPU: vcpu_state_read(s, &vs, NULL); break;
 		case SNAP_VM: vm_state_read(s, &vm, NULL); break;
 		case SNAP_VIRTIO: dev_state_read_virtio(s, &ds, &blob, &blob_len, NULL); break;

@@ -4,11 +4,14 @@
  * allowed port and on a port the VM's egress allow-list excludes, and the
  * guest (10.77.0.2, configured by the agent from --net-ip) echoes 1 MiB
  * through the allowed one while the other cannot even connect. Then the
- * guest throws malformed frames at the NIC and the VMM keeps serving. */
+ * guest throws malformed frames at the NIC and the VMM keeps serving.
+ * Last, the VM is snapshotted and restored onto a new TAP. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sched.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -16,6 +19,7 @@
 #include "vmm/tinyvmm.h"
 
 #define TAP "tvmit0"
+#define TAP2 "tvmit1" /* the restored VM's */
 #define HOST_IP "10.77.0.1"
 #define PORT_OK 7007
 #define PORT_DENIED 7008
@@ -199,6 +203,72 @@ START_TEST(hostile_frames_leave_the_vmm_serving)
 }
 END_TEST
 
+/* The host side MAC of interface name, "xx:xx:xx:xx:xx:xx" (by ioctl:
+ * /sys/class/net shows the namespace sysfs was mounted in, not ours). */
+static void host_mac(const char *name, char mac[18])
+{
+	struct ifreq ifr = { 0 };
+	int s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	const uint8_t *m = (const uint8_t *)ifr.ifr_hwaddr.sa_data;
+
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	ck_assert_int_eq(ioctl(s, SIOCGIFHWADDR, &ifr), 0);
+	close(s);
+	snprintf(mac, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
+}
+
+/* Last: the VM with its network is snapshotted and ended (its TAP goes
+ * with it); the restore gets a new TAP, given the old one's host address
+ * and MAC, and the guest's address and allow-list come back with it. */
+START_TEST(snapshot_restores_onto_a_new_tap)
+{
+	char dir[] = "/tmp/tinyvmm-it-net-XXXXXX", snap[64], cmd[256], mac[18];
+	struct it_out o = { 0 };
+	struct tvm_job_result r;
+	struct tvm_net_stats st;
+	struct tvm_config c;
+	struct tvm_err e = { 0 };
+
+	if (!netns_ok)
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	ck_assert_msg(tvm_vm_snapshot(vm, snap, &e) == 0, "snapshot: %s", e.msg);
+	host_mac(TAP, mac);
+	tvm_vm_stop(vm);
+	tvm_vm_wait(vm, &e);
+	tvm_vm_destroy(vm);
+	vm = NULL;
+
+	tvm_config_init(&c);
+	c.serial_out_fd = -1;
+	c.ttl_ms = 1800000;
+	c.net = (struct tvm_net){ .enabled = 1, .tap = TAP2 };
+	ck_assert_msg(tvm_vm_restore(&c, snap, &vm, &e) == 0, "restore: %s", e.msg);
+	snprintf(cmd, sizeof(cmd), "ip link set %s address %s && ip addr add %s/24 dev %s && ip link set %s up", TAP2,
+		 mac, HOST_IP, TAP2, TAP2);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
+	r = py("import socket\n"
+	       "s = socket.create_connection(('" HOST_IP "', 7007), timeout=120)\n"
+	       "s.sendall(b'restored'); s.shutdown(socket.SHUT_WR)\n"
+	       "print(s.recv(100).decode())\n"
+	       "try:\n"
+	       "    socket.create_connection(('" HOST_IP "', 7008), timeout=5)\n"
+	       "    print('denied port reachable')\n"
+	       "except OSError:\n"
+	       "    print('denied port blocked')\n",
+	       &o);
+	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
+	ck_assert_str_eq(it_str(&o, 1), "restored\ndenied port blocked\n");
+	it_out_free(&o);
+	ck_assert_int_eq(tvm_vm_net_stats(vm, &st), 0);
+	ck_assert_uint_ge(st.dropped[TVM_NET_DROP_POLICY], 1);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("net");
@@ -208,6 +278,7 @@ int main(void)
 	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, echo_allowed_port_and_deny_the_other);
 	tcase_add_test(tc, hostile_frames_leave_the_vmm_serving);
+	tcase_add_test(tc, snapshot_restores_onto_a_new_tap);
 	suite_add_tcase(su, tc);
 	return it_run_suite(su);
 }

@@ -307,6 +307,21 @@ START_TEST(damaged_snapshots_refused)
 }
 END_TEST
 
+/* The snapshot's guest has no NIC: a restore cannot plug one in. */
+START_TEST(restore_cannot_add_a_network)
+{
+	struct tvm_config c;
+	struct tvm_vm *vm = (struct tvm_vm *)1;
+	struct tvm_err e = { 0 };
+
+	cfg_base(&c);
+	c.net = (struct tvm_net){ .enabled = 1, .tap = "tvm-none" };
+	ck_assert_int_eq(tvm_vm_restore(&c, snap_dir, &vm, &e), -EINVAL);
+	ck_assert_ptr_null(vm);
+	ck_assert_msg(strstr(e.msg, "no network device"), "message: %s", e.msg);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *su = suite_create("snapshot");
@@ -317,6 +332,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 1800);
 	tcase_add_test(tc, damaged_snapshots_refused);
+	tcase_add_test(tc, restore_cannot_add_a_network);
 	tcase_add_test(tc, snapshot_of_a_restore_keeps_its_files);
 	tcase_add_test(tc, four_at_once);
 	tcase_add_test(tc, sequential_restores_are_fresh_and_leak_nothing);
