@@ -48,7 +48,8 @@ static const char usage[] =
 	"  --vsock-cid N          guest CID of the vsock device (default 3; 0: no device)\n"
 	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
 	"  --ttl SECONDS          stop the VM this long after it started, whatever happens\n"
-	"  --net TAP|auto         virtio-net on an existing TAP (or one tinyvmm creates);\n"
+	"  --net [tap=]TAP|auto[,mac=MAC][,mtu=BYTES]\n"
+	"                         virtio-net on an existing TAP (or one tinyvmm creates);\n"
 	"                         no network at all without it\n"
 	"  --net-allow RULE       egress allow-list entry CIDR[:PORT[/tcp|udp]] (repeatable;\n"
 	"                         IPv6 with a port: [2001:db8::/32]:443); everything else dropped\n"
@@ -169,6 +170,41 @@ static int parse_drive(const char *flag, const char *spec, struct tvm_drive *d, 
 	return 0;
 }
 
+/* --net SPEC: [tap=]NAME|auto[,mac=MAC][,mtu=BYTES]. A bare word is the
+ * TAP's name; "auto" (or no name) has tinyvmm create one. */
+static int parse_net(const char *spec, struct tvm_net *n)
+{
+	char *copy = strdup(spec), *save = NULL, *tok;
+	const char *name = NULL;
+
+	if (!copy) {
+		fprintf(stderr, "tinyvmm: --net: out of memory\n");
+		return -1;
+	}
+	n->enabled = 1;
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strncmp(tok, "tap=", 4) && !name)
+			name = tok + 4;
+		else if (!strncmp(tok, "mac=", 4))
+			n->mac = tok + 4;
+		else if (!strncmp(tok, "mtu=", 4)) {
+			if (parse_u32("--net mtu", tok + 4, &n->mtu))
+				return -1;
+		} else if (!name && !strchr(tok, '='))
+			name = tok;
+		else {
+			fprintf(stderr, "tinyvmm: --net %s: unknown option '%s' (tap=, mac=, mtu=)\n", spec, tok);
+			return -1;
+		}
+	}
+	if (name && !*name) {
+		fprintf(stderr, "tinyvmm: --net %s: empty TAP name\n", spec);
+		return -1;
+	}
+	n->tap = name && strcmp(name, "auto") ? name : NULL;
+	return 0;
+}
+
 struct stopper {
 	struct tvm_vm *vm;
 	sigset_t set;
@@ -267,11 +303,7 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 		case O_CAP: if (parse_u32("--output-cap", optarg, &a->job.output_cap)) return EXIT_VM_FAILED; break;
 		case O_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
 		case O_VSOCK_UDS: a->c.vsock_uds = optarg; break;
-		case O_NET:
-			/* "auto" asks tinyvmm to create the TAP. */
-			a->c.net.enabled = 1;
-			a->c.net.tap = strcmp(optarg, "auto") ? optarg : NULL;
-			break;
+		case O_NET: if (parse_net(optarg, &a->c.net)) return EXIT_VM_FAILED; break;
 		case O_NET_ALLOW:
 			if (a->c.net.nr_allow == TVM_MAX_NET_RULES) {
 				fprintf(stderr, "tinyvmm: --net-allow: at most %d rules\n", TVM_MAX_NET_RULES);

@@ -211,6 +211,10 @@ START_TEST(net_values)
 	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-mac", "01:00:00:00:00:01");
+	E("unknown option 'bogus=1' (tap=, mac=, mtu=)", "run", "--kernel", p("garbage"), "--net", "tap=x,bogus=1");
+	E("--net tap=: empty TAP name", "run", "--kernel", p("garbage"), "--net", "tap=");
+	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net",
+	  "auto,mac=01:00:00:00:00:01");
 	/* A policy without a network used to be accepted and mean nothing. */
 	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-allow", "10.0.0.1/32");
 	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-no-offload");
