@@ -91,10 +91,13 @@ static void setup(void)
 	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
 }
 
-static struct tvm_job_result py(const char *code, struct it_out *o)
+/* Run python3 code as root in the guest: it must exit 0 and print exactly
+ * want on stdout. */
+static void py(const char *code, const char *want)
 {
 	const char *argv[] = { "python3", "-c", code, NULL };
-	struct tvm_job j = { .argv = argv, .uid = 0, .gid = 0, .timeout_ms = 600000, .on_output = it_collect, .ctx = o };
+	struct it_out o = { 0 };
+	struct tvm_job j = { .argv = argv, .uid = 0, .gid = 0, .timeout_ms = 600000, .on_output = it_collect, .ctx = &o };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
@@ -102,13 +105,21 @@ static struct tvm_job_result py(const char *code, struct it_out *o)
 	ck_assert_msg(tvm_vm_agent_connect(vm, 600000, &a, &e) == 0, "agent: %s", e.msg);
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
-	return r;
+	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
+	ck_assert_str_eq(it_str(&o, 1), want);
+	it_out_free(&o);
 }
+
+/* Python lines: try the port the allow-list excludes. */
+#define PROBE_DENIED                                                         \
+	"try:\n"                                                             \
+	"    socket.create_connection(('" HOST_IP "', 7008), timeout=5)\n" \
+	"    print('denied port reachable')\n"                              \
+	"except OSError:\n"                                                  \
+	"    print('denied port blocked')\n"
 
 START_TEST(echo_allowed_port_and_deny_the_other)
 {
-	struct it_out o = { 0 };
-	struct tvm_job_result r;
 	struct tvm_net_stats st;
 
 	if (!netns_ok)
@@ -118,28 +129,20 @@ START_TEST(echo_allowed_port_and_deny_the_other)
 	/* Send on a thread while reading: an echo fills both directions, and
 	 * sending 1 MiB before reading anything would deadlock on full
 	 * buffers. */
-	r = py("import socket, threading\n"
-	       "data = bytes(range(256)) * 4096\n"
-	       "s = socket.create_connection(('" HOST_IP "', 7007), timeout=300)\n"
-	       "def send():\n"
-	       "    s.sendall(data); s.shutdown(socket.SHUT_WR)\n"
-	       "t = threading.Thread(target=send); t.start()\n"
-	       "got = b''\n"
-	       "while True:\n"
-	       "    b = s.recv(65536)\n"
-	       "    if not b: break\n"
-	       "    got += b\n"
-	       "t.join()\n"
-	       "print(len(got), got == data)\n"
-	       "try:\n"
-	       "    socket.create_connection(('" HOST_IP "', 7008), timeout=5)\n"
-	       "    print('denied port reachable')\n"
-	       "except OSError as e:\n"
-	       "    print('denied port blocked')\n",
-	       &o);
-	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
-	ck_assert_str_eq(it_str(&o, 1), "1048576 True\ndenied port blocked\n");
-	it_out_free(&o);
+	py("import socket, threading\n"
+	   "data = bytes(range(256)) * 4096\n"
+	   "s = socket.create_connection(('" HOST_IP "', 7007), timeout=300)\n"
+	   "def send():\n"
+	   "    s.sendall(data); s.shutdown(socket.SHUT_WR)\n"
+	   "t = threading.Thread(target=send); t.start()\n"
+	   "got = b''\n"
+	   "while True:\n"
+	   "    b = s.recv(65536)\n"
+	   "    if not b: break\n"
+	   "    got += b\n"
+	   "t.join()\n"
+	   "print(len(got), got == data)\n" PROBE_DENIED,
+	   "1048576 True\ndenied port blocked\n");
 	/* The counters saw it: 1 MiB each way, the guest's TCP handed us
 	 * segmentation-offload frames, the denied SYNs were dropped. */
 	ck_assert_int_eq(tvm_vm_net_stats(vm, &st), 0);
@@ -157,48 +160,40 @@ END_TEST
 
 START_TEST(hostile_frames_leave_the_vmm_serving)
 {
-	struct it_out o = { 0 };
-	struct tvm_job_result r;
 
 	if (!netns_ok)
 		return;
 	/* Raw frames from the guest: bad IPv4 header lengths, a truncated
 	 * TCP header, junk ethertypes, maximum-size junk; the guest kernel
 	 * itself refuses runts and oversized ones (counted as send errors). */
-	r = py("import socket, os\n"
-	       "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
-	       "s.bind(('eth0', 0))\n"
-	       "mac = open('/sys/class/net/eth0/address').read().strip()\n"
-	       "src = bytes.fromhex(mac.replace(':', ''))\n"
-	       "dst = b'\\xff' * 6\n"
-	       "frames = [dst + src + b'\\x08\\x00' + bytes([0x4f]) + os.urandom(30),\n"
-	       "          dst + src + b'\\x08\\x00' + bytes([0x41]) + os.urandom(60),\n"
-	       "          dst + src + b'\\x08\\x00' + bytes([0x45, 0, 0xff, 0xff]) + os.urandom(16),\n"
-	       "          dst + src + b'\\x86\\xdd' + os.urandom(20),\n"
-	       "          dst + src + b'\\x12\\x34' + os.urandom(1486),\n"
-	       "          dst + src + b'\\x08\\x00' + os.urandom(4000),\n"
-	       "          b'\\x01\\x02']\n"
-	       "sent = errs = 0\n"
-	       "for i in range(20):\n"
-	       "    for f in frames:\n"
-	       "        try:\n"
-	       "            s.send(f); sent += 1\n"
-	       "        except OSError:\n"
-	       "            errs += 1\n"
-	       "print('sent', sent > 0)\n",
-	       &o);
-	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
-	ck_assert_str_eq(it_str(&o, 1), "sent True\n");
-	it_out_free(&o);
+	py("import socket, os\n"
+	   "s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)\n"
+	   "s.bind(('eth0', 0))\n"
+	   "mac = open('/sys/class/net/eth0/address').read().strip()\n"
+	   "src = bytes.fromhex(mac.replace(':', ''))\n"
+	   "dst = b'\\xff' * 6\n"
+	   "frames = [dst + src + b'\\x08\\x00' + bytes([0x4f]) + os.urandom(30),\n"
+	   "          dst + src + b'\\x08\\x00' + bytes([0x41]) + os.urandom(60),\n"
+	   "          dst + src + b'\\x08\\x00' + bytes([0x45, 0, 0xff, 0xff]) + os.urandom(16),\n"
+	   "          dst + src + b'\\x86\\xdd' + os.urandom(20),\n"
+	   "          dst + src + b'\\x12\\x34' + os.urandom(1486),\n"
+	   "          dst + src + b'\\x08\\x00' + os.urandom(4000),\n"
+	   "          b'\\x01\\x02']\n"
+	   "sent = errs = 0\n"
+	   "for i in range(20):\n"
+	   "    for f in frames:\n"
+	   "        try:\n"
+	   "            s.send(f); sent += 1\n"
+	   "        except OSError:\n"
+	   "            errs += 1\n"
+	   "print('sent', sent > 0)\n",
+	   "sent True\n");
 	/* The VMM and the guest's network are still fine. */
-	r = py("import socket\n"
-	       "s = socket.create_connection(('" HOST_IP "', 7007), timeout=120)\n"
-	       "s.sendall(b'still here'); s.shutdown(socket.SHUT_WR)\n"
-	       "print(s.recv(100).decode())\n",
-	       &o);
-	ck_assert_int_eq(r.exit_code, 0);
-	ck_assert_str_eq(it_str(&o, 1), "still here\n");
-	it_out_free(&o);
+	py("import socket\n"
+	   "s = socket.create_connection(('" HOST_IP "', 7007), timeout=120)\n"
+	   "s.sendall(b'still here'); s.shutdown(socket.SHUT_WR)\n"
+	   "print(s.recv(100).decode())\n",
+	   "still here\n");
 	ck_assert_int_eq(tvm_vm_exit_reason(vm), TVM_EXIT_NONE);
 }
 END_TEST
@@ -223,8 +218,6 @@ static void host_mac(const char *name, char mac[18])
 START_TEST(snapshot_restores_onto_a_new_tap)
 {
 	char dir[] = "/tmp/tinyvmm-it-net-XXXXXX", snap[64], cmd[256], mac[18];
-	struct it_out o = { 0 };
-	struct tvm_job_result r;
 	struct tvm_net_stats st;
 	struct tvm_config c;
 	struct tvm_err e = { 0 };
@@ -249,19 +242,11 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 		 mac, HOST_IP, TAP2, TAP2);
 	ck_assert_int_eq(system(cmd), 0);
 	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
-	r = py("import socket\n"
-	       "s = socket.create_connection(('" HOST_IP "', 7007), timeout=120)\n"
-	       "s.sendall(b'restored'); s.shutdown(socket.SHUT_WR)\n"
-	       "print(s.recv(100).decode())\n"
-	       "try:\n"
-	       "    socket.create_connection(('" HOST_IP "', 7008), timeout=5)\n"
-	       "    print('denied port reachable')\n"
-	       "except OSError:\n"
-	       "    print('denied port blocked')\n",
-	       &o);
-	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
-	ck_assert_str_eq(it_str(&o, 1), "restored\ndenied port blocked\n");
-	it_out_free(&o);
+	py("import socket\n"
+	   "s = socket.create_connection(('" HOST_IP "', 7007), timeout=120)\n"
+	   "s.sendall(b'restored'); s.shutdown(socket.SHUT_WR)\n"
+	   "print(s.recv(100).decode())\n" PROBE_DENIED,
+	   "restored\ndenied port blocked\n");
 	ck_assert_int_eq(tvm_vm_net_stats(vm, &st), 0);
 	ck_assert_uint_ge(st.dropped[TVM_NET_DROP_POLICY], 1);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
