@@ -41,6 +41,7 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		if ((p[12] >> 4) < 5 || (size_t)(p[12] >> 4) * 4 > avail)
 			return NET_DROP_MALFORMED;
 		fl->dport = be16(p + 2);
+		fl->l4_hlen = (uint16_t)((p[12] >> 4) * 4);
 		break;
 	case IPPROTO_UDP:
 		if (avail < 8 || !need(c, off, 8))
@@ -49,16 +50,19 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		if (be16(p + 4) < 8 || be16(p + 4) > avail)
 			return NET_DROP_MALFORMED;
 		fl->dport = be16(p + 2);
+		fl->l4_hlen = 8;
 		break;
 	case IPPROTO_ICMPV6:
 		if (avail < 4 || !need(c, off, 4))
 			return NET_DROP_MALFORMED;
 		fl->icmp6_type = c->f[off];
+		fl->l4_hlen = 4;
 		break;
 	default:
 		break;
 	}
 	fl->has_l4 = true;
+	fl->l4_off = (uint16_t)off; /* small: inside the inspected bytes, or one extension header past them */
 	return NET_PASS;
 }
 

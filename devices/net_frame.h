@@ -61,6 +61,8 @@ struct net_flow {
 	uint16_t dport;      /* TCP/UDP destination port when has_l4 */
 	uint8_t icmp6_type;  /* ICMPv6 type when proto is 58 and has_l4 */
 	uint8_t ttl;         /* IPv4 TTL, IPv6 hop limit */
+	uint16_t l4_off;     /* when has_l4: offset of the L4 header in the frame */
+	uint16_t l4_hlen;    /* when has_l4: its length (TCP data offset, UDP 8, ICMPv6 4, else 0) */
 	bool arp_sha_is_src; /* ARP: sender hardware address is the Ethernet source */
 };
 

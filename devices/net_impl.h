@@ -37,7 +37,8 @@ struct virtio_net {
 	struct vsock_watch_ops io;
 	struct virtio_net_config cfg;  /* little endian, as the driver reads it */
 
-	bool offload;                  /* backend is a TAP: offer NET_OFFLOAD_FEATURES */
+	bool offload;                  /* offer NET_OFFLOAD_FEATURES */
+	bool tap_offload;              /* the backend takes TUNSETOFFLOAD */
 	struct virtqueue *vqs;         /* [2] while the driver runs the device, else NULL */
 	uint64_t features;             /* negotiated, while vqs is set; else 0 */
 	bool mrg;                      /* VIRTIO_NET_F_MRG_RXBUF negotiated */

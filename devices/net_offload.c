@@ -32,63 +32,62 @@ uint32_t net_offload_rx_max(uint64_t features, uint32_t max_frame)
 	return net_offload_tun_flags(features) & (TUN_F_TSO4 | TUN_F_TSO6) ? NET_GSO_MAX_FRAME : max_frame;
 }
 
-/* The GSO type h asks for is one the driver may use on this frame. */
-static enum net_verdict gso_ok(uint8_t type, uint64_t features, const uint8_t *f, size_t cap, size_t len)
+/* The checksum the host is asked to fill in is the TCP or UDP checksum of
+ * an unfragmented IP packet, nothing else: the host writes 16 bits of its
+ * choosing at csum_start + csum_offset, and anywhere else that could
+ * rewrite an address or port the filter has approved. */
+static bool csum_is_l4(const struct virtio_net_hdr_v1 *h, const struct net_flow *fl)
 {
-	struct net_flow fl;
-	enum net_verdict v;
-	unsigned family;
+	uint16_t want = fl->proto == IPPROTO_TCP ? 16 : 6;
 
-	if (type == VIRTIO_NET_HDR_GSO_TCPV4 && has(features, VIRTIO_NET_F_HOST_TSO4))
-		family = 4;
-	else if (type == VIRTIO_NET_HDR_GSO_TCPV6 && has(features, VIRTIO_NET_F_HOST_TSO6))
-		family = 6;
-	else
-		return NET_DROP_VNET_HDR; /* UDP, ECN, unknown, or not negotiated */
-	/* The host kernel segments by these headers: they must be what the
-	 * type says, so the filter's verdict on them holds for every
-	 * segment. */
-	v = net_frame_parse(f, cap, len, &fl);
-	if (v != NET_PASS)
-		return v;
-	if (fl.family != family || fl.proto != IPPROTO_TCP || !fl.has_l4 || fl.fragment)
-		return NET_DROP_VNET_HDR;
-	return NET_PASS;
+	return fl->family && !fl->fragment && fl->has_l4 && (fl->proto == IPPROTO_TCP || fl->proto == IPPROTO_UDP) &&
+	       le16toh(h->csum_start) == fl->l4_off && le16toh(h->csum_offset) == want;
+}
+
+/* TCP segmentation as negotiated, of the IP version the frame carries,
+ * into segments no larger than the non-GSO limit. */
+static bool gso_ok(const struct virtio_net_hdr_v1 *h, uint64_t features, const struct net_flow *fl, size_t len,
+		   uint32_t max_frame)
+{
+	uint32_t size = le16toh(h->gso_size);
+	bool v4 = h->gso_type == VIRTIO_NET_HDR_GSO_TCPV4 && has(features, VIRTIO_NET_F_HOST_TSO4) && fl->family == 4;
+	bool v6 = h->gso_type == VIRTIO_NET_HDR_GSO_TCPV6 && has(features, VIRTIO_NET_F_HOST_TSO6) && fl->family == 6;
+
+	return (v4 || v6) && fl->proto == IPPROTO_TCP && size >= NET_GSO_MIN_SIZE &&
+	       (uint32_t)fl->l4_off + fl->l4_hlen + size <= max_frame && le16toh(h->hdr_len) <= len;
 }
 
 enum net_verdict net_offload_check_tx(const struct virtio_net_hdr_v1 *h, uint64_t features, const uint8_t *f,
 				      size_t cap, size_t len, uint32_t max_frame, struct virtio_net_hdr_v1 *out)
 {
-	uint32_t start = le16toh(h->csum_start), off = le16toh(h->csum_offset);
-	bool csum = h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	bool csum = h->flags & VIRTIO_NET_HDR_F_NEEDS_CSUM, gso = h->gso_type != VIRTIO_NET_HDR_GSO_NONE;
+	struct net_flow fl;
 	enum net_verdict v;
 
 	memset(out, 0, sizeof(*out));
+	out->gso_type = VIRTIO_NET_HDR_GSO_NONE;
 	if (h->flags & ~VIRTIO_NET_HDR_F_NEEDS_CSUM)
 		return NET_DROP_VNET_HDR; /* DATA_VALID and RSC_INFO are rx-only */
-	if (csum) {
-		/* 32-bit sums of two 16-bit fields: no overflow. */
-		if (!has(features, VIRTIO_NET_F_CSUM) || start + off + 2 > len)
-			return NET_DROP_VNET_HDR;
-		out->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
-		out->csum_start = h->csum_start;
-		out->csum_offset = h->csum_offset;
-	}
-	if (h->gso_type == VIRTIO_NET_HDR_GSO_NONE) {
-		/* hdr_len and gso_size mean nothing here (5.1.6.2): not passed on. */
-		out->gso_type = VIRTIO_NET_HDR_GSO_NONE;
-		return len > max_frame ? NET_DROP_OVERSIZE : NET_PASS;
-	}
-	if (len > NET_GSO_MAX_FRAME)
+	if (len > (gso ? NET_GSO_MAX_FRAME : max_frame))
 		return NET_DROP_OVERSIZE;
-	if (!csum || h->gso_size == 0 || le16toh(h->hdr_len) > len)
+	if (!csum && !gso)
+		return NET_PASS; /* hdr_len, gso_size, csum_* mean nothing here (5.1.6.2): not passed on */
+	/* GSO needs NEEDS_CSUM (each segment gets its own checksum). */
+	if (!csum || !has(features, VIRTIO_NET_F_CSUM))
 		return NET_DROP_VNET_HDR;
-	v = gso_ok(h->gso_type, features, f, cap, len);
+	v = net_frame_parse(f, cap, len, &fl);
 	if (v != NET_PASS)
 		return v;
-	out->gso_type = h->gso_type;
-	out->hdr_len = h->hdr_len;
-	out->gso_size = h->gso_size;
+	if (!csum_is_l4(h, &fl) || (gso && !gso_ok(h, features, &fl, len, max_frame)))
+		return NET_DROP_VNET_HDR;
+	out->flags = VIRTIO_NET_HDR_F_NEEDS_CSUM;
+	out->csum_start = h->csum_start;
+	out->csum_offset = h->csum_offset;
+	if (gso) {
+		out->gso_type = h->gso_type;
+		out->hdr_len = h->hdr_len;
+		out->gso_size = h->gso_size;
+	}
 	return NET_PASS;
 }
 

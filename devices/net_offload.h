@@ -25,6 +25,10 @@
 /* Largest segmentation-offload frame either way: 64 KiB of IP packet
  * (the Linux default gso_max_size) + Ethernet header + one VLAN tag. */
 #define NET_GSO_MAX_FRAME (65536 + NET_ETH_HLEN + NET_VLAN_HLEN)
+/* Smallest gso_size (segment payload) taken on tx: Linux's own floor for
+ * the MSS (tcp_min_snd_mss). Smaller ones only multiply the segments the
+ * host must make (a 64 KiB frame into thousands). */
+#define NET_GSO_MIN_SIZE 48
 
 /* TUN_F_* flags for TUNSETOFFLOAD given the negotiated features: what
  * the TAP may hand us, and so the guest, on rx. TSO only with checksum
@@ -40,11 +44,14 @@ uint32_t net_offload_rx_max(uint64_t features, uint32_t max_frame);
  * features and the non-GSO frame limit max_frame (bytes, without the
  * header). On NET_PASS *out is the header to hand to the TAP: only the
  * fields the checks covered, num_buffers 0. Refused (NET_DROP_VNET_HDR):
- * flags other than NEEDS_CSUM, NEEDS_CSUM without CSUM, a checksum field
- * (csum_start + csum_offset + 2) past the frame, a gso_type not negotiated
- * or with the ECN bit, GSO without NEEDS_CSUM, gso_size 0 or hdr_len past
- * the frame, and GSO on a frame that is not unfragmented TCP over the IP
- * version gso_type names (NET_DROP_MALFORMED if its headers do not parse).
+ * flags other than NEEDS_CSUM; NEEDS_CSUM without CSUM, or on anything but
+ * the TCP or UDP checksum of an unfragmented IPv4/IPv6 packet (csum_start
+ * must be the L4 header's offset, csum_offset 16 or 6: the host writes
+ * there, so nothing the filter read can change after it); a gso_type not
+ * negotiated, with the ECN bit, or not TCP over the IP version it names;
+ * GSO without NEEDS_CSUM, gso_size below NET_GSO_MIN_SIZE or making
+ * segments over max_frame, hdr_len past the frame. NET_DROP_MALFORMED when
+ * the headers of a frame asking for an offload do not parse.
  * NET_DROP_OVERSIZE for len over max_frame without GSO, over
  * NET_GSO_MAX_FRAME with it. Pure function of its arguments. */
 enum net_verdict net_offload_check_tx(const struct virtio_net_hdr_v1 *h, uint64_t features, const uint8_t *f,

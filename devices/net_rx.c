@@ -21,7 +21,11 @@ void net_rx_forget(struct virtio_net *n)
 
 void net_rx_return_held(struct virtio_net *n, struct virtqueue *vq)
 {
-	if (n->rx_contig)
+	/* A broken queue is saved broken: the driver must reset it anyway
+	 * (and the pop that broke it may have moved last_avail). */
+	if (vq->broken)
+		;
+	else if (n->rx_contig)
 		vq_unpop(vq, (uint16_t)n->nheld);
 	else
 		for (unsigned i = 0; i < n->nheld; i++)

@@ -16,4 +16,12 @@
  * or -errno with e = "net tap NAME: reason". */
 int net_tap_open(const char *name, char ifname[IFNAMSIZ], struct tvm_err *e);
 
+/* An fd opened elsewhere: if it is a TAP, check it is set up as above
+ * (IFF_TAP | IFF_NO_PI | IFF_VNET_HDR; else the frame would start where
+ * the kernel does not expect it), set the 12-byte header size and no
+ * offloads, and put its name in ifname. Returns 1 for a TAP, 0 for
+ * anything else (a test backend: one frame with its header per message),
+ * or -EINVAL with e for a TAP set up otherwise. */
+int net_tap_adopt(int fd, char ifname[IFNAMSIZ], struct tvm_err *e);
+
 #endif

@@ -84,7 +84,7 @@ static int net_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 	struct virtio_net *n = dev;
 
 	/* What the TAP may hand us is what the guest can take. */
-	if (n->offload && ioctl(n->fd, TUNSETOFFLOAD, net_offload_tun_flags(features)) < 0)
+	if (n->offload && n->tap_offload && ioctl(n->fd, TUNSETOFFLOAD, net_offload_tun_flags(features)) < 0)
 		return -errno;
 	n->vqs = vqs;
 	n->features = features;
@@ -102,7 +102,7 @@ static void net_reset(void *dev)
 	n->vqs = NULL;
 	n->features = 0;
 	/* Until the next driver says what it takes: plain frames only. */
-	if (n->offload)
+	if (n->tap_offload)
 		ioctl(n->fd, TUNSETOFFLOAD, 0UL);
 }
 
@@ -183,11 +183,16 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 		return tvm_errf(e, ENOMEM, "net: out of memory");
 	}
 	if (o->fd >= 0) {
+		r = net_tap_adopt(o->fd, n->ifname, e);
+		if (r < 0) {
+			free(n->scratch);
+			free(n);
+			return r;
+		}
 		n->fd = o->fd;
 		fcntl(n->fd, F_SETFL, fcntl(n->fd, F_GETFL) | O_NONBLOCK);
-		/* An injected TAP (TUNSETOFFLOAD works) gets offloads too; a
-		 * socket does not. */
-		n->offload = !o->no_offload && ioctl(n->fd, TUNSETOFFLOAD, 0UL) == 0;
+		n->tap_offload = r == 1;
+		n->offload = !o->no_offload && (n->tap_offload || o->fd_offload);
 	} else {
 		n->fd = net_tap_open(o->tap_name, n->ifname, e);
 		if (n->fd < 0) {
@@ -196,6 +201,7 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 			free(n);
 			return r;
 		}
+		n->tap_offload = true;
 		n->offload = !o->no_offload;
 	}
 	pthread_mutex_init(&n->lock, NULL);

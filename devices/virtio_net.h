@@ -72,16 +72,20 @@ enum { NET_RXQ = 0, NET_TXQ = 1 };
 
 struct net_opts {
 	const char *tap_name;  /* TAP to attach to; NULL: create one ("tvm%d") */
-	int fd;                /* >= 0: use this backend instead of opening a TAP (tests, or
-				* a TAP opened by a privileged parent): one frame with its
-				* 12-byte header per read/write, e.g. a SOCK_SEQPACKET
-				* socket. Owned by the device once open succeeds. -1: open a TAP */
+	int fd;                /* >= 0: use this backend instead of opening a TAP: a TAP
+				* opened by a privileged parent (IFF_TAP | IFF_NO_PI |
+				* IFF_VNET_HDR, see net_tap_adopt), or for tests one frame
+				* with its 12-byte header per read/write, e.g. a
+				* SOCK_SEQPACKET socket. Owned by the device once open
+				* succeeds. -1: open a TAP */
 	uint8_t mac[6];        /* guest MAC; all zero: net_mac_from_id(id) */
 	uint32_t id;           /* for the derived MAC (e.g. the VM's index or CID) */
 	uint16_t mtu;          /* 0: NET_DEFAULT_MTU; else NET_MIN_MTU..NET_MAX_MTU; should
 				* match the TAP's MTU on the host */
 	const struct net_policy *policy; /* copied; NULL: allow all */
 	bool no_offload;       /* offer no checksum/segmentation offload even over a TAP */
+	bool fd_offload;       /* with fd: offer offloads although fd is no TAP (a test
+				* backend taking and giving headers as a TAP would) */
 	struct vsock_watch_ops io;       /* watch/unwatch the backend fd, kick a queue */
 };
 
@@ -105,7 +109,7 @@ void net_mac_from_id(uint32_t id, uint8_t mac[6]);
 /* Build the device: open or attach the TAP (net_tap_open) unless o->fd is
  * given. Returns 0 and *out (free with virtio_net_close), or -errno with
  * e set: -EINVAL for an MTU out of range, a multicast MAC, missing watch
- * ops; TAP errors from net_tap_open. */
+ * ops, a given TAP fd set up otherwise; TAP errors from net_tap_open. */
 int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tvm_err *e);
 
 /* Close the backend fd and free n. The caller must first make sure no fd

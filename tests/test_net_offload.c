@@ -100,19 +100,52 @@ START_TEST(flags)
 }
 END_TEST
 
-START_TEST(checksum_field_inside_frame)
+/* The host writes the checksum at csum_start + csum_offset: anywhere but
+ * the L4 checksum field that could rewrite an approved address or port
+ * (a TCP SYN to an allowed port, its destination port rewritten by the
+ * "checksum" after the filter said yes). */
+START_TEST(checksum_must_be_the_l4_checksum)
 {
 	struct virtio_net_hdr_v1 h, out;
+	size_t l4;
 
 	tcp_frame(false, 100);
-	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 90, 8); /* last two bytes */
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 16);
 	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_PASS);
-	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 90, 9);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 26, 10); /* lands on the TCP destination port */
 	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
-	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 0xffff, 0xffff); /* would wrap 16 bits */
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 2); /* the port itself */
 	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
-	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 100, 0);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 10, 0); /* the source MAC */
 	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 6); /* UDP's offset on TCP */
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 0xffff, 0xffff);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	/* UDP: offset 6. IPv6 and VLAN move the L4 header. */
+	l4 = tf_ip4(big, tf_eth(big, ETH_P_IP, false), IPPROTO_UDP, "10.0.0.1", 5, 66, 0);
+	tf_udp(big, l4, 53, 66);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 6);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_PASS);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 16);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	tcp_frame(true, 100);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 54, 16);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_PASS);
+	l4 = tf_ip4(big, tf_eth(big, ETH_P_IP, true), IPPROTO_TCP, "10.0.0.1", 5, 100 - 38, 0);
+	tf_tcp(big, l4, 80, 5);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 38, 16);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_PASS);
+	/* Not TCP/UDP of a whole IP packet: nothing for the host to fill in. */
+	tf_icmp6(big, "ff02::1", 135);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 54, 2);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	l4 = tf_ip4(big, tf_eth(big, ETH_P_IP, false), IPPROTO_UDP, "10.0.0.1", 5, 66, 0x2000 /* MF */);
+	tf_udp(big, l4, 53, 66);
+	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, 0, 0, 0, 34, 6);
+	ck_assert_int_eq(check(&h, CSUM, 100, &out), NET_DROP_VNET_HDR);
+	tf_arp(big);
+	ck_assert_int_ne(check(&h, CSUM, 100, &out), NET_PASS);
 }
 END_TEST
 
@@ -148,6 +181,14 @@ START_TEST(tso_refused)
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR);
 	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 34, 16);
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR); /* gso_size 0 */
+	h.gso_size = htole16(NET_GSO_MIN_SIZE - 1); /* thousands of segments from one frame */
+	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR);
+	h.gso_size = htole16(NET_GSO_MIN_SIZE);
+	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_PASS);
+	h.gso_size = htole16(MAXF - 54); /* segments of exactly max_frame */
+	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_PASS);
+	h.gso_size = htole16(MAXF - 54 + 1); /* one byte over the MTU */
+	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR);
 	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 3001, 1448, 34, 16);
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR); /* hdr_len past the frame */
 	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ECN, 54, 1448, 34, 16);
@@ -183,14 +224,15 @@ START_TEST(tso_headers_must_match)
 	big[14 + 2] = 0x0f; /* IPv4 total length past the frame */
 	big[14 + 3] = 0xff;
 	ck_assert_int_eq(check(&h4, ~0ULL, 3000, &out), NET_DROP_MALFORMED);
-	/* Headers past what is inspected: IPv4 with 40 bytes of options and a
-	 * TCP header whose data offset reaches beyond the 256 copied bytes. */
+	/* The longest headers (60-byte IPv4 with options, 60-byte TCP) pass,
+	 * with csum_start at the TCP header; a frame shorter than its headers
+	 * does not. */
 	l4 = tf_ip4(big, tf_eth(big, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.1", 15, 3000 - 74, 0);
 	tf_tcp(big, l4, 80, 15);
-	big[l4 + 12] = 0xf0;
-	memmove(big + 200, big, 0); /* (layout above already ends at 74 + 60) */
+	ck_assert_int_eq(check(&h4, ~0ULL, 3000, &out), NET_DROP_VNET_HDR); /* csum_start 34 */
+	h4 = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 134, 1384, 74, 16);
 	ck_assert_int_eq(check(&h4, ~0ULL, 3000, &out), NET_PASS);
-	ck_assert_int_eq(check(&h4, ~0ULL, 120, &out), NET_DROP_MALFORMED); /* truncated TCP header */
+	ck_assert_int_eq(check(&h4, ~0ULL, 120, &out), NET_DROP_MALFORMED);
 }
 END_TEST
 
@@ -258,7 +300,7 @@ int main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, plain_header_passes_and_is_rebuilt);
 	tcase_add_test(tc, flags);
-	tcase_add_test(tc, checksum_field_inside_frame);
+	tcase_add_test(tc, checksum_must_be_the_l4_checksum);
 	tcase_add_test(tc, tso_good);
 	tcase_add_test(tc, tso_refused);
 	tcase_add_test(tc, tso_headers_must_match);

@@ -4,6 +4,7 @@
  * Guest RAM: rx rings at 0x10000, tx rings at 0x20000, rx buffers from
  * RXBUFS (RXSTRIDE apart), tx buffers from TXBUFS. */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <linux/if_ether.h>
+#include <linux/if_tun.h>
 
 #include "devices/net_offload.h"
 #include "devices/virtio_net.h"
@@ -1069,6 +1071,40 @@ static void tap_offloads(int s, const uint8_t hw[6])
 	ck_assert_uint_eq(stats().tx_bytes, 42 + 5 + 42 + 3 + sizeof(f));
 }
 
+/* A TAP opened elsewhere must carry 12-byte virtio-net headers: one
+ * without IFF_VNET_HDR would have the kernel read the frame from where the
+ * header is, bytes the filter never looked at. */
+START_TEST(given_tap_fd_checked)
+{
+	struct net_opts o = { .id = 1, .io = { tw_watch, tw_unwatch, tw_kick, &g.w } };
+	struct ifreq ifr = { .ifr_flags = IFF_TAP | IFF_NO_PI };
+	struct tvm_err e = { 0 };
+	struct virtio_net *n;
+	int fd;
+
+	if (unshare(CLONE_NEWNET) != 0) {
+		fprintf(stderr, "given_tap_fd_checked: skipped (unshare(CLONE_NEWNET): %s)\n", strerror(errno));
+		return;
+	}
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	strcpy(ifr.ifr_name, "tvmplain0");
+	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
+	o.fd = fd;
+	ck_assert_int_eq(virtio_net_open(&n, &o, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "IFF_VNET_HDR"));
+	close(fd);
+	fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+	ifr = (struct ifreq){ .ifr_flags = IFF_TAP | IFF_NO_PI | IFF_VNET_HDR };
+	strcpy(ifr.ifr_name, "tvmgood0");
+	ck_assert_int_eq(ioctl(fd, TUNSETIFF, &ifr), 0);
+	o.fd = fd;
+	ck_assert_msg(virtio_net_open(&n, &o, &e) == 0, "%s", e.msg);
+	ck_assert_str_eq(virtio_net_ifname(n), "tvmgood0");
+	virtio_net_close(n);
+}
+END_TEST
+
 START_TEST(real_tap_in_netns)
 {
 	struct net_policy p;
@@ -1152,6 +1188,7 @@ int main(void)
 	tcase_add_test(tc, mac_and_mtu_options);
 	tcase_add_test(tc, threads_event_loop);
 	tcase_add_test(tc, real_tap_in_netns);
+	tcase_add_test(tc, given_tap_fd_checked);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

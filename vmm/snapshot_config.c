@@ -37,35 +37,13 @@ static bool flag_ok(uint32_t v)
 	return v <= 1;
 }
 
-int snap_net_write(struct snap_w *w, const struct tvm_net *n, const char *mac, struct tvm_err *e)
+void snap_net_write(struct snap_w *w, const struct tvm_net *n, const char *mac)
 {
-	for (unsigned i = 0; i < n->nr_allow + n->nr_dns; i++) {
-		const char *s = i < n->nr_allow ? n->allow[i] : n->dns[i - n->nr_allow];
-
-		if (strlen(s) >= SNAP_NET_STR)
-			return tvm_errf(e, ENAMETOOLONG, "net rule %.40s...: longer than %d bytes", s,
-					SNAP_NET_STR - 1);
-	}
 	snap_w_begin(w, SNAP_NET, 0);
 	snap_w_u32(w, n->mtu);
 	snap_w_u32(w, n->no_offload != 0);
-	snap_w_u32(w, n->deny_all != 0);
 	snap_w_str(w, mac);
-	snap_w_u32(w, n->nr_allow);
-	for (unsigned i = 0; i < n->nr_allow; i++)
-		snap_w_str(w, n->allow[i]);
-	snap_w_u32(w, n->nr_dns);
-	for (unsigned i = 0; i < n->nr_dns; i++)
-		snap_w_str(w, n->dns[i]);
 	snap_w_end(w);
-	return 0;
-}
-
-/* A non-empty string into buf, else the cursor goes bad. */
-static void read_str(struct snap_r *r, char *buf)
-{
-	if (!snap_r_str(r, buf, SNAP_NET_STR) || !buf[0])
-		snap_r_fail(r);
 }
 
 int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e)
@@ -77,19 +55,9 @@ int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct 
 	snap_r_init(&r, sec);
 	n->mtu = snap_r_u32(&r);
 	n->no_offload = snap_r_u32(&r);
-	n->deny_all = snap_r_u32(&r);
-	read_str(&r, n->mac);
-	n->nr_allow = snap_r_u32(&r);
-	if (n->nr_allow > TVM_MAX_NET_RULES || n->mtu > 65535 || !flag_ok(n->no_offload) || !flag_ok(n->deny_all))
-		return tvm_errf(e, EINVAL, "net: %u rules, MTU %u or flags out of range", n->nr_allow, n->mtu);
-	for (unsigned i = 0; i < n->nr_allow; i++)
-		read_str(&r, n->allow[i]);
-	n->nr_dns = snap_r_u32(&r);
-	if (n->nr_dns > TVM_MAX_NET_DNS)
-		return tvm_errf(e, EINVAL, "net: %u resolvers, at most %d", n->nr_dns, TVM_MAX_NET_DNS);
-	for (unsigned i = 0; i < n->nr_dns; i++)
-		read_str(&r, n->dns[i]);
-	if (!snap_r_done(&r))
+	if (!snap_r_str(&r, n->mac, sizeof(n->mac)) || strlen(n->mac) != 17)
+		snap_r_fail(&r);
+	if (!snap_r_done(&r) || n->mtu > 65535 || !flag_ok(n->no_offload))
 		return tvm_errf(e, EINVAL, "net: malformed section");
 	n->present = true;
 	return 0;
@@ -99,29 +67,23 @@ int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct 
 static int apply_net(const struct snap_net *s, const struct tvm_config *o, struct tvm_net *c, struct tvm_err *e)
 {
 	const struct tvm_net *on = o ? &o->net : NULL;
+	bool asked = on && on->enabled;
 
-	if (on && on->enabled && !s->present)
+	if (asked && !s->present)
 		return tvm_errf(e, EINVAL, "net: the snapshot has no network device; a restore cannot add one");
-	if (on && (on->guest_ip || on->guest_gw || on->mac || on->mtu || on->no_offload))
-		return tvm_errf(e, EINVAL, "net: address, route, MAC, MTU and offloads come from the snapshot "
-				"(the guest already has them)");
+	if (s->present && !asked)
+		return tvm_errf(e, EINVAL, "net: the snapshot has a network device: give it a TAP and its egress "
+				"policy (--net TAP|auto, --net-allow ...)");
 	if (!s->present)
 		return 0;
-	*c = (struct tvm_net){ .enabled = 1, .mac = s->mac, .mtu = s->mtu, .no_offload = (int)s->no_offload,
-			       .deny_all = (int)s->deny_all, .nr_allow = s->nr_allow, .nr_dns = s->nr_dns };
-	if (on && on->enabled)
-		c->tap = on->tap;
-	for (unsigned i = 0; i < s->nr_allow; i++)
-		c->allow[i] = s->allow[i];
-	for (unsigned i = 0; i < s->nr_dns; i++)
-		c->dns[i] = s->dns[i];
-	if (on && (on->nr_allow || on->nr_dns || on->deny_all)) {
-		memcpy(c->allow, on->allow, sizeof(c->allow));
-		memcpy(c->dns, on->dns, sizeof(c->dns));
-		c->nr_allow = on->nr_allow;
-		c->nr_dns = on->nr_dns;
-		c->deny_all = on->deny_all;
-	}
+	if (on->guest_ip || on->guest_gw || on->mac || on->mtu || on->no_offload)
+		return tvm_errf(e, EINVAL, "net: address, route, MAC, MTU and offloads come from the snapshot "
+				"(the guest already has them)");
+	/* The policy is the caller's only: a state file never widens it. */
+	*c = *on;
+	c->mac = s->mac;
+	c->mtu = s->mtu;
+	c->no_offload = (int)s->no_offload;
 	return 0;
 }
 

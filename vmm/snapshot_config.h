@@ -2,7 +2,8 @@
  * size, vCPUs, quirks, drives with their modes and image sizes, vsock CID)
  * plus the kernel and guest command line it booted with (informational);
  * and the SNAP_NET section: the network device as the guest saw it (MAC,
- * MTU, offloads) and the egress policy it ran under. */
+ * MTU, offloads). The TAP and the egress policy are the restoring
+ * caller's, never the file's. */
 #ifndef TVM_SNAPSHOT_CONFIG_H
 #define TVM_SNAPSHOT_CONFIG_H
 
@@ -24,14 +25,10 @@ struct snap_drive {
 	uint64_t size;           /* image bytes at snapshot time */
 };
 
-#define SNAP_NET_STR 128 /* bytes of a MAC, rule or resolver string, NUL included */
-
 struct snap_net {
 	bool present;
-	uint32_t mtu, no_offload, deny_all, nr_allow, nr_dns;
-	char mac[SNAP_NET_STR];
-	char allow[TVM_MAX_NET_RULES][SNAP_NET_STR];
-	char dns[TVM_MAX_NET_DNS][SNAP_NET_STR];
+	uint32_t mtu, no_offload;
+	char mac[18]; /* "xx:xx:xx:xx:xx:xx" */
 };
 
 struct snap_config {
@@ -51,25 +48,24 @@ void snap_config_write(struct snap_w *w, const struct tvm_config *c, bool quirks
 int snap_config_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e);
 
 /* Append the SNAP_NET section for network n whose device has MAC mac
- * ("xx:xx:xx:xx:xx:xx"). Returns 0, or -ENAMETOOLONG for a rule or
- * resolver string of SNAP_NET_STR bytes or more. */
-int snap_net_write(struct snap_w *w, const struct tvm_net *n, const char *mac, struct tvm_err *e);
+ * ("xx:xx:xx:xx:xx:xx"). */
+void snap_net_write(struct snap_w *w, const struct tvm_net *n, const char *mac);
 
-/* Parse the SNAP_NET section into s->net (present = true): counts within
- * TVM_MAX_NET_RULES / TVM_MAX_NET_DNS, flags 0/1, MTU <= 65535, strings
- * non-empty. The values themselves are checked where the VM's network is
- * built (vm_add_net), as a user's would be. */
+/* Parse the SNAP_NET section into s->net (present = true): flag 0/1,
+ * MTU <= 65535, MAC string of 17 characters. The values themselves are
+ * checked where the VM's network is built (vm_add_net), as a user's would
+ * be. */
 int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct tvm_err *e);
 
 /* The config of a restored VM: s, with from o (may be NULL) the serial and
  * log fds, ttl, t0, vsock_uds, and when o->nr_drives == s->nr_drives each
  * drive's path (if set), overlay_path and overlay_limit. With a network
- * (s->net.present): the snapshot's MAC, MTU and offload setting; the TAP
- * o->net.tap when o->net.enabled, else a new one; the egress policy of o
- * when o gives one (rules, resolvers or deny_all), else the snapshot's.
- * Strings point into s and o. Returns 0 or -EINVAL: o has another number
- * of drives, asks for a network the snapshot has none of, or sets what
- * the guest already has (guest_ip, guest_gw, mac, mtu, no_offload). */
+ * (s->net.present) o must enable one: the snapshot's MAC, MTU and offload
+ * setting, with o's TAP (NULL: a new one) and o's egress policy (none:
+ * allow all, as at boot). Strings point into s and o. Returns 0 or
+ * -EINVAL: o has another number of drives, asks for a network the
+ * snapshot has none of, gives none for one it has, or sets what the guest
+ * already has (guest_ip, guest_gw, mac, mtu, no_offload). */
 int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c,
 		      struct tvm_err *e);
 

@@ -38,12 +38,16 @@ static int build_policy(const struct tvm_net *n, struct net_policy *p, struct tv
 	int r = 0;
 
 	net_policy_init(p);
+	if (n->nr_allow > TVM_MAX_NET_RULES || n->nr_dns > TVM_MAX_NET_DNS)
+		return tvm_errf(e, EINVAL, "net: %u rules and %u resolvers, at most %d and %d", n->nr_allow, n->nr_dns,
+				TVM_MAX_NET_RULES, TVM_MAX_NET_DNS);
 	if (n->deny_all)
 		net_policy_deny_all(p);
-	for (unsigned i = 0; !r && i < n->nr_allow && i < TVM_MAX_NET_RULES; i++)
-		r = net_policy_add_rule(p, n->allow[i], e);
-	for (unsigned i = 0; !r && i < n->nr_dns && i < TVM_MAX_NET_DNS; i++)
-		r = net_policy_add_dns(p, n->dns[i], e);
+	for (unsigned i = 0; !r && i < n->nr_allow; i++)
+		r = n->allow[i] ? net_policy_add_rule(p, n->allow[i], e)
+				: tvm_errf(e, EINVAL, "net: allow rule %u is NULL", i);
+	for (unsigned i = 0; !r && i < n->nr_dns; i++)
+		r = n->dns[i] ? net_policy_add_dns(p, n->dns[i], e) : tvm_errf(e, EINVAL, "net: resolver %u is NULL", i);
 	return r;
 }
 

@@ -38,16 +38,16 @@ static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 
 /* The network as the guest knows it (the TAP belongs to the VM that
  * restores), with the device's actual MAC, derived or given. */
-static int save_net_config(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
+static void save_net_config(struct tvm_vm *vm, struct snap_w *w)
 {
 	uint8_t m[6];
 	char mac[18];
 
 	if (!vm->net_dev)
-		return 0;
+		return;
 	virtio_net_mac(vm->net_dev->dev, m);
 	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-	return snap_net_write(w, &vm->cfg.net, mac, e);
+	snap_net_write(w, &vm->cfg.net, mac);
 }
 
 static int save_vcpus(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
@@ -165,9 +165,8 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 		sizes[i] = drive_image(vm, i)->size;
 	snap_w_init(&w);
 	snap_config_write(&w, &vm->cfg, vm->quirks, vm->cmdline, sizes);
-	r = save_net_config(vm, &w, e);
-	if (!r)
-		r = save_vcpus(vm, &w, e);
+	save_net_config(vm, &w);
+	r = save_vcpus(vm, &w, e);
 	if (!r)
 		r = vm_state_save(&vm->kvm, &vs, e);
 	if (!r) {

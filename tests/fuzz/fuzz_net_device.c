@@ -6,122 +6,68 @@
  * SOCK_SEQPACKET socketpair standing in for the TAP) send a frame, and run
  * the fd callbacks. Guest RAM is 64 KiB.
  *
+ * Header byte 0: bit 0 picks the policy (allow all, or an allow-list),
+ * bit 1 has the device offer checksum/segmentation offload as over a TAP.
+ *
  * Beyond crashes (ASan/UBSan), it checks every frame that reaches the
- * backend: the virtio-net header is all zero, the frame is 14..MTU+18
- * bytes, and under an allow-list its source MAC is the device's and the
- * filter passes it (nothing the guest does gets a denied frame out).
+ * backend: its virtio-net header is one net_offload_check_tx passes
+ * unchanged for the negotiated features (all zero without offloads), the
+ * frame is 14..MTU+18 bytes (64 KiB + 18 with GSO), and under an
+ * allow-list its source MAC is the device's and the filter passes it
+ * (nothing the guest does gets a denied frame out).
  */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "devices/net_offload.h"
 #include "devices/virtio_net.h"
 #include "tests/test_virtio_vsock_loop.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_mmio.h"
 
-#define RAM (64 * 1024)
-
-static uint8_t *ram;
 static struct net_policy pol[2];
 
 static void init_once(void)
 {
-	ram = aligned_alloc(4096, RAM);
-	if (!ram)
-		abort();
 	net_policy_init(&pol[0]);
 	net_policy_init(&pol[1]);
 	net_policy_add_rule(&pol[1], "10.0.0.0/8:53/udp", NULL);
 	net_policy_add_rule(&pol[1], "[2001:db8::/32]:443", NULL);
 }
 
-struct ring {
-	uint16_t qsize;
-	uint32_t desc, avail, used; /* GPAs chosen by the input */
-	uint16_t avail_idx;
-};
-
 struct drv {
 	struct virtio_mmio *t;
-	struct ring q[2];
+	struct fuzz_ring q[2];
 	int peer;
 	const struct net_policy *p;
 	uint8_t mac[6];
 };
 
-static void reg(struct virtio_mmio *t, uint64_t off, uint32_t v)
-{
-	uint8_t b[4] = { v, v >> 8, v >> 16, v >> 24 };
-
-	virtio_mmio_io(t, off, b, 4, true);
-}
-
-static uint32_t reg_rd(struct virtio_mmio *t, uint64_t off)
-{
-	uint8_t b[4];
-
-	virtio_mmio_io(t, off, b, 4, false);
-	return b[0] | b[1] << 8 | b[2] << 16 | (uint32_t)b[3] << 24;
-}
-
-/* The driver init sequence of spec 3.1.1 with the input's choices. */
-static void driver_init(struct drv *d, uint64_t features)
-{
-	struct virtio_mmio *t = d->t;
-	uint32_t s = VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER;
-
-	uint64_t offered;
-
-	reg(t, VIRTIO_MMIO_STATUS, 0);
-	reg(t, VIRTIO_MMIO_STATUS, s);
-	/* Mostly what a driver does: ack a subset of the offer. */
-	reg(t, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 1);
-	offered = (uint64_t)reg_rd(t, VIRTIO_MMIO_DEVICE_FEATURES) << 32;
-	reg(t, VIRTIO_MMIO_DEVICE_FEATURES_SEL, 0);
-	offered |= reg_rd(t, VIRTIO_MMIO_DEVICE_FEATURES);
-	if (!(features & (1ULL << 39)))
-		features &= offered;
-	reg(t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1);
-	reg(t, VIRTIO_MMIO_DRIVER_FEATURES, features >> 32);
-	reg(t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
-	reg(t, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
-	reg(t, VIRTIO_MMIO_STATUS, s | VIRTIO_CONFIG_S_FEATURES_OK);
-	for (unsigned q = 0; q < 2; q++) {
-		reg(t, VIRTIO_MMIO_QUEUE_SEL, q);
-		reg(t, VIRTIO_MMIO_QUEUE_NUM, d->q[q].qsize);
-		reg(t, VIRTIO_MMIO_QUEUE_DESC_LOW, d->q[q].desc);
-		reg(t, VIRTIO_MMIO_QUEUE_AVAIL_LOW, d->q[q].avail);
-		reg(t, VIRTIO_MMIO_QUEUE_USED_LOW, d->q[q].used);
-		reg(t, VIRTIO_MMIO_QUEUE_READY, 1);
-		d->q[q].avail_idx = 0;
-	}
-	reg(t, VIRTIO_MMIO_STATUS, reg_rd(t, VIRTIO_MMIO_STATUS) | VIRTIO_CONFIG_S_DRIVER_OK);
-}
-
-/* Write bytes into guest RAM the way the guest would, clipped to RAM. */
-static void poke(uint64_t gpa, const void *src, size_t len)
-{
-	if (gpa < RAM && len <= RAM - gpa)
-		memcpy(ram + gpa, src, len);
-}
-
-/* Every frame the device sent to the backend obeys the policy. */
+/* Every frame the device sent to the backend obeys the policy, and its
+ * header is one the offload check passes unchanged (so: nothing the guest
+ * did not negotiate, nothing pointing past the frame). */
 static void check_sent(struct drv *d)
 {
-	static uint8_t buf[NET_HDR_LEN + 65536];
-	static const uint8_t zero[NET_HDR_LEN];
+	static uint8_t buf[NET_HDR_LEN + NET_GSO_MAX_FRAME + 64];
+	struct virtio_net_hdr_v1 h, again;
 	ssize_t n;
 
 	while ((n = recv(d->peer, buf, sizeof(buf), MSG_DONTWAIT)) >= 0) {
 		size_t len = (size_t)n - NET_HDR_LEN;
+		const uint8_t *f = buf + NET_HDR_LEN;
+		uint32_t limit;
 
-		if ((size_t)n < NET_HDR_LEN || memcmp(buf, zero, NET_HDR_LEN) || len < NET_ETH_HLEN ||
-		    len > NET_DEFAULT_MTU + NET_ETH_HLEN + NET_VLAN_HLEN)
+		if ((size_t)n < NET_HDR_LEN + NET_ETH_HLEN)
 			abort();
-		if (d->p->restricted &&
-		    (memcmp(buf + NET_HDR_LEN + 6, d->mac, 6) || net_filter(d->p, buf + NET_HDR_LEN, len, len) != NET_PASS))
+		limit = NET_DEFAULT_MTU + NET_ETH_HLEN + (f[12] == 0x81 && f[13] == 0 ? NET_VLAN_HLEN : 0);
+		memcpy(&h, buf, sizeof(h));
+		if (net_offload_check_tx(&h, d->t->acked, f, len < NET_INSPECT_MAX ? len : NET_INSPECT_MAX, len, limit,
+					 &again) != NET_PASS ||
+		    memcmp(&h, &again, sizeof(h)))
+			abort();
+		if (d->p->restricted && (memcmp(f + 6, d->mac, 6) || net_filter(d->p, f, len, len) != NET_PASS))
 			abort();
 	}
 }
@@ -150,7 +96,7 @@ static void tx_frame(struct drv *d, struct in *in)
 	f[39] = 8;
 	for (unsigned i = NET_HDR_LEN + 14 + (mode & 2 ? 0 : 28); i < sizeof(buf) && in->n && (mode & 4); i++)
 		buf[i] = take(in, 1);
-	poke(at, buf, len);
+	fuzz_poke(at, buf, len);
 }
 
 static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
@@ -158,41 +104,18 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 	uint8_t op = take(in, 1);
 
 	switch (op % 10) {
-	case 0: { /* raw bytes */
-		uint16_t at = take(in, 2);
-		uint8_t len = take(in, 1) % 33, buf[32];
-
-		for (unsigned i = 0; i < len; i++)
-			buf[i] = take(in, 1);
-		poke(at, buf, len);
+	case 0:
+		fuzz_poke_raw(in);
 		break;
-	}
-	case 1: { /* descriptor i of a queue's table; addresses mostly in RAM */
-		struct ring *r = &d->q[take(in, 1) & 1];
-		uint16_t i = take(in, 1);
-		struct vring_desc v;
-
-		v.addr = take(in, 1) & 0x80 ? take(in, 8) : take(in, 2);
-		v.len = take(in, 1) & 0x80 ? take(in, 4) : take(in, 2) % 2048;
-		v.flags = take(in, 1) & 7;
-		v.next = take(in, 1);
-		poke(r->desc + 16ull * i, &v, sizeof(v));
+	case 1:
+		fuzz_poke_desc(in, d->q, 2, 2048);
 		break;
-	}
 	case 2:
 		tx_frame(d, in);
 		break;
-	case 3: { /* post a head */
-		struct ring *r = &d->q[take(in, 1) & 1];
-		uint16_t head = take(in, 1) & 0x80 ? take(in, 2) : take(in, 1) % (r->qsize ? r->qsize : 1);
-
-		if (r->qsize) {
-			poke(r->avail + 4 + 2ull * (r->avail_idx % r->qsize), &head, 2);
-			r->avail_idx++;
-			poke(r->avail + 2, &r->avail_idx, 2);
-		}
+	case 3:
+		fuzz_post_head(in, d->q, 2);
 		break;
-	}
 	case 4:
 		virtio_mmio_notify(d->t, take(in, 1) % 3);
 		break;
@@ -200,7 +123,7 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 		fuzz_mmio_access(in, d->t);
 		break;
 	case 6:
-		driver_init(d, features);
+		fuzz_driver_init(d->t, features, d->q, 2);
 		break;
 	case 7: { /* the backend sends a frame */
 		static uint8_t buf[NET_HDR_LEN + 4096];
@@ -215,15 +138,9 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 	case 8:
 		tw_round(w, 0);
 		break;
-	case 9: { /* event index fields and flags */
-		struct ring *r = &d->q[take(in, 1) & 1];
-		uint16_t v = take(in, 2);
-
-		if (r->qsize)
-			poke(r->avail + 4 + 2ull * r->qsize, &v, 2);
-		poke(r->avail, &v, 2);
+	case 9:
+		fuzz_event_idx(in, d->q, 2);
 		break;
-	}
 	}
 	check_sent(d);
 }
@@ -241,24 +158,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t mode;
 	int sv[2], steps = 0;
 
-	if (!ram)
+	if (!pol[1].nr)
 		init_once();
-	memset(ram, 0, RAM);
+	fuzz_ram_init();
 	memset(&w, 0, sizeof(w));
-	if (gm_init_buffer(&mem, ram, RAM, NULL) || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
+	if (gm_init_buffer(&mem, fuzz_ram, FUZZ_RAM, NULL) || socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv))
 		abort();
 	mode = take(&in, 1);
 	d.p = &pol[mode & 1];
-	for (unsigned q = 0; q < 2; q++) {
-		uint8_t qs = take(&in, 1);
-
-		d.q[q].qsize = qs < 0xf0 ? 1u << (qs % 9) : qs & 0xf;
-		d.q[q].desc = take(&in, 2);
-		d.q[q].avail = take(&in, 2);
-		d.q[q].used = take(&in, 2);
-	}
+	for (unsigned q = 0; q < 2; q++)
+		fuzz_ring_take(&in, &d.q[q]);
 	features = (uint32_t)take(&in, 4) | ((uint64_t)take(&in, 1) << 32);
 	o.fd = sv[0];
+	o.fd_offload = mode & 2; /* the socket takes offload headers, as a TAP would */
 	o.policy = d.p;
 	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
 	d.peer = sv[1];
@@ -268,7 +180,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	w.t = &t;
 	if (virtio_mmio_init(&t, &virtio_net_ops, n, &mem, NULL, NULL, NULL))
 		abort();
-	driver_init(&d, features);
+	fuzz_driver_init(&t, features, d.q, 2);
 	while (in.n && steps++ < 512)
 		step(&d, &in, features, &w);
 	virtio_mmio_destroy(&t);

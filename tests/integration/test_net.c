@@ -198,6 +198,26 @@ START_TEST(hostile_frames_leave_the_vmm_serving)
 }
 END_TEST
 
+/* Library callers' rule counts and entries are checked, not trusted. */
+START_TEST(policy_counts_and_entries_checked)
+{
+	struct tvm_config c;
+	struct tvm_vm *v = NULL;
+	struct tvm_err e = { 0 };
+
+	tvm_config_init(&c);
+	c.kernel_path = it_guest("vmlinux");
+	c.log_fd = -1;
+	c.net = (struct tvm_net){ .enabled = 1, .tap = "tvmit9", .nr_allow = TVM_MAX_NET_RULES + 1 };
+	ck_assert_int_eq(tvm_vm_create(&c, &v, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "at most"), "%s", e.msg);
+	ck_assert_ptr_null(v);
+	c.net = (struct tvm_net){ .enabled = 1, .tap = "tvmit9", .nr_dns = 1 }; /* dns[0] NULL */
+	ck_assert_int_eq(tvm_vm_create(&c, &v, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "resolver 0 is NULL"), "%s", e.msg);
+}
+END_TEST
+
 /* The host side MAC of interface name, "xx:xx:xx:xx:xx:xx" (by ioctl:
  * /sys/class/net shows the namespace sysfs was mounted in, not ours). */
 static void host_mac(const char *name, char mac[18])
@@ -214,7 +234,8 @@ static void host_mac(const char *name, char mac[18])
 
 /* Last: the VM with its network is snapshotted and ended (its TAP goes
  * with it); the restore gets a new TAP, given the old one's host address
- * and MAC, and the guest's address and allow-list come back with it. */
+ * and MAC, and its own allow-list; the guest's address comes back with
+ * the snapshot. */
 START_TEST(snapshot_restores_onto_a_new_tap)
 {
 	char dir[] = "/tmp/tinyvmm-it-net-XXXXXX", snap[64], cmd[256], mac[18];
@@ -236,7 +257,8 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 	tvm_config_init(&c);
 	c.serial_out_fd = -1;
 	c.ttl_ms = 1800000;
-	c.net = (struct tvm_net){ .enabled = 1, .tap = TAP2 };
+	/* The allow-list is the restorer's, never the snapshot file's. */
+	c.net = (struct tvm_net){ .enabled = 1, .tap = TAP2, .allow = { HOST_IP ":7007/tcp" }, .nr_allow = 1 };
 	ck_assert_msg(tvm_vm_restore(&c, snap, &vm, &e) == 0, "restore: %s", e.msg);
 	snprintf(cmd, sizeof(cmd), "ip link set %s address %s && ip addr add %s/24 dev %s && ip link set %s up", TAP2,
 		 mac, HOST_IP, TAP2, TAP2);
@@ -263,6 +285,7 @@ int main(void)
 	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, echo_allowed_port_and_deny_the_other);
 	tcase_add_test(tc, hostile_frames_leave_the_vmm_serving);
+	tcase_add_test(tc, policy_counts_and_entries_checked);
 	tcase_add_test(tc, snapshot_restores_onto_a_new_tap);
 	suite_add_tcase(su, tc);
 	return it_run_suite(su);
