@@ -40,6 +40,7 @@ words="tinyvmm.test=netbench tinyvmm.netbench=10.0.2.2/24,$HOST,$PORT"
 measure() {
 	local name=$1 srv
 	shift
+	echo "bench-net: $name (boots a VM, ~30 s here) ..." >&2
 	build/tools/netbench server "$PORT" $((KIB * 1024)) "$ROUNDS" >"$work/$name" 2>"$work/$name.err" &
 	srv=$!
 	timeout 900 "$@" >"$work/$name.console" 2>&1 || true
@@ -52,12 +53,12 @@ measure() {
 
 tinyvmm=(./tinyvmm run --kernel "$guest/vmlinux" --initrd "$guest/initramfs.cpio" --vsock-cid 0
 	--cmdline "console=ttyS0 reboot=k panic=-1 quiet" --cmdline-append "$words" --net "$TAP")
-measure t "${tinyvmm[@]}"
-measure f "${tinyvmm[@]}" --net-allow "$HOST/32:$PORT/tcp"
-measure n "${tinyvmm[@]}" --net-no-offload
+measure tinyvmm "${tinyvmm[@]}"
+measure "tinyvmm+allow" "${tinyvmm[@]}" --net-allow "$HOST/32:$PORT/tcp"
+measure no-offload "${tinyvmm[@]}" --net-no-offload
 
 cmdline="$(./tinyvmm host | sed -n 's/^cmdline: //p') quiet $words"
-measure q qemu-system-x86_64 -M microvm,x-option-roms=off,rtc=off,isa-serial=on,acpi=off -enable-kvm \
+measure qemu qemu-system-x86_64 -M microvm,x-option-roms=off,rtc=off,isa-serial=on,acpi=off -enable-kvm \
 	-cpu "qemu64,-cx16" -m 256 -nodefaults -no-user-config -nographic -serial stdio \
 	-kernel "$guest/vmlinux" -initrd "$guest/initramfs.cpio" -append "$cmdline" -device i8042 -no-reboot \
 	-netdev "tap,id=n0,ifname=$TAP,script=no,downscript=no" -device "virtio-net-device,netdev=n0${QEMU_NET_OPTS:-}"
@@ -67,10 +68,10 @@ value() { awk -v k="$1" -v f="$3" '$2 == k {print $(f + 2)}' "$2" 2>/dev/null ||
 printf '%-20s %10s %14s %12s %13s %8s\n' measure tinyvmm "tinyvmm+allow" "no-offload" "qemu microvm" ratio
 row() { # LABEL KEY FIELD: ratio tinyvmm/qemu
 	local t f n q
-	t=$(value "$2" "$work/t" "$3")
-	f=$(value "$2" "$work/f" "$3")
-	n=$(value "$2" "$work/n" "$3")
-	q=$(value "$2" "$work/q" "$3")
+	t=$(value "$2" "$work/tinyvmm" "$3")
+	f=$(value "$2" "$work/tinyvmm+allow" "$3")
+	n=$(value "$2" "$work/no-offload" "$3")
+	q=$(value "$2" "$work/qemu" "$3")
 	printf '%-20s %10s %14s %12s %13s %8s\n' "$1" "${t:-n/a}" "${f:-n/a}" "${n:-n/a}" "${q:-n/a}" \
 		"$(awk -v a="$t" -v b="$q" 'BEGIN { if (a > 0 && b > 0) printf "%.2f", a / b; else print "n/a" }')"
 }
@@ -78,5 +79,5 @@ row "guest->host KiB/s" guest-to-host 5
 row "host->guest KiB/s" host-to-guest 5
 row "rtt median us" rtt 4
 row "rtt p99 us" rtt 7
-echo "($KIB KiB per transfer, $ROUNDS one-byte round trips; higher KiB/s and lower us are better;"
-echo " ratio = tinyvmm / qemu)"
+echo "($KIB KiB per transfer, $ROUNDS one-byte round trips; ratio = tinyvmm / qemu: above 1 is"
+echo " better for KiB/s, worse for us)"

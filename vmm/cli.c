@@ -23,7 +23,7 @@
 static const char usage[] =
 	"usage: tinyvmm run --kernel PATH [VM options] [job options] [-- CMD ARGS...]\n"
 	"       tinyvmm run --snapshot DIR [--rootfs/--drive, --vsock-uds, --serial-out, --metrics,\n"
-	"                   --ttl, --console, --net TAP|auto, --net-allow/--net-dns/--net-deny-all]\n"
+	"                   --ttl, --console, --net NAME|auto, --net-allow/--net-dns/--net-deny-all]\n"
 	"                   [job options] [-- CMD ARGS...]\n"
 	"       tinyvmm snapshot create --out DIR --kernel PATH [VM options] [-- WARMUP CMD...]\n"
 	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
@@ -43,18 +43,20 @@ static const char usage[] =
 	"      cow: FILE is never written; guest writes go to a private overlay, discarded\n"
 	"      at exit unless overlay=FILE (a new file) keeps it\n"
 	"  --serial-out FILE      write the guest console to FILE instead of stdout\n"
-	"  --metrics FILE         write boot timestamps and exit counts as JSON at exit\n"
+	"  --metrics FILE         write boot timestamps, exit counts and network counters as JSON\n"
+	"                         at exit\n"
 	"  --quirks auto|on|off   nested kvm_pvm host workarounds (default auto)\n"
 	"  --vsock-cid N          guest CID of the vsock device (default 3; 0: no device)\n"
 	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
 	"  --ttl SECONDS          stop the VM this long after it started, whatever happens\n"
-	"  --net [tap=]TAP|auto[,mac=MAC][,mtu=BYTES]\n"
-	"                         virtio-net on an existing TAP (or one tinyvmm creates);\n"
-	"                         no network at all without it\n"
+	"  --net [tap=]NAME|auto[,mac=MAC][,mtu=BYTES]\n"
+	"                         virtio-net on the TAP NAME (created if missing) or on a new\n"
+	"                         one (auto); no network at all without it\n"
 	"  --net-allow RULE       egress allow-list entry CIDR[:PORT[/tcp|udp]] (repeatable;\n"
 	"                         IPv6 with a port: [2001:db8::/32]:443); everything else dropped\n"
 	"  --net-dns ADDR         allow DNS to this resolver (alone: deny all but DNS)\n"
-	"  --net-deny-all         allow-list with no rules: only ARP/ND pass\n"
+	"  --net-deny-all         an allow-list even without rules (then only ARP/ND pass);\n"
+	"                         without any of these three, egress is unrestricted\n"
 	"  --net-mac MAC, --net-mtu BYTES\n"
 	"  --net-no-offload       offer no checksum/TCP segmentation offload (slower; fewer\n"
 	"                         host-kernel paths for guest frames)\n"
@@ -266,6 +268,7 @@ struct run_args {
 	int have_root, console;
 	const char *metrics, *serial_out;
 	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
+	const char *boot_only;      /* the last option given that a restore takes from the snapshot */
 };
 
 /* The option getopt_long just refused: a short one by its letter (it may
@@ -292,6 +295,9 @@ static int parse_run(int argc, char **argv, struct run_args *a)
 	 * one line naming the option, not getopt's "run: ..." and the usage. */
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+:e:i", run_opts, &idx)) != -1) {
+		if (o == O_KERNEL || o == O_INITRD || o == O_CMDLINE || o == O_APPEND || o == O_MEM || o == O_CPUS ||
+		    o == O_VSOCK_CID || o == O_QUIRKS)
+			a->boot_only = run_opts[idx].name;
 		switch (o) {
 		case O_KERNEL: a->c.kernel_path = optarg; break;
 		case O_INITRD: a->c.initrd_path = optarg; break;
@@ -435,6 +441,11 @@ static int setup_run(int argc, char **argv, uint64_t t0, struct run_args *a, int
 		return r;
 	if (!a->c.kernel_path && !a->snapshot) {
 		fprintf(stderr, "tinyvmm: --kernel (or --snapshot) is required\n");
+		return EXIT_VM_FAILED;
+	}
+	if (a->snapshot && a->boot_only) {
+		fprintf(stderr, "tinyvmm: --%s: a restore takes kernel, command line, memory, vCPUs, vsock CID and "
+				"quirks from the snapshot\n", a->boot_only);
 		return EXIT_VM_FAILED;
 	}
 	if (!a->out != !create || (create && a->snapshot)) {
@@ -627,6 +638,11 @@ int main(int argc, char **argv)
 		print_usage(stdout);
 		return 0;
 	}
-	print_usage(stderr);
+	if (argc >= 2)
+		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, host; see tinyvmm --help)\n",
+			argv[1], argc >= 3 && !strcmp(argv[1], "snapshot") ? " " : "",
+			argc >= 3 && !strcmp(argv[1], "snapshot") ? argv[2] : "");
+	else
+		print_usage(stderr);
 	return EXIT_VM_FAILED;
 }

@@ -473,8 +473,6 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 		.stopping = &vm->stopping, .pause = &vm->pause, .on_end = vm_end, .log = vm_log, .ctx = vm,
 	};
 	vm->quirks = quirks_apply(c->quirks);
-	if (vm->quirks)
-		vm_log(vm, "kvm_pvm host: applying its quirks (CPUID CX16 hidden, guest command line words added)");
 
 	r = compose_cmdline(vm, e);
 	if (!r)
@@ -560,6 +558,11 @@ int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
 	if (vm->started)
 		return tvm_errf(e, EALREADY, "vm: already started");
 	vm->started = true;
+	/* Said once the VM is sure to run, so a refused config or kernel is
+	 * the user's one error line, not the last of several. */
+	if (vm->quirks)
+		vm_log(vm, "kvm_pvm host: applying its quirks (CPUID CX16 hidden, guest command line words added)");
+	vm_net_announce(vm);
 	r = arm_ttl(vm, e);
 	if (!r)
 		r = ev_start(&vm->loop, e);

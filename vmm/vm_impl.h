@@ -42,6 +42,7 @@ struct tvm_vm {
 	struct virtio_vsock *vsock; /* owned by its vdev */
 	struct vdev *vsock_dev;
 	struct vdev *net_dev;       /* NULL without a network */
+	bool net_restricted;        /* its egress policy is an allow-list */
 	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
 
 	atomic_bool stopping;
@@ -85,6 +86,9 @@ void vm_unwatch(void *ctx, int fd);
 /* Attach the virtio-net device described by vm->cfg.net, if enabled
  * (vmm/vm_net.c). */
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e);
+/* With a network device and a log fd: one line naming its TAP, the TAP's
+ * MAC and whether egress is restricted. */
+void vm_net_announce(const struct tvm_vm *vm);
 /* With a network device: append ,"net":{counters} to the metrics JSON. */
 void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f);
 

@@ -1,7 +1,14 @@
 /* The VM's network: a virtio-net device over a TAP, with the egress policy
  * built from the config. Off unless asked for. */
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "devices/virtio_net.h"
@@ -51,14 +58,29 @@ static int build_policy(const struct tvm_net *n, struct net_policy *p, struct tv
 	return r;
 }
 
-/* Only what an address needs, so a value cannot smuggle another word onto
- * the guest command line. */
-static int addr_chars_ok(const char *what, const char *v, struct tvm_err *e)
+/* A dotted-quad IPv4 address, with "/PREFIX" (1..32) when prefix: what the
+ * agent takes, checked here so a bad value is the user's error at once
+ * (not a guest without an address), and so a value cannot smuggle another
+ * word onto the guest command line. */
+static int ipv4_ok(const char *what, const char *v, bool prefix, struct tvm_err *e)
 {
-	if (!*v || strspn(v, "0123456789./") != strlen(v))
-		return tvm_errf(e, EINVAL, "net %s %s: expected an IPv4 address%s", what, v,
-				strcmp(what, "ip") ? "" : " with /PREFIX");
-	return 0;
+	char addr[16];
+	struct in_addr a;
+	const char *slash = strchr(v, '/');
+	size_t alen = slash ? (size_t)(slash - v) : strlen(v);
+	unsigned long bits = 0;
+	char *end = NULL;
+
+	if (prefix && slash && slash[1] >= '0' && slash[1] <= '9')
+		bits = strtoul(slash + 1, &end, 10);
+	if (alen >= sizeof(addr) || !prefix != !slash || (prefix && (!end || *end || bits < 1 || bits > 32)))
+		goto bad;
+	memcpy(addr, v, alen);
+	addr[alen] = 0;
+	if (inet_pton(AF_INET, addr, &a) == 1)
+		return 0;
+bad:
+	return tvm_errf(e, EINVAL, "net %s %s: expected an IPv4 address%s", what, v, prefix ? " with /PREFIX (1..32)" : "");
 }
 
 /* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c). */
@@ -69,12 +91,14 @@ static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 	int r, w;
 
 	if (!n->guest_ip)
-		return 0;
-	r = addr_chars_ok("ip", n->guest_ip, e);
+		return n->guest_gw ? tvm_errf(e, EINVAL, "net gw %s: the guest needs an address too (--net-ip)",
+					      n->guest_gw)
+				   : 0;
+	r = ipv4_ok("ip", n->guest_ip, true, e);
 	if (!r && n->guest_gw)
-		r = addr_chars_ok("gw", n->guest_gw, e);
+		r = ipv4_ok("gw", n->guest_gw, false, e);
 	if (!r && n->nr_dns)
-		r = addr_chars_ok("dns", n->dns[0], e);
+		r = ipv4_ok("dns", n->dns[0], false, e);
 	if (r)
 		return r;
 	w = snprintf(word, sizeof(word), "tinyvmm.net=%s%s%s%s%s", n->guest_ip, n->guest_gw ? ",gw=" : "",
@@ -106,6 +130,31 @@ int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out)
 const char *tvm_net_drop_name(unsigned reason)
 {
 	return reason > 0 && reason < TVM_NET_DROP_COUNT ? net_verdict_name((enum net_verdict)reason) : "?";
+}
+
+void vm_net_announce(const struct tvm_vm *vm)
+{
+	const char *ifname;
+	struct ifreq ifr = { 0 };
+	uint8_t *m = (uint8_t *)ifr.ifr_hwaddr.sa_data;
+	char host_mac[40] = "";
+	int s;
+
+	if (!vm->net_dev || vm->cfg.log_fd < 0)
+		return;
+	ifname = virtio_net_ifname(vm->net_dev->dev);
+	/* The TAP's own MAC: what the guest's ARP entry for the host holds
+	 * (a restore's TAP should get it too). */
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
+	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (s >= 0 && ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
+		snprintf(host_mac, sizeof(host_mac), ", host side %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
+			 m[4], m[5]);
+	if (s >= 0)
+		close(s);
+	dprintf(vm->cfg.log_fd, "tinyvmm: network on TAP %s (%s%s)\n", ifname,
+		vm->net_restricted ? "egress allow-list" : "egress unrestricted: no --net-allow/--net-dns/--net-deny-all",
+		host_mac);
 }
 
 void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f)
@@ -154,8 +203,6 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	r = vdev_attach(vm->net_dev, vm->nr_vdevs, "virtio-net", &virtio_net_ops, dev, close_net, &vm->kvm,
 			&vm->mmio, &vm->loop, &vm->mem, vm->cmdline, sizeof(vm->cmdline), e);
 	vm->nr_vdevs++;
-	if (!r && vm->cfg.log_fd >= 0)
-		dprintf(vm->cfg.log_fd, "tinyvmm: network on TAP %s (%s)\n", virtio_net_ifname(dev),
-			policy.restricted ? "egress allow-list" : "egress unrestricted");
+	vm->net_restricted = policy.restricted;
 	return r;
 }

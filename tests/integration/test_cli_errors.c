@@ -142,6 +142,12 @@ END_TEST
 START_TEST(usage_errors)
 {
 	E("--kernel (or --snapshot) is required", "run");
+	/* Used to print the whole usage without naming the word. */
+	E("unknown command 'runn'", "runn");
+	E("unknown command 'snapshot creat'", "snapshot", "creat");
+	/* Used to be accepted and ignored. */
+	E("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
+	E("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
 	E("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
 	E("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
 	E("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
@@ -215,6 +221,13 @@ START_TEST(net_values)
 	E("--net tap=: empty TAP name", "run", "--kernel", p("garbage"), "--net", "tap=");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net",
 	  "auto,mac=01:00:00:00:00:01");
+	/* Guest addresses the agent would refuse: used to boot without one. */
+	E("net ip 10.0.0.2/40: expected an IPv4 address with /PREFIX (1..32)", "run", "--kernel", p("garbage"), "--net",
+	  "auto", "--net-ip", "10.0.0.2/40");
+	E("net ip 10.0.0.2: expected an IPv4 address with /PREFIX", "run", "--kernel", p("garbage"), "--net", "auto",
+	  "--net-ip", "10.0.0.2");
+	E("net gw 10.0.0.1: the guest needs an address too (--net-ip)", "run", "--kernel", p("garbage"), "--net",
+	  "auto", "--net-gw", "10.0.0.1");
 	/* A policy without a network used to be accepted and mean nothing. */
 	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-allow", "10.0.0.1/32");
 	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-no-offload");
