@@ -42,7 +42,6 @@ struct virtio_net {
 	struct virtqueue *vqs;         /* [2] while the driver runs the device, else NULL */
 	uint64_t features;             /* negotiated, while vqs is set; else 0 */
 	bool mrg;                      /* VIRTIO_NET_F_MRG_RXBUF negotiated */
-	uint32_t rx_max;               /* largest frame the guest takes (net_offload_rx_max) */
 	struct vq_chain chain;         /* the chain being popped, either queue */
 
 	/* rx */

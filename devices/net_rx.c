@@ -21,13 +21,11 @@ void net_rx_forget(struct virtio_net *n)
 
 void net_rx_return_held(struct virtio_net *n, struct virtqueue *vq)
 {
-	/* A broken queue is saved broken: the driver must reset it anyway
-	 * (and the pop that broke it may have moved last_avail). */
-	if (vq->broken)
-		;
-	else if (n->rx_contig)
+	/* A broken queue is saved broken and the driver must reset it anyway
+	 * (the pop that broke it may have moved last_avail): nothing to do. */
+	if (!vq->broken && n->rx_contig)
 		vq_unpop(vq, (uint16_t)n->nheld);
-	else
+	else if (!vq->broken)
 		for (unsigned i = 0; i < n->nheld; i++)
 			vq_push(vq, n->held[i].head, 0);
 	net_rx_forget(n);
@@ -46,7 +44,7 @@ static unsigned max_chains(const struct virtio_net *n)
  * less still gets frames up to the MTU (a larger one is dropped). */
 static int rx_fill(struct virtio_net *n, struct virtqueue *vq)
 {
-	const uint32_t need = NET_HDR_LEN + n->rx_max;
+	const uint32_t need = NET_HDR_LEN + net_offload_rx_max(n->features, n->max_frame);
 	struct vq_chain *c = &n->chain;
 
 	while (n->rx_cap < need && n->nheld < max_chains(n) && n->rx_niov < NET_RX_IOV) {
@@ -146,7 +144,7 @@ int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
 		 * MTU we announced (5.1.6.3.2: the TAP's may be larger), or a
 		 * read shorter than header + Ethernet header is dropped; the
 		 * buffers stay held for the next one. */
-		if ((size_t)got > n->rx_cap || (size_t)got > NET_HDR_LEN + n->rx_max ||
+		if ((size_t)got > n->rx_cap || (size_t)got > NET_HDR_LEN + net_offload_rx_max(n->features, n->max_frame) ||
 		    (size_t)got < NET_HDR_LEN + NET_ETH_HLEN) {
 			net_count(&n->st.rx_dropped, 1);
 			continue;

@@ -84,12 +84,11 @@ static int net_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 	struct virtio_net *n = dev;
 
 	/* What the TAP may hand us is what the guest can take. */
-	if (n->offload && n->tap_offload && ioctl(n->fd, TUNSETOFFLOAD, net_offload_tun_flags(features)) < 0)
+	if (n->tap_offload && ioctl(n->fd, TUNSETOFFLOAD, net_offload_tun_flags(features)) < 0)
 		return -errno;
 	n->vqs = vqs;
 	n->features = features;
 	n->mrg = features & F(VIRTIO_NET_F_MRG_RXBUF);
-	n->rx_max = net_offload_rx_max(features, n->max_frame);
 	return 0;
 }
 

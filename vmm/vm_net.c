@@ -189,7 +189,7 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	if (!n->enabled)
 		return 0;
 	if (n->mtu > NET_MAX_MTU)
-		return tvm_errf(e, EINVAL, "net mtu %u: larger than %d", n->mtu, NET_MAX_MTU);
+		return tvm_errf(e, EINVAL, "net: mtu %u: must be %d..%d", n->mtu, NET_MIN_MTU, NET_MAX_MTU);
 	r = build_policy(n, &policy, e);
 	if (!r)
 		r = guest_net_word(vm, e);
