@@ -212,6 +212,17 @@ static int run_job(struct tvm_agent *a, uint32_t cap, struct sink *s, struct tvm
 	return tvm_agent_exec(a, &j, res, e);
 }
 
+/* Open the peer, run one job on it, close and wait for the peer. */
+static int peer_run_job(struct peer *p, uint32_t cap, struct sink *s, struct tvm_job_result *res, struct tvm_err *e)
+{
+	struct tvm_agent *a = peer_open(p);
+	int r = run_job(a, cap, s, res, e);
+
+	tvm_agent_close(a);
+	peer_join(p);
+	return r;
+}
+
 /* ---- tvm_agent_open ---- */
 
 static int open_with(struct peer *p, int timeout_ms, struct tvm_err *e)
@@ -343,20 +354,16 @@ START_TEST(exec_result_first)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 	struct tvp_decoder d;
 	struct tvp_frame f;
 	struct tvp_msg m;
 
 	sb_ready(&p.out);
 	sb_result(&p.out, 1, 42, 0);
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 1000, &s, &res, &e), 0);
+	ck_assert_int_eq(peer_run_job(&p, 1000, &s, &res, &e), 0);
 	ck_assert_int_eq(res.exit_code, 42);
 	ck_assert_int_eq(res.stdout_truncated, 0);
 	ck_assert_uint_eq(s.calls, 0);
-	tvm_agent_close(a);
-	peer_join(&p);
 	/* The host asked for the caps it was given. */
 	tvp_decoder_init(&d, 0);
 	ck_assert_uint_eq(tvp_decoder_feed(&d, p.first, p.got < sizeof(p.first) ? p.got : sizeof(p.first)),
@@ -376,7 +383,6 @@ START_TEST(exec_other_ids_ignored)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 
 	sb_ready(&p.out);
 	sb_frame(&p.out, TVP_STDOUT, 0, 99, "not yours", 9);
@@ -385,13 +391,10 @@ START_TEST(exec_other_ids_ignored)
 	sb_frame(&p.out, TVP_STDOUT, 0, 1, "mine", 4);
 	sb_frame(&p.out, TVP_OK, 0, 1, "\x10\0\0\0\0\0\0\0\0\0\0\0", 12); /* wrong type for a job: ignored */
 	sb_result(&p.out, 1, 3, 0);
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 1000, &s, &res, &e), 0);
+	ck_assert_int_eq(peer_run_job(&p, 1000, &s, &res, &e), 0);
 	ck_assert_int_eq(res.exit_code, 3);
 	ck_assert_uint_eq(s.bytes[1], 4);
 	ck_assert_mem_eq(s.head, "mine", 4);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -404,7 +407,6 @@ START_TEST(exec_stdout_flood_beyond_cap)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 
 	memset(chunk, 'A', sizeof(chunk));
 	sb_ready(&p.out);
@@ -413,14 +415,11 @@ START_TEST(exec_stdout_flood_beyond_cap)
 		sb_frame(&p.out, TVP_STDERR, 0, 1, chunk, 1000);
 	}
 	sb_result(&p.out, 1, 0, 0); /* the agent even claims nothing was cut */
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 100000, &s, &res, &e), 0);
+	ck_assert_int_eq(peer_run_job(&p, 100000, &s, &res, &e), 0);
 	ck_assert_uint_eq(s.bytes[1], 100000);
 	ck_assert_uint_eq(s.bytes[2], 16000);
 	ck_assert_int_eq(res.stdout_truncated, 1);
 	ck_assert_int_eq(res.stderr_truncated, 0);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -431,20 +430,16 @@ START_TEST(exec_error_with_hostile_text)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 
 	memset(text, 'x', sizeof(text));
 	memcpy(text, "spawn\nfailed\x1b]0;pwned\x07\r\x7f", 24);
 	sb_ready(&p.out);
 	sb_error(&p.out, 1, ENOENT, text, sizeof(text));
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -ENOENT);
+	ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -ENOENT);
 	ck_assert_int_eq(e.code, ENOENT);
 	ck_assert_uint_eq(strlen(e.msg), sizeof(e.msg) - 1);
 	ck_assert_ptr_nonnull(strstr(e.msg, "agent: spawn?failed?]0;pwned???xxx"));
 	assert_one_line(&e);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -456,7 +451,6 @@ START_TEST(exec_error_over_max_message)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 
 	payload[0] = TVP_ERR_IO;
 	payload[4] = EIO;
@@ -465,12 +459,9 @@ START_TEST(exec_error_over_max_message)
 	memset(payload + 12, 'x', 2000);
 	sb_ready(&p.out);
 	sb_frame(&p.out, TVP_ERROR, 0, 1, payload, sizeof(payload));
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+	ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -EPROTO);
 	ck_assert_msg(strstr(e.msg, "bad ERROR message") && strstr(e.msg, "message"), "%s", e.msg);
 	assert_one_line(&e);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -483,18 +474,14 @@ START_TEST(exec_error_odd_errno)
 		struct tvm_job_result res = { 0 };
 		struct tvm_err e = { 0 };
 		struct sink s = { 0 };
-		struct tvm_agent *a;
 		int r;
 
 		sb_ready(&p.out);
 		sb_error(&p.out, 1, errs[i], "", 0);
-		a = peer_open(&p);
-		r = run_job(a, 0, &s, &res, &e);
+		r = peer_run_job(&p, 0, &s, &res, &e);
 		ck_assert_int_eq(r, errs[i] > 0 ? -errs[i] : -EPROTO);
 		ck_assert_int_eq(e.code, -r);
 		ck_assert_str_eq(e.msg, "agent: ");
-		tvm_agent_close(a);
-		peer_join(&p);
 	}
 }
 END_TEST
@@ -511,15 +498,11 @@ START_TEST(exec_result_out_of_range)
 		struct tvm_job_result res = { 0 };
 		struct tvm_err e = { 0 };
 		struct sink s = { 0 };
-		struct tvm_agent *a;
 
 		sb_ready(&p.out);
 		sb_result(&p.out, 1, bad[i].code, bad[i].sig);
-		a = peer_open(&p);
-		ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+		ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -EPROTO);
 		ck_assert_ptr_nonnull(strstr(e.msg, "bad RESULT"));
-		tvm_agent_close(a);
-		peer_join(&p);
 	}
 }
 END_TEST
@@ -530,7 +513,6 @@ START_TEST(exec_eof_mid_frame)
 	struct tvm_job_result res = { .exit_code = -77 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 	uint8_t hdr[TVP_HDR_SIZE];
 
 	sb_ready(&p.out);
@@ -538,13 +520,10 @@ START_TEST(exec_eof_mid_frame)
 	tvp_put_header(hdr, TVP_STDOUT, 0, 1, 5000);
 	sb_put(&p.out, hdr, sizeof(hdr));
 	sb_put(&p.out, "partial", 7);
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -ECONNRESET);
+	ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -ECONNRESET);
 	ck_assert_str_eq(e.msg, "agent: connection closed");
 	ck_assert_uint_eq(s.bytes[1], 5); /* only the whole frame */
 	ck_assert_int_eq(res.exit_code, -77); /* untouched */
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -554,18 +533,14 @@ START_TEST(exec_bad_frame_mid_job)
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
-	struct tvm_agent *a;
 
 	sb_ready(&p.out);
 	sb_frame(&p.out, TVP_STDOUT, 0x80, 1, "x", 1); /* flags not allowed */
 	sb_result(&p.out, 1, 0, 0);
 	p.keep_open = 1;
-	a = peer_open(&p);
-	ck_assert_int_eq(run_job(a, 0, &s, &res, &e), -EPROTO);
+	ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -EPROTO);
 	ck_assert_ptr_nonnull(strstr(e.msg, "bad STDOUT message"));
 	ck_assert_uint_eq(s.calls, 0);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -603,12 +578,22 @@ static int get(struct tvm_agent *a, size_t cap, void **data, size_t *len, struct
 	return tvm_agent_get_file(a, "/out", cap, data, len, e);
 }
 
+/* Open the peer, get /out from it, close and wait for the peer. */
+static int peer_get(struct peer *p, size_t cap, void **data, size_t *len, struct tvm_err *e)
+{
+	struct tvm_agent *a = peer_open(p);
+	int r = get(a, cap, data, len, e);
+
+	tvm_agent_close(a);
+	peer_join(p);
+	return r;
+}
+
 START_TEST(get_data_beyond_cap)
 {
 	static uint8_t chunk[65536];
 	struct peer p = { .keep_open = 1 };
 	struct tvm_err e = { 0 };
-	struct tvm_agent *a;
 	void *data;
 	size_t len;
 
@@ -616,13 +601,10 @@ START_TEST(get_data_beyond_cap)
 	for (int i = 0; i < 64; i++)
 		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, chunk, sizeof(chunk));
 	sb_file_end(&p.out, 1, 64 * sizeof(chunk));
-	a = peer_open(&p);
-	ck_assert_int_eq(get(a, 100000, &data, &len, &e), -EFBIG);
+	ck_assert_int_eq(peer_get(&p, 100000, &data, &len, &e), -EFBIG);
 	ck_assert_ptr_null(data);
 	ck_assert_uint_eq(len, 0);
 	ck_assert_str_eq(e.msg, "get /out: more than 100000 bytes");
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -630,7 +612,6 @@ START_TEST(get_cap_zero)
 {
 	struct peer p = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_agent *a;
 	void *data;
 	size_t len;
 
@@ -638,11 +619,8 @@ START_TEST(get_cap_zero)
 	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "", 0); /* empty chunks are fine */
 	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "x", 1);
 	sb_file_end(&p.out, 1, 1);
-	a = peer_open(&p);
-	ck_assert_int_eq(get(a, 0, &data, &len, &e), -EFBIG);
+	ck_assert_int_eq(peer_get(&p, 0, &data, &len, &e), -EFBIG);
 	ck_assert_ptr_null(data);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -653,7 +631,6 @@ START_TEST(get_end_size_mismatch)
 	for (unsigned i = 0; i < sizeof(claims) / sizeof(claims[0]); i++) {
 		struct peer p = { 0 };
 		struct tvm_err e = { 0 };
-		struct tvm_agent *a;
 		char want[96];
 		void *data;
 		size_t len;
@@ -662,13 +639,10 @@ START_TEST(get_end_size_mismatch)
 		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
 		sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "def", 3);
 		sb_file_end(&p.out, 1, claims[i]);
-		a = peer_open(&p);
-		ck_assert_int_eq(get(a, 1000, &data, &len, &e), -EPROTO);
+		ck_assert_int_eq(peer_get(&p, 1000, &data, &len, &e), -EPROTO);
 		ck_assert_ptr_null(data);
 		snprintf(want, sizeof(want), "get /out: agent said %llu bytes, sent 6", (unsigned long long)claims[i]);
 		ck_assert_str_eq(e.msg, want);
-		tvm_agent_close(a);
-		peer_join(&p);
 	}
 }
 END_TEST
@@ -677,7 +651,6 @@ START_TEST(get_eof_mid_transfer)
 {
 	struct peer p = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_agent *a;
 	uint8_t hdr[TVP_HDR_SIZE];
 	void *data;
 	size_t len;
@@ -687,13 +660,10 @@ START_TEST(get_eof_mid_transfer)
 	tvp_put_header(hdr, TVP_FILE_DATA, 0, 1, 100);
 	sb_put(&p.out, hdr, sizeof(hdr));
 	sb_put(&p.out, "de", 2);
-	a = peer_open(&p);
-	ck_assert_int_eq(get(a, 1000, &data, &len, &e), -ECONNRESET);
+	ck_assert_int_eq(peer_get(&p, 1000, &data, &len, &e), -ECONNRESET);
 	ck_assert_ptr_null(data);
 	ck_assert_uint_eq(len, 0);
 	ck_assert_str_eq(e.msg, "get /out: agent: connection closed");
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -701,7 +671,6 @@ START_TEST(get_other_ids_and_types)
 {
 	struct peer p = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_agent *a;
 	void *data;
 	size_t len;
 
@@ -714,13 +683,10 @@ START_TEST(get_other_ids_and_types)
 	sb_result(&p.out, 1, 0, 0);
 	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "de", 2);
 	sb_file_end(&p.out, 1, 5);
-	a = peer_open(&p);
-	ck_assert_int_eq(get(a, 5, &data, &len, &e), 0);
+	ck_assert_int_eq(peer_get(&p, 5, &data, &len, &e), 0);
 	ck_assert_uint_eq(len, 5);
 	ck_assert_mem_eq(data, "abcde", 5);
 	free(data);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -729,7 +695,6 @@ START_TEST(get_error_huge_message)
 	char text[TVP_MAX_MESSAGE];
 	struct peer p = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_agent *a;
 	void *data;
 	size_t len;
 
@@ -737,13 +702,10 @@ START_TEST(get_error_huge_message)
 	sb_ready(&p.out);
 	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "abc", 3);
 	sb_error(&p.out, 1, EACCES, text, sizeof(text));
-	a = peer_open(&p);
-	ck_assert_int_eq(get(a, 1000, &data, &len, &e), -EACCES);
+	ck_assert_int_eq(peer_get(&p, 1000, &data, &len, &e), -EACCES);
 	ck_assert_ptr_null(data);
 	ck_assert(strncmp(e.msg, "get /out: agent: ???", 20) == 0);
 	assert_one_line(&e);
-	tvm_agent_close(a);
-	peer_join(&p);
 }
 END_TEST
 
@@ -819,12 +781,10 @@ START_TEST(every_cut_of_a_session)
 		struct tvm_job_result res = { 0 };
 		struct tvm_err e = { 0 };
 		struct sink s = { 0 };
-		struct tvm_agent *a;
 		int r;
 
 		sb_put(&p.out, full.p, cut);
-		a = peer_open(&p);
-		r = run_job(a, 0, &s, &res, &e);
+		r = peer_run_job(&p, 0, &s, &res, &e);
 		if (cut == full.len) {
 			ck_assert_int_eq(r, 0);
 			ck_assert_int_eq(res.exit_code, 1);
@@ -834,8 +794,6 @@ START_TEST(every_cut_of_a_session)
 			ck_assert_int_eq(r, -ECONNRESET);
 			ck_assert_str_eq(e.msg, "agent: connection closed");
 		}
-		tvm_agent_close(a);
-		peer_join(&p);
 	}
 	free(full.p);
 }
