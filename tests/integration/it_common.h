@@ -103,9 +103,11 @@ static inline void it_out_free(struct it_out *o)
 }
 
 /* Run ./tinyvmm with argv (NULL-terminated, argv[0] ignored); stdout and
- * stderr go to the given files, stdin is /dev/null. Returns the exit status,
- * or 1000 + signal number when it was killed. */
-static inline int it_run_cli(char *const argv[], const char *out, const char *err)
+ * stderr go to the given files, stdin is /dev/null; with alarm_s > 0 a run
+ * longer than that many seconds ends with SIGALRM (the alarm survives
+ * exec). Returns the exit status, or 1000 + signal number when it was
+ * killed. */
+static inline int it_run_cli(char *const argv[], const char *out, const char *err, unsigned alarm_s)
 {
 	pid_t pid = fork();
 	int st;
@@ -114,6 +116,7 @@ static inline int it_run_cli(char *const argv[], const char *out, const char *er
 	if (pid == 0) {
 		if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) || !freopen(err, "w", stderr))
 			_exit(99);
+		alarm(alarm_s);
 		execv("./tinyvmm", argv);
 		_exit(98);
 	}

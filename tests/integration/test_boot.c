@@ -79,7 +79,7 @@ START_TEST(cli_boots_bzimage)
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
-	ck_assert_int_eq(it_run_cli(argv, out, err), 0);
+	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 0);
 	console = it_slurp(out);
 	ck_assert_msg(strstr(console, IT_MARKER), "no init marker in console:\n%s", console);
 	free(console);
@@ -98,7 +98,7 @@ START_TEST(cli_guest_panic_ends_vm)
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
 	/* panic=-1 makes the kernel reset at once, which ends the VM cleanly. */
-	ck_assert_int_eq(it_run_cli(argv, out, err), 0);
+	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 0);
 	console = it_slurp(out);
 	ck_assert_msg(strstr(console, "Kernel panic"), "no panic in console:\n%s", console);
 	ck_assert_ptr_null(strstr(console, IT_MARKER));
@@ -121,7 +121,7 @@ START_TEST(cli_rejects_bad_kernel)
 	fd = open(junk, O_WRONLY);
 	ck_assert_int_eq(write(fd, "this is not a kernel at all, just some text\n", 44), 44);
 	close(fd);
-	ck_assert_int_eq(it_run_cli(argv, out, err), 125);
+	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 125);
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, junk) && strstr(msg, "not an ELF"), "unclear error: %s", msg);
 	/* One line that names the file and says what is wrong with it. */
@@ -143,15 +143,15 @@ START_TEST(cli_rejects_bad_flags)
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
-	ck_assert_int_eq(it_run_cli(argv1, out, err), 125);
+	ck_assert_int_eq(it_run_cli(argv1, out, err, 0), 125);
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, "/nonexistent/vmlinux") && strstr(msg, "No such file"), "unclear: %s", msg);
 	free(msg);
-	ck_assert_int_eq(it_run_cli(argv2, out, err), 125);
+	ck_assert_int_eq(it_run_cli(argv2, out, err, 0), 125);
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, "--mem") && strstr(msg, "12abc"), "unclear: %s", msg);
 	free(msg);
-	ck_assert_int_eq(it_run_cli(argv3, out, err), 125);
+	ck_assert_int_eq(it_run_cli(argv3, out, err, 0), 125);
 	msg = it_slurp(err);
 	ck_assert_msg(strstr(msg, "cpus"), "unclear: %s", msg);
 	free(msg);

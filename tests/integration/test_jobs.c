@@ -374,7 +374,7 @@ START_TEST(cli_exec_on_running_vm)
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
-	ck_assert_int_eq(it_run_cli(argv, out, err), 7);
+	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 7);
 	o = it_slurp(out);
 	ck_assert_str_eq(o, "seven\n");
 	free(o);
@@ -402,7 +402,7 @@ START_TEST(cli_run_job_with_files_and_json)
 	snprintf(put, sizeof(put), "%s:/tmp/in.txt", in);
 	snprintf(get, sizeof(get), "/tmp/out.txt:%s", back);
 	/* The job's exit status is tinyvmm's. */
-	ck_assert_int_eq(it_run_cli(argv, out, err), 3);
+	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 3);
 	o = it_slurp(out);
 	ck_assert_msg(strstr(o, "\"exit_code\":3") && strstr(o, "\"stdout\":\"said\\\"hi\\\"\\n\""),
 		      "json: %s", o);
