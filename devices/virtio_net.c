@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -153,17 +154,23 @@ void net_mac_from_id(uint32_t id, uint8_t mac[6])
 	memcpy(mac, m, 6);
 }
 
+char *net_mac_format(const uint8_t mac[6], char out[NET_MAC_STR])
+{
+	snprintf(out, NET_MAC_STR, "%02x:%02x:%02x:%02x:%02x:%02x", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5]);
+	return out;
+}
+
 static int check_opts(const struct net_opts *o, struct tvm_err *e)
 {
 	static const uint8_t zero[6];
+	char mac[NET_MAC_STR];
 
 	if (!o->io.watch || !o->io.unwatch || !o->io.kick)
 		return tvm_errf(e, EINVAL, "net: watch, unwatch and kick ops are required");
 	if (o->mtu && (o->mtu < NET_MIN_MTU || o->mtu > NET_MAX_MTU))
 		return tvm_errf(e, EINVAL, "net: mtu %u: must be %d..%d", o->mtu, NET_MIN_MTU, NET_MAX_MTU);
 	if (memcmp(o->mac, zero, 6) && (o->mac[0] & 1))
-		return tvm_errf(e, EINVAL, "net: mac %02x:%02x:%02x:%02x:%02x:%02x: multicast", o->mac[0], o->mac[1],
-				o->mac[2], o->mac[3], o->mac[4], o->mac[5]);
+		return tvm_errf(e, EINVAL, "net: mac %s: multicast", net_mac_format(o->mac, mac));
 	return 0;
 }
 

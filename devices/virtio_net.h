@@ -121,6 +121,11 @@ void virtio_net_close(struct virtio_net *n);
  * setup (address, routes, up). Valid until close. */
 const char *virtio_net_ifname(const struct virtio_net *n);
 
+#define NET_MAC_STR 18 /* "xx:xx:xx:xx:xx:xx" and its NUL */
+
+/* mac as "xx:xx:xx:xx:xx:xx" into out; returns out. */
+char *net_mac_format(const uint8_t mac[6], char out[NET_MAC_STR]);
+
 /* The guest's MAC address (fixed at open). */
 void virtio_net_mac(const struct virtio_net *n, uint8_t mac[6]);
 

@@ -28,7 +28,7 @@ struct snap_drive {
 struct snap_net {
 	bool present;
 	uint32_t mtu, no_offload;
-	char mac[18]; /* "xx:xx:xx:xx:xx:xx" */
+	char mac[18]; /* "xx:xx:xx:xx:xx:xx" (NET_MAC_STR) */
 };
 
 struct snap_config {

@@ -136,8 +136,7 @@ void vm_net_announce(const struct tvm_vm *vm)
 {
 	const char *ifname;
 	struct ifreq ifr = { 0 };
-	uint8_t *m = (uint8_t *)ifr.ifr_hwaddr.sa_data;
-	char host_mac[40] = "";
+	char mac[NET_MAC_STR], host_mac[40] = "";
 	int s;
 
 	if (!vm->net_dev || vm->cfg.log_fd < 0)
@@ -148,8 +147,8 @@ void vm_net_announce(const struct tvm_vm *vm)
 	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", ifname);
 	s = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (s >= 0 && ioctl(s, SIOCGIFHWADDR, &ifr) == 0)
-		snprintf(host_mac, sizeof(host_mac), ", host side %02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3],
-			 m[4], m[5]);
+		snprintf(host_mac, sizeof(host_mac), ", host side %s",
+			 net_mac_format((const uint8_t *)ifr.ifr_hwaddr.sa_data, mac));
 	if (s >= 0)
 		close(s);
 	dprintf(vm->cfg.log_fd, "tinyvmm: network on TAP %s (%s%s)\n", ifname,

@@ -41,13 +41,12 @@ static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 static void save_net_config(struct tvm_vm *vm, struct snap_w *w)
 {
 	uint8_t m[6];
-	char mac[18];
+	char mac[NET_MAC_STR];
 
 	if (!vm->net_dev)
 		return;
 	virtio_net_mac(vm->net_dev->dev, m);
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4], m[5]);
-	snap_net_write(w, &vm->cfg.net, mac);
+	snap_net_write(w, &vm->cfg.net, net_mac_format(m, mac));
 }
 
 static int save_vcpus(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
