@@ -11,7 +11,9 @@ ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -I. -D_GNU_SOURCE -MMD -MP
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
-LIB_SRCS := $(filter-out vmm/cli%,$(wildcard vmm/*.c boot/*.c devices/*.c)) guest/protocol.c
+LIB_DIRS := vmm/core vmm/kvm boot devices/virtio devices/legacy devices/blk devices/vsock devices/net vmm/snapshot vmm
+LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) guest/protocol.c
+CLI_SRCS := $(wildcard vmm/cli/*.c)
 LIB_SRCS := $(wildcard $(LIB_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/san/%.o)
@@ -44,7 +46,7 @@ $(BUILD)/libtinyvmm-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-tinyvmm: $(BUILD)/vmm/cli.o $(BUILD)/vmm/cli_job.o $(BUILD)/libtinyvmm.a
+tinyvmm: $(CLI_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtinyvmm.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 $(BUILD)/tools/%: tools/%.c

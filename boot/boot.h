@@ -19,8 +19,8 @@
 
 #include <linux/kvm.h>
 
-#include "vmm/err.h"
-#include "vmm/guest_mem.h"
+#include "vmm/core/err.h"
+#include "vmm/core/guest_mem.h"
 
 /* Fixed guest-physical layout of the boot structures (all below 1 MiB). */
 #define BOOT_GDT_ADDR 0x500ULL        /* GDT: null, null, __BOOT_CS=0x10, __BOOT_DS=0x18, TSS=0x20 */

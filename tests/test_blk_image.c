@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <sys/stat.h>
 
-#include "devices/blk_image.h"
+#include "devices/blk/blk_image.h"
 #include "tests/test_blk_files.h"
 #include "tests/unit.h"
 

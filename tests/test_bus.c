@@ -3,7 +3,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "vmm/bus.h"
+#include "vmm/kvm/bus.h"
 #include "tests/unit.h"
 
 struct rec {

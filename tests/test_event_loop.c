@@ -6,7 +6,7 @@
 #include <unistd.h>
 
 #include "tests/unit.h"
-#include "vmm/event_loop.h"
+#include "vmm/kvm/event_loop.h"
 
 struct counter {
 	int fd;

@@ -6,7 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vmm/guest_mem.h"
+#include "vmm/core/guest_mem.h"
 #include "tests/unit.h"
 
 START_TEST(small_layout)

@@ -10,10 +10,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "devices/blk_image.h"
+#include "devices/blk/blk_image.h"
 #include "tests/unit.h"
-#include "vmm/guest_mem.h"
-#include "vmm/snapshot_io.h"
+#include "vmm/core/guest_mem.h"
+#include "vmm/snapshot/snapshot_io.h"
 
 static char dir[64], fifo[96];
 

@@ -22,11 +22,11 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_mmio.h>
 
-#include "devices/blk_image.h"
-#include "devices/virtio_blk.h"
-#include "devices/virtio_mmio.h"
+#include "devices/blk/blk_image.h"
+#include "devices/blk/virtio_blk.h"
+#include "devices/virtio/virtio_mmio.h"
 #include "tests/unit.h"
-#include "vmm/bus.h"
+#include "vmm/kvm/bus.h"
 
 /* Plain test, then ck_abort_msg: a ck_assert per byte would cost a message
  * to the check parent each, and there are millions. */

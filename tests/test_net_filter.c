@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "devices/net_filter.h"
+#include "devices/net/net_filter.h"
 #include "tests/test_net_frames.h"
 #include "tests/unit.h"
 

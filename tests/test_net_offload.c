@@ -6,7 +6,7 @@
 
 #include <linux/if_tun.h>
 
-#include "devices/net_offload.h"
+#include "devices/net/net_offload.h"
 #include "tests/test_net_frames.h"
 #include "tests/unit.h"
 

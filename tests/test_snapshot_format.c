@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "tests/unit.h"
-#include "vmm/crc32c.h"
-#include "vmm/dev_state.h"
-#include "vmm/guest_mem.h"
-#include "vmm/snapshot_config.h"
-#include "vmm/snapshot_format.h"
-#include "vmm/vcpu_state.h"
+#include "vmm/core/crc32c.h"
+#include "vmm/snapshot/dev_state.h"
+#include "vmm/core/guest_mem.h"
+#include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/snapshot/vcpu_state.h"
 
 /* A small file: two sections with a few fields. */
 static void small_file(struct snap_w *w)

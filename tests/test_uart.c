@@ -3,7 +3,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/uart_8250.h"
+#include "devices/legacy/uart_8250.h"
 #include "tests/unit.h"
 
 static int levels[64], nlevels;

@@ -1,7 +1,7 @@
 #include <check.h>
 #include <errno.h>
 
-#include "devices/virtio_blk.h"
+#include "devices/blk/virtio_blk.h"
 #include "tests/test_blk_files.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/unit.h"

@@ -13,8 +13,8 @@
 #include <linux/virtio_config.h>
 #include <linux/virtio_ring.h>
 
-#include "devices/virtio_mmio.h"
-#include "vmm/guest_mem.h"
+#include "devices/virtio/virtio_mmio.h"
+#include "vmm/core/guest_mem.h"
 
 #define TD_RAM (16u << 20) /* 16 MiB: big enough for chains over 4 GiB via aliasing */
 #define TD_DESC 0x10000    /* room for 4096 descriptors */

@@ -2,7 +2,7 @@
 #include <errno.h>
 #include <pthread.h>
 
-#include "devices/virtio_mmio.h"
+#include "devices/virtio/virtio_mmio.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/unit.h"
 

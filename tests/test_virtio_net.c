@@ -16,9 +16,9 @@
 #include <linux/if_ether.h>
 #include <linux/if_tun.h>
 
-#include "devices/net_offload.h"
-#include "devices/virtio_net.h"
-#include "vmm/event_loop.h"
+#include "devices/net/net_offload.h"
+#include "devices/net/virtio_net.h"
+#include "vmm/kvm/event_loop.h"
 #include "tests/test_net_frames.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/test_virtio_vsock.h" /* tw_* poll loop standing in for the event loop, tw_settle */

@@ -14,7 +14,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "devices/virtio_vsock.h"
+#include "devices/vsock/virtio_vsock.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/test_virtio_vsock_loop.h"
 

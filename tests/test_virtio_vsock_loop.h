@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "devices/virtio_vsock.h"
+#include "devices/vsock/virtio_vsock.h"
 
 struct tw_entry {
 	int fd;

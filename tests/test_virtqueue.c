@@ -1,7 +1,7 @@
 #include <check.h>
 #include <errno.h>
 
-#include "devices/virtqueue.h"
+#include "devices/virtio/virtqueue.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/unit.h"
 

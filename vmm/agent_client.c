@@ -3,6 +3,7 @@
  * the same time. Every frame from the guest goes through the shared codec
  * (guest/protocol.c), which bounds every length before use. */
 #include "vmm/tinyvmm.h"
+#include "vmm/core/err.h"
 
 #include <errno.h>
 #include <poll.h>

@@ -9,10 +9,10 @@
 
 #include <stdint.h>
 
-#include "devices/virtio_mmio.h"
-#include "vmm/bus.h"
-#include "vmm/event_loop.h"
-#include "vmm/kvm.h"
+#include "devices/virtio/virtio_mmio.h"
+#include "vmm/kvm/bus.h"
+#include "vmm/kvm/event_loop.h"
+#include "vmm/kvm/kvm.h"
 
 #define VDEV_MMIO_BASE 0xd0000000ULL /* first device window, in the MMIO hole */
 #define VDEV_MMIO_STRIDE 0x1000ULL   /* one page per device */

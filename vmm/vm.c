@@ -3,6 +3,7 @@
  * vCPUs (CPUID, MSRs, LAPIC) -> kernel/initrd/zero page/page tables/MP table
  * in guest memory -> devices on the buses -> vCPU threads run. */
 #include "vmm/tinyvmm.h"
+#include "vmm/core/err.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,19 +20,19 @@
 #include <unistd.h>
 
 #include "boot/boot.h"
-#include "devices/i8042.h"
-#include "devices/uart_8250.h"
-#include "devices/virtio_blk.h"
-#include "devices/virtio_vsock.h"
-#include "vmm/bus.h"
+#include "devices/legacy/i8042.h"
+#include "devices/legacy/uart_8250.h"
+#include "devices/blk/virtio_blk.h"
+#include "devices/vsock/virtio_vsock.h"
+#include "vmm/kvm/bus.h"
 #include "vmm/config_copy.h"
-#include "vmm/cpuid.h"
-#include "vmm/event_loop.h"
-#include "vmm/guest_mem.h"
-#include "vmm/host_quirks.h"
-#include "vmm/kvm.h"
-#include "vmm/metrics.h"
-#include "vmm/vcpu.h"
+#include "vmm/kvm/cpuid.h"
+#include "vmm/kvm/event_loop.h"
+#include "vmm/core/guest_mem.h"
+#include "vmm/kvm/host_quirks.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/core/metrics.h"
+#include "vmm/kvm/vcpu.h"
 #include "vmm/vdev.h"
 #include "vmm/vm_impl.h"
 
@@ -39,18 +40,6 @@
 #define MAX_CPUS BOOT_MAX_CPUS
 #define MIN_MEM_MIB 16
 #define MAX_MEM_MIB (1u << 20) /* 1 TiB */
-
-void tvm_config_init(struct tvm_config *c)
-{
-	memset(c, 0, sizeof(*c));
-	c->mem_mib = 256;
-	c->cpus = 1;
-	c->serial_out_fd = 1;
-	c->serial_in_fd = -1;
-	c->log_fd = 2;
-	c->quirks = TVM_QUIRKS_AUTO;
-	c->vsock_cid = 3;
-}
 
 const char *tvm_default_cmdline(void)
 {

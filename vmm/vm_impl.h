@@ -9,17 +9,17 @@
 #include <stdbool.h>
 
 #include "boot/boot.h"
-#include "devices/i8042.h"
-#include "devices/uart_8250.h"
-#include "devices/virtio_vsock.h"
-#include "vmm/bus.h"
-#include "vmm/event_loop.h"
-#include "vmm/guest_mem.h"
-#include "vmm/kvm.h"
-#include "vmm/metrics.h"
+#include "devices/legacy/i8042.h"
+#include "devices/legacy/uart_8250.h"
+#include "devices/vsock/virtio_vsock.h"
+#include "vmm/kvm/bus.h"
+#include "vmm/kvm/event_loop.h"
+#include "vmm/core/guest_mem.h"
+#include "vmm/kvm/kvm.h"
+#include "vmm/core/metrics.h"
 #include "vmm/tinyvmm.h"
-#include "vmm/vcpu.h"
-#include "vmm/vcpu_pause.h"
+#include "vmm/kvm/vcpu.h"
+#include "vmm/kvm/vcpu_pause.h"
 #include "vmm/vdev.h"
 
 struct tvm_vm {

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/virtio_net.h"
+#include "devices/net/virtio_net.h"
 #include "vmm/vm_impl.h"
 
 static void net_kick(void *ctx, unsigned queue)

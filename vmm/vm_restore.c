@@ -12,14 +12,14 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "devices/virtio_blk.h"
-#include "vmm/dev_state.h"
-#include "vmm/snapshot_config.h"
-#include "vmm/snapshot_format.h"
-#include "vmm/snapshot_io.h"
-#include "vmm/vcpu_state.h"
+#include "devices/blk/virtio_blk.h"
+#include "vmm/snapshot/dev_state.h"
+#include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/snapshot/snapshot_io.h"
+#include "vmm/snapshot/vcpu_state.h"
 #include "vmm/vm_impl.h"
-#include "vmm/vm_state.h"
+#include "vmm/snapshot/vm_state.h"
 
 /* Everything decoded from the state file. */
 struct restore {

@@ -7,15 +7,15 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/virtio_blk.h"
-#include "devices/virtio_net.h"
-#include "vmm/dev_state.h"
-#include "vmm/snapshot_config.h"
-#include "vmm/snapshot_format.h"
-#include "vmm/snapshot_io.h"
-#include "vmm/vcpu_state.h"
+#include "devices/blk/virtio_blk.h"
+#include "devices/net/virtio_net.h"
+#include "vmm/snapshot/dev_state.h"
+#include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/snapshot/snapshot_io.h"
+#include "vmm/snapshot/vcpu_state.h"
 #include "vmm/vm_impl.h"
-#include "vmm/vm_state.h"
+#include "vmm/snapshot/vm_state.h"
 
 static struct blk_image *drive_image(struct tvm_vm *vm, unsigned i)
 {

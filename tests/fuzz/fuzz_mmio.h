@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/virtio_mmio.h"
+#include "devices/virtio/virtio_mmio.h"
 #include "tests/fuzz/fuzz_input.h"
 
 #define FUZZ_RAM (64 * 1024)

@@ -21,8 +21,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "devices/net_offload.h"
-#include "devices/virtio_net.h"
+#include "devices/net/net_offload.h"
+#include "devices/net/virtio_net.h"
 #include "tests/test_virtio_vsock_loop.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_mmio.h"

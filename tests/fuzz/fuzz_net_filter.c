@@ -18,7 +18,7 @@
 
 #include <netinet/in.h>
 
-#include "devices/net_filter.h"
+#include "devices/net/net_filter.h"
 
 static struct net_policy pol[4];
 

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/net_offload.h"
+#include "devices/net/net_offload.h"
 #include "tests/fuzz/fuzz_input.h"
 
 #define F(bit) (1ULL << (bit))

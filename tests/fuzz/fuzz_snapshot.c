@@ -8,12 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "vmm/crc32c.h"
-#include "vmm/dev_state.h"
-#include "vmm/snapshot_config.h"
-#include "vmm/snapshot_format.h"
-#include "vmm/vcpu_state.h"
-#include "vmm/vm_state.h"
+#include "vmm/core/crc32c.h"
+#include "vmm/snapshot/dev_state.h"
+#include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/snapshot/vcpu_state.h"
+#include "vmm/snapshot/vm_state.h"
 
 static void decode_all(const struct snap_file *f)
 {

@@ -15,7 +15,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "devices/virtio_blk.h"
+#include "devices/blk/virtio_blk.h"
 #include "tests/fuzz/fuzz_input.h"
 #include "tests/fuzz/fuzz_mmio.h"
 

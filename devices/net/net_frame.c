@@ -1,0 +1,210 @@
+#include "devices/net/net_frame.h"
+
+#include <string.h>
+
+#include <linux/if_ether.h>
+#include <netinet/in.h>
+
+/* A bounded view of the frame: [off, end) may be read, end <= cap. Every
+ * read goes through need(), so no offset computed from frame bytes can
+ * reach past the buffer. */
+struct cur {
+	const uint8_t *f;
+	size_t cap;
+};
+
+/* Whether n bytes at off lie inside the inspected bytes (overflow-safe:
+ * off and n are both bounded by the frame length, far below SIZE_MAX). */
+static bool need(const struct cur *c, size_t off, size_t n)
+{
+	return off <= c->cap && n <= c->cap - off;
+}
+
+static uint16_t be16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+/* TCP (RFC 9293 3.1), UDP (RFC 768), ICMPv6 (RFC 4443 2.1) header at off,
+ * inside an L3 payload ending at end. Other protocols carry nothing the
+ * filter uses. */
+static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, struct net_flow *fl)
+{
+	const uint8_t *p;
+	size_t avail = end - off;
+
+	switch (fl->proto) {
+	case IPPROTO_TCP:
+		if (avail < 20 || !need(c, off, 20))
+			return NET_DROP_MALFORMED;
+		p = c->f + off;
+		if ((p[12] >> 4) < 5 || (size_t)(p[12] >> 4) * 4 > avail)
+			return NET_DROP_MALFORMED;
+		fl->dport = be16(p + 2);
+		fl->l4_hlen = (uint16_t)((p[12] >> 4) * 4);
+		break;
+	case IPPROTO_UDP:
+		if (avail < 8 || !need(c, off, 8))
+			return NET_DROP_MALFORMED;
+		p = c->f + off;
+		if (be16(p + 4) < 8 || be16(p + 4) > avail)
+			return NET_DROP_MALFORMED;
+		fl->dport = be16(p + 2);
+		fl->l4_hlen = 8;
+		break;
+	case IPPROTO_ICMPV6:
+		if (avail < 4 || !need(c, off, 4))
+			return NET_DROP_MALFORMED;
+		fl->icmp6_type = c->f[off];
+		fl->l4_hlen = 4;
+		break;
+	default:
+		break;
+	}
+	fl->has_l4 = true;
+	fl->l4_off = (uint16_t)off; /* small: inside the inspected bytes, or one extension header past them */
+	return NET_PASS;
+}
+
+/* RFC 791 3.1. l3 is the IPv4 header's offset, l3len the frame bytes from
+ * there on (the datagram plus any Ethernet padding). */
+static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len, struct net_flow *fl)
+{
+	const uint8_t *p;
+	size_t ihl, total;
+	uint16_t frag;
+
+	if (l3len < 20 || !need(c, l3, 20))
+		return NET_DROP_MALFORMED;
+	p = c->f + l3;
+	ihl = (size_t)(p[0] & 0xf) * 4;
+	total = be16(p + 2);
+	if ((p[0] >> 4) != 4 || ihl < 20 || total < ihl || total > l3len)
+		return NET_DROP_MALFORMED;
+	fl->family = 4;
+	fl->ttl = p[8];
+	fl->proto = p[9];
+	memcpy(fl->dst, p + 16, 4);
+	frag = be16(p + 6);
+	fl->fragment = (frag & 0x3fff) != 0; /* MF bit or a fragment offset */
+	if (fl->fragment)
+		return NET_PASS; /* policy decides; a non-first one has no L4 header */
+	return parse_l4(c, l3 + ihl, l3 + total, fl);
+}
+
+/* RFC 8200 4: walk the extension headers the filter knows how to skip. */
+static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len, struct net_flow *fl)
+{
+	const uint8_t *p;
+	size_t off, end;
+	uint8_t nh;
+
+	if (l3len < 40 || !need(c, l3, 40))
+		return NET_DROP_MALFORMED;
+	p = c->f + l3;
+	if ((p[0] >> 4) != 6 || be16(p + 4) == 0 || be16(p + 4) > l3len - 40)
+		return NET_DROP_MALFORMED;
+	fl->family = 6;
+	fl->ttl = p[7];
+	memcpy(fl->dst, p + 24, 16);
+	nh = p[6];
+	off = l3 + 40;
+	end = off + be16(p + 4);
+	for (int i = 0;; i++) {
+		size_t hlen;
+
+		switch (nh) {
+		case IPPROTO_HOPOPTS:
+		case IPPROTO_ROUTING:
+		case IPPROTO_DSTOPTS:
+		case IPPROTO_AH:
+		case IPPROTO_FRAGMENT:
+			break;
+		case 135: case 139: case 140: case 253: case 254: /* mobility, HIP, shim6, experiments */
+			return NET_DROP_MALFORMED;
+		default:
+			fl->proto = nh;
+			return parse_l4(c, off, end, fl);
+		}
+		if (i == NET_MAX_EXT_HDRS || end - off < 8 || !need(c, off, 8))
+			return NET_DROP_MALFORMED;
+		p = c->f + off;
+		if (nh == IPPROTO_FRAGMENT) {
+			hlen = 8;
+			fl->fragment = true;
+			if (be16(p + 2) & 0xfff8) { /* non-first: no L4 header */
+				fl->proto = p[0];
+				return NET_PASS;
+			}
+		} else if (nh == IPPROTO_AH) {
+			hlen = ((size_t)p[1] + 2) * 4; /* RFC 4302 2.2: 32-bit words minus 2 */
+		} else {
+			hlen = ((size_t)p[1] + 1) * 8; /* 8-octet units not counting the first */
+		}
+		if (hlen > end - off)
+			return NET_DROP_MALFORMED;
+		nh = p[0];
+		off += hlen;
+	}
+}
+
+/* RFC 826, Ethernet/IPv4 only. */
+static enum net_verdict parse_arp(const struct cur *c, size_t l3, size_t l3len, struct net_flow *fl)
+{
+	const uint8_t *p;
+
+	if (l3len < 28 || !need(c, l3, 28))
+		return NET_DROP_MALFORMED;
+	p = c->f + l3;
+	if (be16(p) != 1 || be16(p + 2) != ETH_P_IP || p[4] != 6 || p[5] != 4)
+		return NET_DROP_MALFORMED;
+	fl->arp_sha_is_src = !memcmp(p + 8, c->f + 6, 6);
+	return NET_PASS;
+}
+
+enum net_verdict net_frame_parse(const uint8_t *f, size_t cap, size_t len, struct net_flow *fl)
+{
+	struct cur c = { f, cap < len ? cap : len };
+	struct net_flow out = { 0 };
+	size_t l3 = NET_ETH_HLEN;
+	enum net_verdict v;
+
+	if (len < NET_ETH_HLEN)
+		return NET_DROP_RUNT;
+	if (!need(&c, 0, NET_ETH_HLEN))
+		return NET_DROP_MALFORMED;
+	out.ethertype = be16(f + 12);
+	if (out.ethertype == ETH_P_8021Q) {
+		if (len < l3 + NET_VLAN_HLEN || !need(&c, l3, NET_VLAN_HLEN))
+			return NET_DROP_MALFORMED;
+		out.ethertype = be16(f + 16);
+		l3 += NET_VLAN_HLEN;
+	}
+	switch (out.ethertype) {
+	case ETH_P_IP: v = parse_ipv4(&c, l3, len - l3, &out); break;
+	case ETH_P_IPV6: v = parse_ipv6(&c, l3, len - l3, &out); break;
+	case ETH_P_ARP: v = parse_arp(&c, l3, len - l3, &out); break;
+	default: v = NET_PASS; break;
+	}
+	if (v == NET_PASS)
+		*fl = out;
+	return v;
+}
+
+const char *net_verdict_name(enum net_verdict v)
+{
+	static const char *const names[NET_VERDICT_NR] = {
+		[NET_PASS] = "pass",
+		[NET_DROP_RUNT] = "runt",
+		[NET_DROP_OVERSIZE] = "oversized",
+		[NET_DROP_VNET_HDR] = "bad_vnet_header",
+		[NET_DROP_BAD_CHAIN] = "bad_chain",
+		[NET_DROP_MALFORMED] = "malformed",
+		[NET_DROP_FRAGMENT] = "fragment",
+		[NET_DROP_POLICY] = "policy",
+		[NET_DROP_SPOOF] = "spoofed_mac",
+		[NET_DROP_BACKEND] = "backend",
+	};
+
+	return (unsigned)v < NET_VERDICT_NR ? names[v] : "unknown";
+}

@@ -1,0 +1,123 @@
+/* virtio socket device (virtio 1.2 section 5.10), VMM side: stream sockets
+ * between the guest (CID guest_cid) and the host (CID 2), three queues
+ * (rx 0, tx 1, event 2), feature VIRTIO_VSOCK_F_STREAM only.
+ *
+ * Every host end of a connection is a connected, non-blocking stream
+ * socket. Two backends produce them:
+ *  - hybrid Unix sockets, Firecracker compatible (uds_path set): a host
+ *    client connects to uds_path and writes "CONNECT <port>\n"; the device
+ *    asks the guest's port <port> and answers "OK <host_port>\n" once the
+ *    guest accepted (the client socket is closed if it refused). A guest
+ *    connecting to CID 2 port P is connected to the Unix socket "uds_path_P"
+ *    (RST if nobody listens there).
+ *  - in process: virtio_vsock_connect() returns one end of a socketpair.
+ *
+ * Data moves straight between host sockets and guest buffers; the only
+ * copies are guest bytes the host socket would not take yet, held per
+ * connection up to the credit the device advertised (VSOCK_BUF_ALLOC). A
+ * guest that sends beyond that credit gets its connection reset; a guest
+ * that gives no credit stops the device reading that host socket. So the
+ * device's memory is bounded by VSOCK_MAX_CONNS * VSOCK_BUF_ALLOC whatever
+ * the guest or the host clients do.
+ *
+ * Threads and locks: the device has its own mutex. Its virtio_dev_ops run
+ * with the transport lock held and take it (order: transport, then
+ * device). The fd callbacks (event-loop thread), virtio_vsock_connect()
+ * and virtio_vsock_transport_reset() (any thread) take only the device
+ * mutex, and call io.kick() after dropping it. Work that transport
+ * callbacks create for another queue (a reply owed on rx while serving tx)
+ * goes through an eventfd watched like any other fd, whose callback kicks.
+ */
+#ifndef TVM_VIRTIO_VSOCK_H
+#define TVM_VIRTIO_VSOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <linux/virtio_vsock.h>
+
+#include "devices/virtio/virtio_mmio.h"
+#include "vmm/core/err.h"
+
+#define VSOCK_HOST_CID 2                 /* VMADDR_CID_HOST */
+#define VSOCK_DEFAULT_GUEST_CID 3
+#define VSOCK_MAX_CONNS 256              /* connections incl. hybrid clients still handshaking */
+#define VSOCK_BUF_ALLOC (256u << 10)     /* bytes of receive credit advertised per connection */
+#define VSOCK_MAX_PKT (64u << 10)        /* payload bytes per packet, either way */
+#define VSOCK_HOST_PORT_BASE (1u << 30)  /* first host port handed to host-initiated connections */
+#define VSOCK_LINE_MAX 32                /* bytes of a "CONNECT <port>\n" line incl. '\n' */
+#define VSOCK_QUEUE_MAX 256              /* QueueNumMax of each queue */
+
+/* Queue indices (spec 5.10.2). */
+enum { VSOCK_RXQ = 0, VSOCK_TXQ = 1, VSOCK_EVQ = 2 };
+
+/* fd callback: events are the epoll events that fired. */
+typedef void (*vsock_fd_cb)(void *arg, uint32_t events);
+
+/* How the device watches its fds and gets its queues run, injected so it
+ * does not depend on the event loop. All three are required.
+ *  watch:   call cb(arg, events) on the event-loop thread while fd has any
+ *           of epoll_events (level triggered). Returns 0 or -errno. Called
+ *           with the device mutex (and maybe the transport lock) held, so
+ *           it must not call into the device or the transport.
+ *  unwatch: stop watching fd (same locking). A callback already under way
+ *           may still run afterwards; the device tolerates that.
+ *  kick:    run the device on queue (the VMM maps it to
+ *           virtio_mmio_notify()). Never called with any device or
+ *           transport lock held. */
+struct vsock_watch_ops {
+	int (*watch)(void *ctx, int fd, uint32_t epoll_events, vsock_fd_cb cb, void *arg);
+	void (*unwatch)(void *ctx, int fd);
+	void (*kick)(void *ctx, unsigned queue);
+	void *ctx;
+};
+
+/* Device options. */
+struct vsock_opts {
+	uint64_t guest_cid;          /* 3..0xfffffffe; 0 means VSOCK_DEFAULT_GUEST_CID */
+	const char *uds_path;        /* hybrid backend's listening socket; NULL: none */
+	struct vsock_watch_ops io;
+};
+
+/* Counters for tests and the VMM's metrics. */
+struct vsock_stats {
+	unsigned conns;              /* connection slots in use */
+	size_t buffered;             /* guest bytes held for host sockets, all connections */
+	size_t buffer_mem;           /* bytes of those buffers allocated */
+};
+
+struct virtio_vsock;
+
+/* Build the device; with uds_path, also listen there (a stale socket file
+ * at the path is replaced; anything else there is an error). Returns 0 and
+ * *out (free with virtio_vsock_close), or -errno with e set: -EINVAL for a
+ * bad CID, a path too long for "path_4294967295", missing watch ops. */
+int virtio_vsock_open(struct virtio_vsock **out, const struct vsock_opts *o, struct tvm_err *e);
+
+/* Close every host socket and the listener (its path is unlinked) and free
+ * v. The caller must first make sure no callback of v can run any more
+ * (event loop stopped or v's fds unwatched) and the transport is gone. */
+void virtio_vsock_close(struct virtio_vsock *v);
+
+/* In-process backend: connect to the guest's port guest_port. *fd_out gets
+ * one end of a stream socketpair (blocking, close-on-exec, owned by the
+ * caller); the device treats the other end like a hybrid client that has
+ * sent its CONNECT line, except that nothing is ever written to it but the
+ * guest's bytes. A refused connection shows as EOF (or ECONNRESET) on
+ * *fd_out; bytes written before the guest accepted are delivered after.
+ * Any thread. Returns 0, -EAGAIN when VSOCK_MAX_CONNS are in use, or
+ * -errno from socketpair; e may be NULL. */
+int virtio_vsock_connect(struct virtio_vsock *v, uint32_t guest_port, int *fd_out, struct tvm_err *e);
+
+/* Drop every connection (host sockets closed, no RST sent) and post
+ * VIRTIO_VSOCK_EVENT_TRANSPORT_RESET on the event queue (spec 5.10.6.7),
+ * e.g. after a snapshot restore. Any thread, no locks held. */
+void virtio_vsock_transport_reset(struct virtio_vsock *v);
+
+/* Snapshot of the counters. Any thread. */
+void virtio_vsock_stats(struct virtio_vsock *v, struct vsock_stats *s);
+
+/* For virtio_mmio_init(&t, &virtio_vsock_ops, v, ...). */
+extern const struct virtio_dev_ops virtio_vsock_ops;
+
+#endif

@@ -1,0 +1,382 @@
+#include "vmm/cli/cli_job.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define FILE_CAP (1ULL << 30)  /* largest file --put/--get moves */
+#define STDIN_CAP (256u << 20) /* largest stdin forwarded */
+
+int cli_job_seconds(const char *name, const char *arg, uint32_t *ms)
+{
+	char *end;
+	double s;
+
+	errno = 0;
+	s = strtod(arg, &end);
+	/* Written so that NaN fails too (it would become 0: no limit at all). */
+	if (errno || end == arg || *end || !(s >= 0 && s <= 4e6)) {
+		fprintf(stderr, "tinyvmm: --%s: '%s' is not a number of seconds\n", name, arg);
+		return -1;
+	}
+	*ms = (uint32_t)(s * 1000);
+	if (s > 0 && *ms == 0)
+		*ms = 1; /* 0.0001 s is a (short) limit, not "none" */
+	return 0;
+}
+
+static int add(const char **list, unsigned *n, const char *name, const char *arg)
+{
+	if (*n >= CLI_MAX_LIST) {
+		fprintf(stderr, "tinyvmm: --%s: at most %d\n", name, CLI_MAX_LIST);
+		return -1;
+	}
+	list[(*n)++] = arg;
+	return 1;
+}
+
+static int split_pair(const char *name, const char *arg)
+{
+	const char *colon = strchr(arg, ':');
+
+	if (!colon || colon == arg || !colon[1]) {
+		fprintf(stderr, "tinyvmm: --%s %s: expected SRC:DST\n", name, arg);
+		return -1;
+	}
+	return 0;
+}
+
+int cli_job_option(struct cli_job *j, const char *name, const char *arg)
+{
+	if (!strcmp(name, "env")) {
+		if (!strchr(arg, '=') || arg[0] == '=') {
+			fprintf(stderr, "tinyvmm: -e %s: expected NAME=VALUE\n", arg);
+			return -1;
+		}
+		return add(j->env, &j->nenv, name, arg);
+	}
+	if (!strcmp(name, "put") || !strcmp(name, "get")) {
+		if (split_pair(name, arg))
+			return -1;
+		return name[0] == 'p' ? add(j->puts, &j->nput, name, arg) : add(j->gets, &j->nget, name, arg);
+	}
+	if (!strcmp(name, "workdir")) {
+		j->workdir = arg;
+		return 1;
+	}
+	if (!strcmp(name, "timeout"))
+		return cli_job_seconds(name, arg, &j->timeout_ms) ? -1 : 1;
+	return 0;
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Whole file or stream into memory, at most cap bytes. */
+static int slurp(int fd, size_t cap, uint8_t **out, size_t *len)
+{
+	size_t n = 0, size = 65536;
+	uint8_t *buf = malloc(size);
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t r;
+		if (n == size) {
+			uint8_t *nb;
+			if (size >= cap) {
+				free(buf);
+				return -EFBIG;
+			}
+			size = size * 2 > cap ? cap : size * 2;
+			if (!(nb = realloc(buf, size))) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		r = read(fd, buf + n, size - n);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			int err = errno;
+			free(buf);
+			return -err;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	*out = buf;
+	*len = n;
+	return 0;
+}
+
+int cli_job_check_puts(const struct cli_job *j)
+{
+	for (unsigned i = 0; i < j->nput; i++) {
+		const char *colon = strchr(j->puts[i], ':');
+		char local[4096];
+		struct stat st;
+
+		snprintf(local, sizeof(local), "%.*s", (int)(colon - j->puts[i]), j->puts[i]);
+		if (stat(local, &st) < 0 || access(local, R_OK) < 0) {
+			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(errno));
+			return -1;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			fprintf(stderr, "tinyvmm: --put %s: is a directory (files only)\n", local);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int put_files(struct cli_job *j, struct tvm_agent *a)
+{
+	for (unsigned i = 0; i < j->nput; i++) {
+		char *local = strdup(j->puts[i]), *guest = strchr(local, ':');
+		struct stat st;
+		uint8_t *data = NULL;
+		size_t len = 0;
+		struct tvm_err e = { 0 };
+		int fd, r;
+
+		*guest++ = 0;
+		fd = open(local, O_RDONLY | O_CLOEXEC);
+		r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : slurp(fd, FILE_CAP, &data, &len);
+		if (fd >= 0)
+			close(fd);
+		if (r) {
+			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(-r));
+			free(local);
+			return -1;
+		}
+		r = tvm_agent_put_file(a, guest, st.st_mode & 07777, data, len, &e);
+		free(data);
+		if (r)
+			fprintf(stderr, "tinyvmm: --put %s: %s\n", j->puts[i], e.msg);
+		free(local);
+		if (r)
+			return -1;
+	}
+	return 0;
+}
+
+/* Written next to the target and renamed, so a failed copy never leaves
+ * the user's file half written. */
+static int write_local(const char *path, const void *data, size_t len)
+{
+	char tmp[4096];
+	struct stat st;
+	mode_t mode = umask(0);
+	int fd, r = 0;
+
+	/* The mode a plain create would give, or the replaced file's own:
+	 * a 0600 file must not come back world-readable. */
+	umask(mode);
+	mode = stat(path, &st) == 0 && S_ISREG(st.st_mode) ? st.st_mode & 07777 : 0666 & ~mode;
+	if (snprintf(tmp, sizeof(tmp), "%s.tinyvmm-XXXXXX", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = mkstemp(tmp);
+	if (fd < 0)
+		return -errno;
+	for (size_t off = 0; off < len && !r;) {
+		ssize_t n = write(fd, (const uint8_t *)data + off, len - off);
+		if (n < 0 && errno != EINTR)
+			r = -errno;
+		else if (n > 0)
+			off += (size_t)n;
+	}
+	if (!r && fchmod(fd, mode) < 0)
+		r = -errno;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	if (!r && rename(tmp, path) < 0)
+		r = -errno;
+	if (r)
+		unlink(tmp);
+	return r;
+}
+
+static int get_files(struct cli_job *j, struct tvm_agent *a)
+{
+	int failed = 0;
+
+	for (unsigned i = 0; i < j->nget; i++) {
+		char *guest = strdup(j->gets[i]), *local = strchr(guest, ':');
+		struct tvm_err e = { 0 };
+		void *data;
+		size_t len;
+		int r;
+
+		*local++ = 0;
+		r = tvm_agent_get_file(a, guest, FILE_CAP, &data, &len, &e);
+		if (r) {
+			fprintf(stderr, "tinyvmm: --get %s: %s\n", j->gets[i], e.msg);
+			failed = -1;
+		} else if ((r = write_local(local, data, len))) {
+			fprintf(stderr, "tinyvmm: --get %s: writing %s: %s\n", j->gets[i], local, strerror(-r));
+			failed = -1;
+		}
+		free(data); /* NULL after a failed get; also freed after a failed write */
+		free(guest);
+	}
+	return failed;
+}
+
+/* Output kept for --json: bounded by the agent's caps. */
+struct capture {
+	char *buf[3];
+	size_t len[3];
+};
+
+static void on_output(void *ctx, int stream, const void *buf, size_t len)
+{
+	struct capture *c = ctx;
+
+	if (!c) {
+		/* Streaming mode: straight through, short writes retried. */
+		for (size_t off = 0; off < len;) {
+			ssize_t n = write(stream, (const char *)buf + off, len - off);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return;
+			off += (size_t)n;
+		}
+		return;
+	}
+	char *nb = realloc(c->buf[stream], c->len[stream] + len);
+	if (!nb)
+		return;
+	memcpy(nb + c->len[stream], buf, len);
+	c->buf[stream] = nb;
+	c->len[stream] += len;
+}
+
+/* Length of the well-formed UTF-8 sequence (RFC 3629) of 2..4 bytes at
+ * s[0..n), or 0 if there is none. */
+static size_t utf8_len(const unsigned char *s, size_t n)
+{
+	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
+	uint32_t cp;
+
+	if (s[0] < 0xc2 || s[0] > 0xf4 || n < len)
+		return 0;
+	cp = s[0] & (0x7f >> len);
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+/* The job's bytes as a JSON string: UTF-8 passes through, each byte that
+ * is not part of valid UTF-8 becomes U+FFFD, so the object always parses. */
+static void json_string(FILE *f, const char *s, size_t n)
+{
+	fputc('"', f);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		size_t len;
+
+		if (ch == '"' || ch == '\\')
+			fprintf(f, "\\%c", ch);
+		else if (ch == '\n')
+			fputs("\\n", f);
+		else if (ch == '\t')
+			fputs("\\t", f);
+		else if (ch < 0x20 || ch == 0x7f)
+			fprintf(f, "\\u%04x", ch);
+		else if (ch < 0x80)
+			fputc(ch, f);
+		else if ((len = utf8_len((const unsigned char *)s + i, n - i))) {
+			fwrite(s + i, 1, len, f);
+			i += len - 1;
+		} else
+			fputs("\\ufffd", f);
+	}
+	fputc('"', f);
+}
+
+static int status_of(const struct tvm_job_result *r)
+{
+	if (r->timed_out)
+		return EXIT_TIMED_OUT;
+	return r->exit_code;
+}
+
+int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
+{
+	struct capture cap = { 0 };
+	struct tvm_job job = {
+		.argv = (const char *const *)j->argv, .env = j->env, .cwd = j->workdir,
+		.uid = j->uid, .gid = j->gid, .timeout_ms = j->timeout_ms,
+		.stdout_cap = j->output_cap, .stderr_cap = j->output_cap,
+		.on_output = on_output, .ctx = j->json ? &cap : NULL,
+	};
+	struct tvm_job_result res = { 0 };
+	struct tvm_err e = { 0 };
+	uint8_t *in = NULL;
+	size_t in_len = 0;
+	uint64_t started;
+	int r, status;
+
+	if (put_files(j, a))
+		return EXIT_VM_FAILED;
+	if (j->forward_stdin) {
+		r = slurp(0, STDIN_CAP, &in, &in_len);
+		if (r) {
+			fprintf(stderr, "tinyvmm: stdin: %s\n", strerror(-r));
+			return EXIT_VM_FAILED;
+		}
+		job.stdin_data = in;
+		job.stdin_len = in_len;
+	}
+	started = now_ns();
+	r = tvm_agent_exec(a, &job, &res, &e);
+	free(in);
+	if (r) {
+		fprintf(stderr, "tinyvmm: job %s: %s\n", j->argv[0], e.msg);
+		status = r == -ENOENT ? EXIT_NOT_FOUND : (r == -EACCES || r == -ENOEXEC) ? EXIT_CANNOT_RUN : EXIT_VM_FAILED;
+		free(cap.buf[1]);
+		free(cap.buf[2]);
+		return status;
+	}
+	status = status_of(&res);
+	if (get_files(j, a) && status == 0)
+		status = EXIT_VM_FAILED;
+	if (j->json) {
+		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"stdout\":", res.exit_code, res.signal,
+		       res.timed_out ? "true" : "false");
+		json_string(stdout, cap.buf[1] ? cap.buf[1] : "", cap.len[1]);
+		printf(",\"stderr\":");
+		json_string(stdout, cap.buf[2] ? cap.buf[2] : "", cap.len[2]);
+		printf(",\"stdout_truncated\":%s,\"stderr_truncated\":%s,\"wall_ms\":%llu,\"cpu_ms\":%llu,"
+		       "\"max_rss_kib\":%llu,\"host_job_ms\":%llu,\"host_total_ms\":%llu}\n",
+		       res.stdout_truncated ? "true" : "false", res.stderr_truncated ? "true" : "false",
+		       (unsigned long long)res.wall_ms, (unsigned long long)res.cpu_ms,
+		       (unsigned long long)res.max_rss_kib, (unsigned long long)((now_ns() - started) / 1000000),
+		       (unsigned long long)((now_ns() - t0_ns) / 1000000));
+	} else if (res.timed_out) {
+		fprintf(stderr, "tinyvmm: job timed out after %u ms\n", j->timeout_ms);
+	}
+	free(cap.buf[1]);
+	free(cap.buf[2]);
+	return status;
+}
