@@ -1,5 +1,5 @@
 /* Hostile register traffic, exhaustively: every offset around a virtio-mmio
- * window on a real bus (vmm/bus.c), every access length 0..8, reads and
+ * window on a real bus (vmm/kvm/bus.c), every access length 0..8, reads and
  * writes of several patterns, in several transport states, with a real
  * virtio-blk device over a memfd behind it. The fuzzer
  * (tests/fuzz/fuzz_virtio_blk.c) calls the transport directly with
@@ -25,8 +25,10 @@
 #include "devices/blk/blk_image.h"
 #include "devices/blk/virtio_blk.h"
 #include "devices/virtio/virtio_mmio.h"
+#include "tests/test_vlog.h"
 #include "tests/unit.h"
 #include "vmm/kvm/bus.h"
+#include "vmm/vdev.h"
 
 /* Plain test, then ck_abort_msg: a ck_assert per byte would cost a message
  * to the check parent each, and there are millions. */
@@ -241,16 +243,137 @@ START_TEST(sweep_rings_outside_ram)
 }
 END_TEST
 
+/* Driver initialisation up to DRIVER_OK with queue 0's descriptor ring
+ * outside guest RAM, QueueReady written twice: refused twice. */
+static const struct {
+	uint32_t reg, val;
+} bad_start[] = {
+	{ VIRTIO_MMIO_STATUS, 0 },
+	{ VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER },
+	{ VIRTIO_MMIO_DRIVER_FEATURES_SEL, 1 },
+	{ VIRTIO_MMIO_DRIVER_FEATURES, 1 }, /* VIRTIO_F_VERSION_1 */
+	{ VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK },
+	{ VIRTIO_MMIO_QUEUE_SEL, 0 },
+	{ VIRTIO_MMIO_QUEUE_NUM, 16 },
+	{ VIRTIO_MMIO_QUEUE_DESC_LOW, RAM },
+	{ VIRTIO_MMIO_QUEUE_READY, 1 },
+	{ VIRTIO_MMIO_QUEUE_READY, 1 },
+};
+
+static const char refused_line[] = "tinyvmm: virtio-blk0: device needs reset: queue 0: virtqueue: ";
+
+/* Exactly one line starting with prefix. */
+static void assert_one_line(const char *text, const char *prefix)
+{
+	ck_assert_msg(!strncmp(text, prefix, strlen(prefix)), "log: %s", text);
+	ck_assert_msg(strchr(text, '\n') == text + strlen(text) - 1, "log: %s", text);
+}
+
+/* A guest that breaks the device: one log line naming the device, the
+ * queue and the reason, once per reset cycle, and the count. */
+START_TEST(needs_reset_logged_once_per_reset)
+{
+	struct tlog l;
+	struct rig r;
+	const char *text;
+
+	tlog_open(&l);
+	rig_open(&r, true);
+	virtio_mmio_set_log(&r.t, "virtio-blk0", tlog_line, &l);
+	ck_assert_str_eq(tlog_read(&l), "");
+
+	/* A ring outside guest RAM, refused at QueueReady, twice. */
+	for (unsigned i = 0; i < sizeof(bad_start) / sizeof(bad_start[0]); i++)
+		wr32(&r, bad_start[i].reg, bad_start[i].val);
+	ck_assert(rd32(&r, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	text = tlog_read(&l);
+	assert_one_line(text, refused_line);
+	ck_assert_ptr_nonnull(strstr(text, "not in guest RAM"));
+	ck_assert_uint_eq(virtio_mmio_needs_resets(&r.t), 1);
+	/* More before a reset: nothing more. */
+	wr32(&r, VIRTIO_MMIO_STATUS, rd32(&r, VIRTIO_MMIO_STATUS) | VIRTIO_CONFIG_S_DRIVER_OK);
+	wr32(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert_str_eq(tlog_read(&l), "");
+	ck_assert_uint_eq(virtio_mmio_needs_resets(&r.t), 1);
+
+	/* Reset, a good start (nothing logged), then an available index
+	 * more than the queue size ahead breaks the running queue. */
+	driver_init(&r, 0x1000, 0x2000, 0x3000);
+	ck_assert_uint_eq(rd32(&r, VIRTIO_MMIO_QUEUE_READY), 1);
+	ck_assert_str_eq(tlog_read(&l), "");
+	r.ram[0x2002] = 17;
+	wr32(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	wr32(&r, VIRTIO_MMIO_QUEUE_NOTIFY, 0);
+	ck_assert(rd32(&r, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_str_eq(tlog_read(&l),
+			 "tinyvmm: virtio-blk0: device needs reset: queue 0: the driver broke the ring format\n");
+	ck_assert_uint_eq(virtio_mmio_needs_resets(&r.t), 2);
+	rig_close(&r);
+	tlog_close(&l);
+}
+END_TEST
+
+static void fake_wr32(struct virtio_mmio *t, uint64_t off, uint32_t v)
+{
+	uint8_t b[4] = { (uint8_t)v, (uint8_t)(v >> 8), (uint8_t)(v >> 16), (uint8_t)(v >> 24) };
+
+	virtio_mmio_io(t, off, b, 4, true);
+}
+
+/* The metrics JSON's per-device counts (vdev_write_metrics), with two
+ * devices as vdev_attach leaves them but without KVM: the transport over
+ * the rig's drive, named, logging. The first one's guest puts its queue
+ * outside guest RAM. */
+START_TEST(needs_reset_in_metrics_json)
+{
+	struct vdev v[2];
+	struct tlog l;
+	struct rig r;
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	tlog_open(&l);
+	rig_open(&r, true);
+	memset(v, 0, sizeof(v));
+	for (unsigned i = 0; i < 2; i++) {
+		snprintf(v[i].name, sizeof(v[i].name), "virtio-blk%u", i);
+		ck_assert_int_eq(virtio_mmio_init(&v[i].t, &virtio_blk_ops, r.blk, &r.mem, NULL, NULL, NULL), 0);
+		virtio_mmio_set_log(&v[i].t, v[i].name, tlog_line, &l);
+	}
+	for (unsigned i = 0; i < sizeof(bad_start) / sizeof(bad_start[0]); i++)
+		fake_wr32(&v[0].t, bad_start[i].reg, bad_start[i].val);
+	assert_one_line(tlog_read(&l), refused_line);
+
+	f = open_memstream(&json, &len);
+	ck_assert_ptr_nonnull(f);
+	vdev_write_metrics(v, 2, f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_str_eq(json, ",\"devices\":[{\"name\":\"virtio-blk0\",\"needs_reset\":1},"
+			       "{\"name\":\"virtio-blk1\",\"needs_reset\":0}]");
+	free(json);
+	for (unsigned i = 0; i < 2; i++)
+		virtio_mmio_destroy(&v[i].t);
+	rig_close(&r);
+	tlog_close(&l);
+}
+END_TEST
+
 static Suite *hostile_mmio_suite(void)
 {
 	Suite *s = suite_create("hostile_mmio");
 	TCase *tc = tcase_create("sweep");
+	TCase *nr = tcase_create("needs_reset");
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, sweep_fresh);
 	tcase_add_test(tc, sweep_running);
 	tcase_add_test(tc, sweep_rings_outside_ram);
 	suite_add_tcase(s, tc);
+	tcase_set_timeout(nr, 60);
+	tcase_add_test(nr, needs_reset_logged_once_per_reset);
+	tcase_add_test(nr, needs_reset_in_metrics_json);
+	suite_add_tcase(s, nr);
 	return s;
 }
 

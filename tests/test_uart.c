@@ -1,9 +1,10 @@
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/legacy/uart_8250.h"
+#include "devices/legacy/uart_impl.h"
 #include "tests/unit.h"
 
 static int levels[64], nlevels;
@@ -142,6 +143,38 @@ START_TEST(out_of_range_offset_ignored)
 }
 END_TEST
 
+/* The snapshot state: registers saved, encoded, decoded and restored into
+ * another UART; malformed encodings refused. */
+START_TEST(snapshot_state)
+{
+	struct uart_8250_regs r, back;
+	uint8_t b[UART_8250_REGS_LEN], bad[UART_8250_REGS_LEN];
+	struct uart_8250 *u2;
+
+	wr(3, 0x80);
+	wr(0, 0x01); /* divisor 0x0201 */
+	wr(1, 0x02);
+	wr(3, 0x03);
+	wr(1, 0x02); /* THRI: thre_pending, line up */
+	wr(7, 0x42);
+	uart_8250_save(&u, &r);
+	uart_8250_regs_encode(&r, b);
+	ck_assert_mem_eq(b, ((uint8_t[]){ 0x02, 0x03, 0x08, 0x42, 0x01, 0x02, 0x00, 1, 1 }), sizeof(b));
+	ck_assert_int_eq(uart_8250_regs_decode(b, sizeof(b), &back), 0);
+	ck_assert_mem_eq(&back, &r, sizeof(r));
+	ck_assert_int_eq(uart_8250_regs_decode(b, sizeof(b) - 1, &back), -EINVAL);
+	memcpy(bad, b, sizeof(b));
+	bad[8] = 2;
+	ck_assert_int_eq(uart_8250_regs_decode(bad, sizeof(bad), &back), -EINVAL);
+
+	ck_assert_int_eq(uart_8250_open(&u2, &(struct uart_8250_opts){ .out_fd = -1 }, NULL), 0);
+	uart_8250_restore(u2, &back);
+	uart_8250_save(u2, &r);
+	ck_assert_mem_eq(&back, &r, sizeof(r));
+	uart_8250_close(u2);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("uart_8250");
@@ -154,6 +187,7 @@ int main(void)
 	tcase_add_test(tc, receive_and_fifo_limit);
 	tcase_add_test(tc, loopback);
 	tcase_add_test(tc, out_of_range_offset_ignored);
+	tcase_add_test(tc, snapshot_state);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

@@ -1,6 +1,7 @@
 #include <check.h>
 #include <errno.h>
 
+#include "devices/blk/blk_persist.h"
 #include "devices/blk/virtio_blk.h"
 #include "tests/test_blk_files.h"
 #include "tests/test_virtio_driver.h"
@@ -488,6 +489,75 @@ START_TEST(copy_on_write_drive)
 }
 END_TEST
 
+/* Bytes collected from blk_map_encode. */
+struct bytes {
+	uint8_t p[256];
+	size_t n;
+};
+
+static void put_bytes(void *ctx, const void *p, size_t n)
+{
+	struct bytes *b = ctx;
+
+	ck_assert_uint_le(b->n + n, sizeof(b->p));
+	memcpy(b->p + b->n, p, n);
+	b->n += n;
+}
+
+/* The snapshot hooks: the VMM finds the drive by its transport's type, and
+ * a copy-on-write drive's blocks and map go through a data file and the
+ * encoded map into a fresh drive over the same image. */
+START_TEST(snapshot_hooks)
+{
+	struct blk_opts o = { .path = img, .cow = true, .overlay_dir = tb.dir };
+	struct virtio_mmio other = { 0 };
+	struct bytes enc = { .n = 0 };
+	const uint64_t *map;
+	uint64_t *back, n, words = blk_map_words(SECTORS * 512);
+	struct virtio_blk *b2;
+	int fd;
+
+	ck_assert_ptr_eq(virtio_blk_of(&t), blk);
+	ck_assert_ptr_null(virtio_blk_of(&other));
+	ck_assert_uint_eq(virtio_blk_size(blk), SECTORS * 512);
+	ck_assert_uint_eq(words, SECTORS * 512 / 4096 / 64);
+	ck_assert_int_eq(virtio_blk_save_blocks(blk, -1, &map, &n), -EINVAL); /* not copy-on-write */
+
+	stop();
+	start(o);
+	memset(data(), 0x5a, 512);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_OUT, 17, 512, R), 1);
+	fd = open(tb_file(&tb, "disk0"), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(virtio_blk_save_blocks(blk, fd, &map, &n), 0);
+	ck_assert_uint_eq(n, words);
+	ck_assert_uint_eq(map[0], 1u << 2); /* sector 17 is in block 2 */
+	blk_map_encode(map, n, put_bytes, &enc);
+	ck_assert_uint_eq(enc.n, 8 + 8 * words);
+	ck_assert_uint_eq(enc.p[0], words);
+	ck_assert_uint_eq(enc.p[8], 1u << 2);
+
+	ck_assert_int_eq(blk_map_decode(enc.p, enc.n, words - 1, &back, &n), -EINVAL);
+	ck_assert_ptr_null(back);
+	ck_assert_int_eq(blk_map_decode(enc.p, enc.n - 1, words, &back, &n), -EINVAL);
+	ck_assert_int_eq(blk_map_decode(enc.p, 7, words, &back, &n), -EINVAL);
+	ck_assert_int_eq(blk_map_decode(enc.p, enc.n, words, &back, &n), 0);
+	ck_assert_uint_eq(n, words);
+	ck_assert_int_eq(virtio_blk_open(&b2, &o, NULL), 0);
+	ck_assert_int_eq(virtio_blk_restore_blocks(b2, fd, back, n), 0);
+	free(back);
+	close(fd);
+	stop();
+	blk = b2;
+	ck_assert_int_eq(virtio_mmio_init(&t, &virtio_blk_ops, blk, &d.mem, td_count_irq, &d, NULL), 0);
+	td_driver_init(&d, &t, ~0ULL);
+	memset(data(), 0, 1024);
+	ck_assert_uint_eq(req(VIRTIO_BLK_T_IN, 16, 1024, W), 1025);
+	ck_assert(tb_is_pattern(data(), 16 * 512, 512));
+	ck_assert(tb_is_fill(data() + 512, 0x5a, 512));
+}
+END_TEST
+
 START_TEST(open_errors)
 {
 	struct virtio_blk *b;
@@ -529,6 +599,7 @@ int main(void)
 	tcase_add_test(tc, read_only_drive);
 	tcase_add_test(tc, copy_on_write_drive);
 	tcase_add_test(tc, open_errors);
+	tcase_add_test(tc, snapshot_hooks);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

@@ -78,7 +78,7 @@ static void tn_start_backend(struct tn *x, const struct net_policy *p, uint64_t 
 		ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	o.fd = x->devfd = sv[0];
 	x->peer = sv[1];
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &x->w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &x->w };
 	ck_assert_msg(virtio_net_open(&x->n, &o, &e) == 0, "%s", e.msg);
 	net_mac_from_id(1, x->mac);
 	ck_assert_int_eq(virtio_mmio_init(&x->t, &virtio_net_ops, x->n, &x->d.mem, td_count_irq, &x->d, NULL), 0);
@@ -785,7 +785,7 @@ START_TEST(open_errors)
 	ck_assert_int_eq(virtio_net_open(&n, &o, &e), -EINVAL);
 	ck_assert_ptr_null(n);
 	ck_assert_str_eq(e.msg, "net: watch, unwatch and kick ops are required");
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
 	o.mtu = 67;
 	ck_assert_int_eq(virtio_net_open(&n, &o, &e), -EINVAL);
 	ck_assert_str_eq(e.msg, "net: mtu 67: must be 68..9000");
@@ -819,7 +819,7 @@ START_TEST(mac_and_mtu_options)
 	ck_assert_mem_eq(mac, ((uint8_t[]){ 0x02, 0x74, 0x76, 0x02, 0x03, 0x04 }), 6);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sv), 0);
 	o.fd = sv[0];
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
 	ck_assert_int_eq(virtio_net_open(&n, &o, NULL), 0);
 	td_init(&d, NQ);
 	ck_assert_int_eq(virtio_mmio_init(&t, &virtio_net_ops, n, &d.mem, td_count_irq, &d, NULL), 0);
@@ -844,7 +844,7 @@ struct loop_ctx {
 	struct virtio_mmio *t;
 };
 
-static int loop_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
+static int loop_watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg)
 {
 	return ev_add(&((struct loop_ctx *)ctx)->l, fd, events, cb, arg, NULL);
 }
@@ -911,7 +911,7 @@ START_TEST(threads_event_loop)
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	o.fd = g.devfd = sv[0];
 	g.peer = sv[1];
-	o.io = (struct vsock_watch_ops){ loop_watch, loop_unwatch, loop_kick, &c };
+	o.io = (struct fd_watch_ops){ loop_watch, loop_unwatch, loop_kick, &c };
 	ck_assert_int_eq(virtio_net_open(&g.n, &o, NULL), 0);
 	net_mac_from_id(1, g.mac);
 	ck_assert_int_eq(virtio_mmio_init(&g.t, &virtio_net_ops, g.n, &g.d.mem, td_count_irq, &g.d, NULL), 0);

@@ -81,7 +81,7 @@ static inline void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
 	memset(g, 0, sizeof(*g));
 	td_init(&g->d, QSZ);
 	g->w.t = &g->t;
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &g->w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &g->w };
 	if (hybrid) {
 		snprintf(g->dir, sizeof(g->dir), "/tmp/tvs-XXXXXX");
 		ck_assert_ptr_nonnull(mkdtemp(g->dir));

@@ -5,6 +5,7 @@
 #include <pthread.h>
 
 #include "tests/test_virtio_vsock.h"
+#include "tests/test_vlog.h"
 #include "tests/unit.h"
 
 static struct tg g;
@@ -152,12 +153,26 @@ START_TEST(malformed_chains)
 }
 END_TEST
 
-/* A head outside the ring breaks the queue: NEEDS_RESET. */
+/* A head outside the ring breaks the queue: NEEDS_RESET, one log line
+ * naming the device, the queue and the reason, counted once. */
 START_TEST(broken_queue_needs_reset)
 {
+	struct tlog l;
+
+	tlog_open(&l);
+	virtio_mmio_set_log(&g.t, "virtio-vsock", tlog_line, &l);
 	td_vq_post(&g.d, &g.tx, QSZ + 5);
 	virtio_mmio_notify(&g.t, VSOCK_TXQ);
 	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET, VIRTIO_CONFIG_S_NEEDS_RESET);
+	ck_assert_str_eq(tlog_read(&l),
+			 "tinyvmm: virtio-vsock: device needs reset: queue 1: the driver broke the ring format\n");
+	ck_assert_uint_eq(virtio_mmio_needs_resets(&g.t), 1);
+	/* Notified again, and the other queues run: nothing more logged. */
+	virtio_mmio_notify(&g.t, VSOCK_TXQ);
+	virtio_mmio_notify(&g.t, VSOCK_RXQ);
+	ck_assert_str_eq(tlog_read(&l), "");
+	ck_assert_uint_eq(virtio_mmio_needs_resets(&g.t), 1);
+	tlog_close(&l);
 }
 END_TEST
 

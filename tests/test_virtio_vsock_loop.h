@@ -1,6 +1,6 @@
 /* A small single-threaded poll loop standing in for the VMM's event loop
- * as the vsock device's watch ops (struct vsock_watch_ops), for the vsock
- * tests and fuzz target. Like the event loop: level triggered, one
+ * as the devices' fd-watch ops (struct fd_watch_ops), for the vsock and
+ * net tests and fuzz targets. Like the event loop: level triggered, one
  * registration per fd, callbacks run outside any lock; kick runs the
  * transport on the queue. */
 #ifndef TVM_TESTS_VIRTIO_VSOCK_LOOP_H
@@ -17,7 +17,7 @@
 struct tw_entry {
 	int fd;
 	uint32_t events;
-	vsock_fd_cb cb;
+	fd_watch_cb cb;
 	void *arg;
 };
 
@@ -28,7 +28,7 @@ struct tw {
 	int kicks[3];
 };
 
-static inline int tw_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg)
+static inline int tw_watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg)
 {
 	struct tw *w = ctx;
 

@@ -1,5 +1,6 @@
 #include "vmm/vdev.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,49 +25,50 @@ static void on_notify(void *opaque, uint32_t events)
 		virtio_mmio_notify(&q->d->t, q->index);
 }
 
-int vdev_attach(struct vdev *d, unsigned slot, const char *name, const struct virtio_dev_ops *ops, void *dev,
-		void (*close_dev)(void *dev), struct kvm_sys *k, struct bus *mmio, struct event_loop *loop,
-		const struct guest_mem *mem, char *cmdline, size_t cap, struct tvm_err *e)
+int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const struct vdev_host *h,
+		struct tvm_err *e)
 {
-	size_t used = strlen(cmdline);
+	size_t used = strlen(h->cmdline);
 	int r;
 
 	memset(d, 0, sizeof(*d));
-	d->dev = dev;
-	d->close_dev = close_dev;
+	d->dev = s->dev;
+	d->close_dev = s->close_dev;
+	d->unit = s->unit;
 	d->irq_fd = -1;
 	for (unsigned i = 0; i < VIRTIO_MMIO_MAX_QUEUES; i++)
 		d->q[i] = (struct vdev_queue){ .d = d, .index = i, .fd = -1 };
 	if (slot >= VDEV_MAX)
-		return tvm_errf(e, ENOSPC, "%s: more than %d virtio devices", name, VDEV_MAX);
-	snprintf(d->name, sizeof(d->name), "%s", name);
+		return tvm_errf(e, ENOSPC, "%s: more than %d virtio devices", s->name, VDEV_MAX);
+	snprintf(d->name, sizeof(d->name), "%s", s->name);
 	d->base = VDEV_MMIO_BASE + slot * VDEV_MMIO_STRIDE;
 	d->gsi = VDEV_FIRST_GSI + slot;
 
-	r = virtio_mmio_init(&d->t, ops, dev, mem, on_interrupt, d, e);
+	r = virtio_mmio_init(&d->t, s->ops, s->dev, h->mem, on_interrupt, d, e);
 	if (r)
 		return r;
 	d->t_ready = true;
+	virtio_mmio_set_log(&d->t, d->name, h->log, h->ctx);
 	d->irq_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (d->irq_fd < 0)
-		return tvm_errf(e, errno, "%s: eventfd: %s", name, strerror(errno));
-	r = kvm_irqfd(k, d->gsi, d->irq_fd, e);
-	for (unsigned i = 0; !r && i < ops->num_queues; i++) {
+		return tvm_errf(e, errno, "%s: eventfd: %s", d->name, strerror(errno));
+	r = kvm_irqfd(h->kvm, d->gsi, d->irq_fd, e);
+	for (unsigned i = 0; !r && i < s->ops->num_queues; i++) {
 		d->q[i].fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 		if (d->q[i].fd < 0)
-			return tvm_errf(e, errno, "%s: eventfd: %s", name, strerror(errno));
-		r = kvm_ioeventfd(k, d->base + VIRTIO_MMIO_NOTIFY_OFF, i, d->q[i].fd, e);
+			return tvm_errf(e, errno, "%s: eventfd: %s", d->name, strerror(errno));
+		r = kvm_ioeventfd(h->kvm, d->base + VIRTIO_MMIO_NOTIFY_OFF, i, d->q[i].fd, e);
 		if (!r)
-			r = ev_add(loop, d->q[i].fd, EPOLLIN, on_notify, &d->q[i], e);
+			r = ev_add(h->loop, d->q[i].fd, EPOLLIN, on_notify, &d->q[i], e);
 	}
 	if (!r)
-		r = bus_register(mmio, d->base, VIRTIO_MMIO_WINDOW, d->name, virtio_mmio_io, &d->t, e);
+		r = bus_register(h->mmio, d->base, VIRTIO_MMIO_WINDOW, d->name, virtio_mmio_io, &d->t, e);
 	if (r)
 		return r;
 	/* The window is VIRTIO_MMIO_WINDOW bytes; announce the whole page. */
-	if (snprintf(cmdline + used, cap - used, " virtio_mmio.device=4K@0x%llx:%u", (unsigned long long)d->base,
-		     d->gsi) >= (int)(cap - used))
-		return tvm_errf(e, E2BIG, "%s: guest command line too long", name);
+	if (snprintf(h->cmdline + used, h->cmdline_cap - used, " virtio_mmio.device=4K@0x%llx:%u",
+		     (unsigned long long)d->base, d->gsi) >= (int)(h->cmdline_cap - used))
+		return tvm_errf(e, E2BIG, "%s: guest command line too long", d->name);
 	return 0;
 }
 
@@ -88,4 +90,41 @@ void vdev_destroy(struct vdev *d, struct event_loop *loop)
 	if (d->dev && d->close_dev)
 		d->close_dev(d->dev);
 	d->dev = NULL;
+}
+
+void vdev_kick(struct vdev *d)
+{
+	uint32_t pending;
+
+	pthread_mutex_lock(&d->t.lock);
+	pending = d->t.int_status;
+	pthread_mutex_unlock(&d->t.lock);
+	if (pending)
+		eventfd_write(d->irq_fd, 1);
+	for (unsigned q = 0; q < d->t.ops->num_queues; q++)
+		virtio_mmio_notify(&d->t, q);
+}
+
+int vdev_avail_idx(struct vdev *d, unsigned q)
+{
+	const struct virtqueue *vq;
+	int idx = -1;
+
+	if (q >= d->t.ops->num_queues)
+		return -1;
+	vq = &d->t.vqs[q];
+	pthread_mutex_lock(&d->t.lock);
+	if (d->t.active && vq->ready && !vq->broken)
+		idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
+	pthread_mutex_unlock(&d->t.lock);
+	return idx;
+}
+
+void vdev_write_metrics(const struct vdev *d, unsigned n, FILE *f)
+{
+	fprintf(f, ",\"devices\":[");
+	for (unsigned i = 0; i < n; i++)
+		fprintf(f, "%s{\"name\":\"%s\",\"needs_reset\":%llu}", i ? "," : "", d[i].name,
+			(unsigned long long)virtio_mmio_needs_resets(&d[i].t));
+	fprintf(f, "]");
 }

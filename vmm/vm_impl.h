@@ -1,5 +1,6 @@
-/* The VM object's insides, shared by vm.c (create, run, destroy) and
- * vm_snapshot.c (snapshot, restore). Not part of the public API. */
+/* The VM object's insides, shared by the vm*.c files: vm.c (lifecycle) and
+ * the parts it is built from, vm_snapshot.c and vm_restore.c. Not part of
+ * the public API. */
 #ifndef TVM_VM_IMPL_H
 #define TVM_VM_IMPL_H
 
@@ -32,10 +33,11 @@ struct tvm_vm {
 	struct bus pio, mmio;
 	struct metrics metrics;
 	struct vcpu_host host;
+	struct vdev_host vdev_host; /* what vdev_attach wires each virtio device to */
 	struct vcpu *vcpus;
 	int nr_vcpus; /* created so far */
-	struct uart_8250 uart;
-	struct i8042 kbd;
+	struct uart_8250 *uart;     /* COM1, NULL until vm_add_pio */
+	struct i8042 *kbd;
 	struct event_loop loop;
 	struct vdev vdevs[VDEV_MAX];
 	unsigned nr_vdevs;
@@ -50,7 +52,7 @@ struct tvm_vm {
 	pthread_cond_t ended;
 	enum tvm_exit exit_reason;
 	char exit_msg[256];
-	bool started, waited;
+	bool started;
 
 	struct vcpu_pause pause;    /* snapshot: parks the vCPU threads */
 	bool restored;              /* built from a snapshot: tvm_vm_start resets vsock */
@@ -79,8 +81,8 @@ void vm_end(void *ctx, int reason, const char *msg);
 void vm_restored_started(struct tvm_vm *vm);
 
 /* Device fd watching on the VM's event loop, for devices' injected
- * struct vsock_watch_ops (ctx is the VM). */
-int vm_watch(void *ctx, int fd, uint32_t events, vsock_fd_cb cb, void *arg);
+ * struct fd_watch_ops (ctx is the VM). */
+int vm_watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg);
 void vm_unwatch(void *ctx, int fd);
 
 /* Attach the virtio-net device described by vm->cfg.net, if enabled
@@ -92,7 +94,45 @@ void vm_net_announce(const struct tvm_vm *vm);
 /* With a network device: append ,"net":{counters} to the metrics JSON. */
 void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f);
 
-/* Append " word" to the guest command line; -E2BIG when it is full. */
+/* vm_config.c: refuse a config the VM cannot be built from (-EINVAL and
+ * a line naming the setting); need_kernel: it must name a kernel. */
+int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err *e);
+/* Whether host quirks apply under setting q on this host. */
+bool vm_quirks_apply(enum tvm_quirks q);
+
+/* vm_cmdline.c: append " word" to the guest command line; -E2BIG when it
+ * is full. */
 int vm_cmdline_add(struct tvm_vm *vm, const char *word, struct tvm_err *e);
+/* Start the guest command line from vm->cfg: base line, quirk words, root
+ * device, then the user's additions. */
+int vm_compose_cmdline(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_pio.c: build COM1 (output to cfg.serial_out_fd, IRQ through KVM)
+ * and the i8042 (its reset ends the VM), and put them and the POST/DMA
+ * page port sink on the port-I/O bus. */
+int vm_add_pio(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_devices.c: attach cfg's drives (virtio-blk), then its vsock device
+ * when cfg.vsock_cid is set. A half-attached device is still counted in
+ * nr_vdevs, so tvm_vm_destroy cleans it up. */
+int vm_add_drives(struct tvm_vm *vm, struct tvm_err *e);
+int vm_add_vsock(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_vcpus.c: create cfg.cpus vCPUs (nr_vcpus counts the ones to clean
+ * up, a half-made one included). */
+int vm_create_vcpus(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_kernel.c: load cfg's kernel and initrd into guest memory, write the
+ * boot structures and set the boot vCPU's registers. */
+int vm_load_guest(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_ttl.c: with cfg.ttl_ms, arm the timer that ends the VM with
+ * TVM_EXIT_TTL (on the event loop; ttl_fd is closed by destroy). */
+int vm_arm_ttl(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_serial.c: with cfg.serial_in_fd, start the thread feeding it to COM1
+ * (stopped through input_stop_fd, which destroy closes); join it. */
+int vm_serial_input_start(struct tvm_vm *vm, struct tvm_err *e);
+void vm_serial_input_join(struct tvm_vm *vm);
 
 #endif

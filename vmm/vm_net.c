@@ -199,8 +199,9 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	if (r)
 		return r;
 	vm->net_dev = &vm->vdevs[vm->nr_vdevs];
-	r = vdev_attach(vm->net_dev, vm->nr_vdevs, "virtio-net", &virtio_net_ops, dev, close_net, &vm->kvm,
-			&vm->mmio, &vm->loop, &vm->mem, vm->cmdline, sizeof(vm->cmdline), e);
+	r = vdev_attach(vm->net_dev, vm->nr_vdevs,
+			&(struct vdev_spec){ .name = "virtio-net", .ops = &virtio_net_ops, .dev = dev, .close_dev = close_net },
+			&vm->vdev_host, e);
 	vm->nr_vdevs++;
 	vm->net_restricted = policy.restricted;
 	return r;

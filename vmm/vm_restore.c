@@ -3,16 +3,14 @@
  * boot but on the private mapping of the memory file and without a kernel,
  * and drives, transports (queues re-validated), COM1, vCPUs and the
  * irqchip/PIT/clock get their state back, in that order. */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "devices/blk/virtio_blk.h"
+#include "devices/blk/blk_persist.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
 #include "vmm/snapshot/snapshot_format.h"
@@ -58,14 +56,6 @@ static const struct snap_section *need(struct restore *x, uint32_t type, uint32_
 	if (!s)
 		tvm_errf(e, EINVAL, "%s/state: no %s %u section", x->dir, what, index);
 	return s;
-}
-
-/* Words of a drive's block map for an image of size bytes. */
-static uint64_t map_words(uint64_t size)
-{
-	uint64_t blocks = size / BLK_COW_BLOCK + (size % BLK_COW_BLOCK != 0);
-
-	return (blocks + 63) / 64;
 }
 
 static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err *e)
@@ -114,22 +104,29 @@ static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err 
 			continue;
 		if (!(s = need(x, SNAP_DISK, i, "drive map", e)))
 			return -EINVAL;
-		if ((r = dev_state_read_disk(s, map_words(x->sc.d[i].size), &x->map[i], &x->nwords[i], e)))
+		if ((r = dev_state_read_disk(s, blk_map_words(x->sc.d[i].size), &x->map[i], &x->nwords[i], e)))
 			return r;
 	}
 	return 0;
 }
 
+/* The drives, found among the virtio devices by type: each must have the
+ * snapshot's size, and a copy-on-write one gets its blocks back. */
 static int restore_drives(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
 {
-	for (unsigned i = 0; i < x->sc.nr_drives; i++) {
-		struct blk_image *img = &((struct virtio_blk *)vm->vdevs[i].dev)->img;
+	for (unsigned k = 0; k < vm->nr_vdevs; k++) {
+		struct virtio_blk *b = virtio_blk_of(&vm->vdevs[k].t);
+		unsigned i = vm->vdevs[k].unit;
 		char name[16], path[4096];
 		int fd, r;
 
-		if (img->size != x->sc.d[i].size)
+		if (!b)
+			continue;
+		if (i >= x->sc.nr_drives)
+			return tvm_errf(e, EINVAL, "drive %u: the snapshot has %u drives", i, x->sc.nr_drives);
+		if (virtio_blk_size(b) != x->sc.d[i].size)
 			return tvm_errf(e, EINVAL, "drive %u %s: %llu bytes, the snapshot's image had %llu", i,
-					vm->cfg.drives[i].path, (unsigned long long)img->size,
+					vm->cfg.drives[i].path, (unsigned long long)virtio_blk_size(b),
 					(unsigned long long)x->sc.d[i].size);
 		if (!x->sc.d[i].cow)
 			continue;
@@ -139,7 +136,7 @@ static int restore_drives(struct tvm_vm *vm, struct restore *x, struct tvm_err *
 		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
 		if (fd < 0)
 			return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
-		r = blk_image_import(img, fd, x->map[i], x->nwords[i]);
+		r = virtio_blk_restore_blocks(b, fd, x->map[i], x->nwords[i]);
 		close(fd);
 		if (r)
 			return tvm_errf(e, -r, "%s: cannot load the drive's blocks: %s", path, strerror(-r));
@@ -169,7 +166,7 @@ static int restore_devices(struct tvm_vm *vm, struct restore *x, struct tvm_err 
 			return r;
 		}
 	}
-	uart_8250_restore(&vm->uart, &x->uart);
+	uart_8250_restore(vm->uart, &x->uart);
 	return 0;
 }
 
@@ -220,48 +217,26 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 
 #define RESET_WAIT_MS 3000 /* longest wait for the guest to take TRANSPORT_RESET */
 
-/* The driver's available index of the vsock event queue; -1 when the
- * device is not running (no driver: nothing to wait for). */
-static int event_queue_avail(struct vdev *d)
-{
-	const struct virtqueue *vq = &d->t.vqs[VSOCK_EVQ];
-	int idx = -1;
-
-	pthread_mutex_lock(&d->t.lock);
-	if (d->t.active && vq->ready && !vq->broken)
-		idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
-	pthread_mutex_unlock(&d->t.lock);
-	return idx;
-}
-
 void vm_restored_started(struct tvm_vm *vm)
 {
 	/* Work the driver queued just before the snapshot, and an interrupt
-	 * that may not have reached the guest: a kick and a spurious
-	 * interrupt are harmless (the driver reads InterruptStatus). */
-	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
-		struct vdev *d = &vm->vdevs[i];
-		uint32_t pending;
-
-		pthread_mutex_lock(&d->t.lock);
-		pending = d->t.int_status;
-		pthread_mutex_unlock(&d->t.lock);
-		if (pending)
-			eventfd_write(d->irq_fd, 1);
-		for (unsigned q = 0; q < d->t.ops->num_queues; q++)
-			virtio_mmio_notify(&d->t, q);
-	}
-	/* The guest's connections ended with the snapshot's process. */
+	 * that may not have reached the guest (the driver reads
+	 * InterruptStatus, so a spurious one is harmless). */
+	for (unsigned i = 0; i < vm->nr_vdevs; i++)
+		vdev_kick(&vm->vdevs[i]);
+	/* The guest's connections ended with the snapshot's process. The
+	 * event queue's available index is -1 without a running driver:
+	 * nothing to wait for. */
 	if (vm->vsock) {
-		int before = event_queue_avail(vm->vsock_dev);
+		int before = vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ);
 
 		virtio_vsock_transport_reset(vm->vsock);
 		/* The guest drops every connected socket when it handles the
 		 * reset, including one a host client opened meanwhile (it
 		 * would wait for an answer that never comes). It gives the
 		 * event buffer back once handled: wait for that, bounded. */
-		for (int i = 0; before >= 0 && i < RESET_WAIT_MS && event_queue_avail(vm->vsock_dev) == before &&
-				!atomic_load(&vm->stopping); i++)
+		for (int i = 0; before >= 0 && i < RESET_WAIT_MS && !atomic_load(&vm->stopping) &&
+				vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ) == before; i++)
 			usleep(1000);
 	}
 }

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/blk/virtio_blk.h"
+#include "devices/blk/blk_persist.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
@@ -16,11 +16,6 @@
 #include "vmm/snapshot/vcpu_state.h"
 #include "vmm/vm_impl.h"
 #include "vmm/snapshot/vm_state.h"
-
-static struct blk_image *drive_image(struct tvm_vm *vm, unsigned i)
-{
-	return &((struct virtio_blk *)vm->vdevs[i].dev)->img;
-}
 
 /* What a snapshot cannot carry: drives written in place (many restores
  * would share them). */
@@ -93,13 +88,13 @@ static int save_devices(struct tvm_vm *vm, struct snap_w *w, struct tvm_err *e)
 		dev_state_write_virtio(w, i, &st, blob, (size_t)n);
 	}
 	free(blob);
-	uart_8250_save(&vm->uart, &u);
+	uart_8250_save(vm->uart, &u);
 	dev_state_write_uart(w, &u);
 	return 0;
 }
 
 struct disk_ctx {
-	struct blk_image *img;
+	struct virtio_blk *blk;
 	const uint64_t *map;
 	uint64_t nwords;
 	unsigned index;
@@ -108,27 +103,29 @@ struct disk_ctx {
 static int fill_disk(int fd, void *arg, struct tvm_err *e)
 {
 	struct disk_ctx *d = arg;
-	int r = blk_image_export(d->img, fd, &d->map, &d->nwords);
+	int r = virtio_blk_save_blocks(d->blk, fd, &d->map, &d->nwords);
 
 	if (r)
 		return tvm_errf(e, -r, "drive %u overlay: %s", d->index, strerror(-r));
 	return 0;
 }
 
+/* The copy-on-write drives' blocks, found among the virtio devices by
+ * type: file "disk<drive>" and the block map's section, for each. */
 static int save_disks(struct tvm_vm *vm, const char *dir, struct snap_w *w, struct tvm_err *e)
 {
-	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
-		struct disk_ctx d = { .img = drive_image(vm, i), .index = i };
+	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
+		struct disk_ctx d = { .blk = virtio_blk_of(&vm->vdevs[i].t), .index = vm->vdevs[i].unit };
 		char name[16];
 		int r;
 
-		if (!vm->cfg.drives[i].cow)
+		if (!d.blk || d.index >= vm->cfg.nr_drives || !vm->cfg.drives[d.index].cow)
 			continue;
-		snprintf(name, sizeof(name), "disk%u", i);
+		snprintf(name, sizeof(name), "disk%u", d.index);
 		r = snap_write_file(dir, name, fill_disk, &d, e);
 		if (r)
 			return r;
-		dev_state_write_disk(w, i, d.map, d.nwords);
+		dev_state_write_disk(w, d.index, d.map, d.nwords);
 	}
 	return 0;
 }
@@ -160,8 +157,12 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	struct snap_w w;
 	int r;
 
-	for (unsigned i = 0; i < vm->cfg.nr_drives; i++)
-		sizes[i] = drive_image(vm, i)->size;
+	for (unsigned i = 0; i < vm->nr_vdevs; i++) {
+		struct virtio_blk *b = virtio_blk_of(&vm->vdevs[i].t);
+
+		if (b && vm->vdevs[i].unit < TVM_MAX_DRIVES)
+			sizes[vm->vdevs[i].unit] = virtio_blk_size(b);
+	}
 	snap_w_init(&w);
 	snap_config_write(&w, &vm->cfg, vm->quirks, vm->cmdline, sizes);
 	save_net_config(vm, &w);

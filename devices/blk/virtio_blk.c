@@ -1,4 +1,4 @@
-#include "devices/blk/virtio_blk.h"
+#include "devices/blk/blk_impl.h"
 
 #include <endian.h>
 #include <errno.h>
@@ -238,4 +238,14 @@ void virtio_blk_close(struct virtio_blk *b)
 		return;
 	blk_image_close(&b->img);
 	free(b);
+}
+
+struct virtio_blk *virtio_blk_of(const struct virtio_mmio *t)
+{
+	return t->ops == &virtio_blk_ops ? t->dev : NULL;
+}
+
+uint64_t virtio_blk_size(const struct virtio_blk *b)
+{
+	return b->img.size;
 }

@@ -17,6 +17,8 @@
  *
  * Offered features: SEG_MAX, SIZE_MAX, BLK_SIZE (512), FLUSH, and RO for a
  * read-only drive, else DISCARD and WRITE_ZEROES.
+ *
+ * Snapshot state (a copy-on-write drive's blocks): devices/blk/blk_persist.h.
  */
 #ifndef TVM_VIRTIO_BLK_H
 #define TVM_VIRTIO_BLK_H
@@ -27,7 +29,6 @@
 
 #include "devices/blk/blk_image.h"
 #include "devices/virtio/virtio_mmio.h"
-#include "devices/virtio/virtqueue.h"
 
 #define VIRTIO_BLK_QUEUE_MAX 256              /* QueueNumMax */
 #define VIRTIO_BLK_SEG_MAX (VIRTIO_BLK_QUEUE_MAX - 2) /* data buffers per request */
@@ -36,15 +37,7 @@
 #define VIRTIO_BLK_ZEROES_SECTORS (1u << 16)   /* per write-zeroes segment: 32 MiB */
 #define VIRTIO_BLK_DWZ_SEGS 32                 /* segments per discard/write-zeroes request */
 
-struct virtio_blk {
-	struct blk_image img;
-	char id[VIRTIO_BLK_ID_BYTES];   /* NUL padded, not terminated when 20 long */
-	struct virtio_blk_config cfg;   /* little endian, as the driver reads it */
-	uint64_t features;              /* offered */
-	struct virtqueue *vq;           /* set while the driver has the device running */
-	struct vq_chain chain;          /* the request being served */
-	struct iovec data[VQ_MAX_SEGS]; /* its data part */
-};
+struct virtio_blk; /* devices/blk/blk_impl.h */
 
 /* Open the drive described by o (see struct blk_opts) and build the device.
  * Returns 0 and *out (free with virtio_blk_close), or -errno with
@@ -54,5 +47,12 @@ void virtio_blk_close(struct virtio_blk *b);
 
 /* For virtio_mmio_init(&t, &virtio_blk_ops, blk, ...). */
 extern const struct virtio_dev_ops virtio_blk_ops;
+
+/* The virtio-blk device transport t runs, or NULL when t runs another kind
+ * of device: how the VMM finds its drives among its virtio devices. */
+struct virtio_blk *virtio_blk_of(const struct virtio_mmio *t);
+
+/* The drive's size in bytes (a positive multiple of BLK_SECTOR). */
+uint64_t virtio_blk_size(const struct virtio_blk *b);
 
 #endif

@@ -1,6 +1,27 @@
 #include "devices/legacy/i8042.h"
 
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+struct i8042 {
+	void (*on_reset)(void *ctx); /* called on CPU reset command */
+	void *ctx;
+};
+
+int i8042_open(struct i8042 **out, void (*on_reset)(void *ctx), void *ctx, struct tvm_err *e)
+{
+	*out = malloc(sizeof(**out));
+	if (!*out)
+		return tvm_errf(e, ENOMEM, "i8042: out of memory");
+	**out = (struct i8042){ .on_reset = on_reset, .ctx = ctx };
+	return 0;
+}
+
+void i8042_close(struct i8042 *k)
+{
+	free(k);
+}
 
 /* No keyboard: reads see an empty output buffer and an empty input buffer,
  * so the guest's wait loops finish at once; writes are ignored. */

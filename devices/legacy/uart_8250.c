@@ -1,6 +1,7 @@
-#include "devices/legacy/uart_8250.h"
+#include "devices/legacy/uart_impl.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -36,6 +37,28 @@ void uart_8250_init(struct uart_8250 *u, int out_fd, struct irq_line irq)
 void uart_8250_destroy(struct uart_8250 *u)
 {
 	pthread_mutex_destroy(&u->lock);
+}
+
+int uart_8250_open(struct uart_8250 **out, const struct uart_8250_opts *o, struct tvm_err *e)
+{
+	struct uart_8250 *u = malloc(sizeof(*u));
+
+	*out = NULL;
+	if (!u)
+		return tvm_errf(e, ENOMEM, "serial: out of memory");
+	uart_8250_init(u, o->out_fd, o->irq);
+	u->on_first_byte = o->on_first_byte;
+	u->cb_ctx = o->cb_ctx;
+	*out = u;
+	return 0;
+}
+
+void uart_8250_close(struct uart_8250 *u)
+{
+	if (!u)
+		return;
+	uart_8250_destroy(u);
+	free(u);
 }
 
 static uint8_t iir(const struct uart_8250 *u)
@@ -196,29 +219,4 @@ size_t uart_8250_rx_room(struct uart_8250 *u)
 	room = UART_RX_FIFO - u->rx_len;
 	pthread_mutex_unlock(&u->lock);
 	return room;
-}
-
-void uart_8250_save(struct uart_8250 *u, struct uart_8250_regs *r)
-{
-	pthread_mutex_lock(&u->lock);
-	*r = (struct uart_8250_regs){ .ier = u->ier, .lcr = u->lcr, .mcr = u->mcr, .scr = u->scr, .dll = u->dll,
-				      .dlm = u->dlm, .fcr = u->fcr, .thre_pending = u->thre_pending,
-				      .irq_level = u->irq_level };
-	pthread_mutex_unlock(&u->lock);
-}
-
-void uart_8250_restore(struct uart_8250 *u, const struct uart_8250_regs *r)
-{
-	pthread_mutex_lock(&u->lock);
-	u->ier = r->ier;
-	u->lcr = r->lcr;
-	u->mcr = r->mcr;
-	u->scr = r->scr;
-	u->dll = r->dll;
-	u->dlm = r->dlm;
-	u->fcr = r->fcr;
-	u->thre_pending = r->thre_pending != 0;
-	u->irq_level = r->irq_level != 0;
-	u->rx_head = u->rx_len = 0;
-	pthread_mutex_unlock(&u->lock);
 }

@@ -6,7 +6,7 @@
  *    frame passes unparsed (the device still drops runts, oversized frames
  *    and bad virtio-net headers).
  *  - allow-list (after any net_policy_add_rule / _add_dns / _deny_all):
- *    a frame passes when it is well formed (devices/net_frame.h) and
+ *    a frame passes when it is well formed (devices/net/net_frame.h) and
  *      . it is ARP whose sender hardware address is the frame's source
  *        (else NET_DROP_SPOOF), or IPv6 neighbour discovery (ICMPv6
  *        133-137: router and neighbour solicitation/advertisement,

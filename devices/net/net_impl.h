@@ -34,7 +34,7 @@ struct virtio_net {
 	uint8_t mac[6];
 	uint32_t max_frame;            /* mtu + Ethernet header + one VLAN tag */
 	struct net_policy policy;
-	struct vsock_watch_ops io;
+	struct fd_watch_ops io;
 	struct virtio_net_config cfg;  /* little endian, as the driver reads it */
 
 	bool offload;                  /* offer NET_OFFLOAD_FEATURES */

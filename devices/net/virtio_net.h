@@ -1,10 +1,10 @@
 /* virtio network device (virtio 1.2 section 5.1), VMM side, over a TAP
- * with an egress allow-list (devices/net_filter.h) enforced here.
+ * with an egress allow-list (devices/net/net_filter.h) enforced here.
  *
  * Queues: rx 0, tx 1; no control queue. Offered features: MAC, STATUS
  * (link always up), MRG_RXBUF, MTU, and when the backend is a TAP (and
  * not no_offload) the checksum and TCP segmentation offloads of
- * devices/net_offload.h. Every header is struct virtio_net_hdr_v1 (12
+ * devices/net/net_offload.h. Every header is struct virtio_net_hdr_v1 (12
  * bytes, VERSION_1).
  *
  * Tx (guest -> TAP), one chain per frame: readable buffers only; the
@@ -43,8 +43,12 @@
  * the fd callback takes only the device's small mutex (which guards the
  * watch state) and kicks after dropping it. Lock order: transport, device.
  *
- * Not kept in snapshots (no save/restore hooks): rx chains held at
- * snapshot time are lost to the guest (a few rx buffers).
+ * Snapshots: the save hook gives the rx chains the device holds back to
+ * the guest (un-popped when they were the last popped, else completed
+ * empty), so the saved queue positions lose no buffer. The device keeps no
+ * state of its own: its MAC and MTU are the VM's config (the snapshot's
+ * network section), the backend and its offload flags belong to the VM
+ * that restores (no restore hook).
  */
 #ifndef TVM_VIRTIO_NET_H
 #define TVM_VIRTIO_NET_H
@@ -56,8 +60,8 @@
 #include <linux/virtio_net.h>
 
 #include "devices/net/net_filter.h"
+#include "devices/virtio/fd_watch.h"
 #include "devices/virtio/virtio_mmio.h"
-#include "devices/vsock/virtio_vsock.h" /* struct vsock_watch_ops: the device-neutral watch/kick ops */
 #include "vmm/core/err.h"
 
 #define NET_HDR_LEN ((uint32_t)sizeof(struct virtio_net_hdr_v1)) /* 12 */
@@ -86,7 +90,7 @@ struct net_opts {
 	bool no_offload;       /* offer no checksum/segmentation offload even over a TAP */
 	bool fd_offload;       /* with fd: offer offloads although fd is no TAP (a test
 				* backend taking and giving headers as a TAP would) */
-	struct vsock_watch_ops io;       /* watch/unwatch the backend fd, kick a queue */
+	struct fd_watch_ops io;          /* watch/unwatch the backend fd, kick a queue */
 };
 
 /* Counters since open. Frames are counted without the virtio-net header. */

@@ -1,6 +1,7 @@
 #include "devices/virtio/virtio_mmio.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <linux/virtio_config.h>
@@ -52,10 +53,36 @@ static void raise_irq(struct virtio_mmio *t, uint32_t bit)
 		t->interrupt(t->irq_ctx);
 }
 
+void virtio_mmio_set_log(struct virtio_mmio *t, const char *name, virtio_log_fn log, void *ctx)
+{
+	pthread_mutex_lock(&t->lock);
+	t->name = name;
+	t->log = log;
+	t->log_ctx = ctx;
+	pthread_mutex_unlock(&t->lock);
+}
+
+uint64_t virtio_mmio_needs_resets(const struct virtio_mmio *t)
+{
+	return __atomic_load_n(&t->needs_resets, __ATOMIC_RELAXED);
+}
+
 /* Spec 2.1.2: the device tells the driver with a configuration change
- * interrupt, once the driver can take interrupts (DRIVER_OK). */
+ * interrupt, once the driver can take interrupts (DRIVER_OK). t->err says
+ * why. The host hears of it once per reset cycle: a guest that keeps
+ * breaking a device it does not reset cannot flood the log. */
 static void needs_reset(struct virtio_mmio *t)
 {
+	if (!(t->status & VIRTIO_CONFIG_S_NEEDS_RESET)) {
+		__atomic_fetch_add(&t->needs_resets, 1, __ATOMIC_RELAXED);
+		if (t->log) {
+			char line[sizeof(t->err.msg) + 64];
+
+			snprintf(line, sizeof(line), "%s: device needs reset: %s", t->name ? t->name : "virtio-mmio",
+				 t->err.msg);
+			t->log(t->log_ctx, line);
+		}
+	}
 	t->status |= VIRTIO_CONFIG_S_NEEDS_RESET;
 	if (t->status & VIRTIO_CONFIG_S_DRIVER_OK)
 		raise_irq(t, VIRTIO_MMIO_INT_CONFIG);
@@ -83,8 +110,7 @@ static void driver_ok(struct virtio_mmio *t)
 	int r = t->ops->activate(t->dev, t->vqs, t->acked);
 
 	if (r < 0) {
-		tvm_errf(&t->err, -r, "virtio-mmio: device %u failed to start: %s", t->ops->device_id,
-			 strerror(-r));
+		tvm_errf(&t->err, -r, "failed to start: %s", strerror(-r));
 		needs_reset(t);
 		return;
 	}
@@ -158,7 +184,7 @@ static void queue_ready(struct virtio_mmio *t, uint32_t v)
 	if (!vq || !(t->status & VIRTIO_CONFIG_S_FEATURES_OK))
 		return;
 	if (vq_enable(vq, t->mem, t->ops->queue_max, t->acked, &t->err) < 0) {
-		tvm_err_prefix(&t->err, "virtio-mmio: device %u queue %u", t->ops->device_id, t->queue_sel);
+		tvm_err_prefix(&t->err, "queue %u", t->queue_sel);
 		vq->broken = true;
 		needs_reset(t);
 	}
@@ -198,8 +224,7 @@ static void process(struct virtio_mmio *t, unsigned q)
 		raise_irq(t, VIRTIO_MMIO_INT_VRING);
 	if (r < 0 || vq->broken) {
 		vq->broken = true;
-		tvm_errf(&t->err, EIO, "virtio-mmio: device %u queue %u: the driver broke the ring format",
-			 t->ops->device_id, q);
+		tvm_errf(&t->err, EIO, "queue %u: the driver broke the ring format", q);
 		needs_reset(t);
 	}
 }

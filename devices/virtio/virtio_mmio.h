@@ -72,6 +72,11 @@ struct virtio_dev_ops {
  * after InterruptStatus was updated, with the transport lock held. */
 typedef void (*virtio_interrupt_fn)(void *ctx);
 
+/* Where the transport reports a device gone to NEEDS_RESET: one line, no
+ * newline (the VMM writes it to the VM's log). Called with the transport
+ * lock held (on a vCPU or the event-loop thread); must not call back. */
+typedef void (*virtio_log_fn)(void *ctx, const char *line);
+
 struct virtio_mmio {
 	pthread_mutex_t lock;
 	const struct virtio_dev_ops *ops;
@@ -87,8 +92,13 @@ struct virtio_mmio {
 	uint32_t int_status;     /* InterruptStatus: VIRTIO_MMIO_INT_VRING | _CONFIG */
 	uint32_t config_generation;
 	bool active;             /* DRIVER_OK set and ops->activate succeeded */
-	struct tvm_err err;      /* why NEEDS_RESET was last set (for the VMM's log) */
+	struct tvm_err err;      /* why NEEDS_RESET was last set: "queue N: reason" or a failed start */
 	struct virtqueue vqs[VIRTIO_MMIO_MAX_QUEUES];
+
+	const char *name;        /* for the log line (virtio_mmio_set_log), else NULL */
+	virtio_log_fn log;
+	void *log_ctx;
+	uint64_t needs_resets;   /* times NEEDS_RESET was set (__atomic; virtio_mmio_needs_resets) */
 };
 
 /* Set up t for dev. mem, ops and dev are borrowed and must outlive t.
@@ -98,7 +108,19 @@ int virtio_mmio_init(struct virtio_mmio *t, const struct virtio_dev_ops *ops, vo
 		     struct tvm_err *e);
 void virtio_mmio_destroy(struct virtio_mmio *t);
 
-/* Bus handler (vmm/bus.h bus_io_fn) for the VIRTIO_MMIO_WINDOW bytes at the
+/* Name the device (e.g. "virtio-blk0", borrowed, must outlive t) and give
+ * the transport its log: when the device goes to NEEDS_RESET (a broken
+ * queue, a queue refused at QueueReady, a failed start), log gets one line
+ * "NAME: device needs reset: REASON", the reason naming the queue. Once per
+ * reset cycle: again only after the driver has reset the device. Without
+ * a log, nothing is written (the count still runs). */
+void virtio_mmio_set_log(struct virtio_mmio *t, const char *name, virtio_log_fn log, void *ctx);
+
+/* How many times the device went to NEEDS_RESET since init (at most once
+ * per reset cycle). Any thread. */
+uint64_t virtio_mmio_needs_resets(const struct virtio_mmio *t);
+
+/* Bus handler (vmm/kvm/bus.h bus_io_fn) for the VIRTIO_MMIO_WINDOW bytes at the
  * device's base; opaque is the struct virtio_mmio. Registers take aligned
  * 4-byte accesses only (others: reads return 0, writes are ignored); the
  * configuration space at 0x100 takes 1, 2 or 4 bytes. */
@@ -111,7 +133,7 @@ void virtio_mmio_io(void *opaque, uint64_t off, uint8_t *data, uint32_t len, boo
 void virtio_mmio_notify(struct virtio_mmio *t, unsigned queue);
 
 /* The transport's registers and queue positions, for a snapshot
- * (devices/virtio_mmio_state.c). Queue host pointers are not kept: restore
+ * (devices/virtio/virtio_mmio_state.c). Queue host pointers are not kept: restore
  * resolves them again through vq_enable(). */
 struct virtio_mmio_queue_state {
 	uint32_t num;

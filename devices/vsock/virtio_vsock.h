@@ -36,6 +36,7 @@
 
 #include <linux/virtio_vsock.h>
 
+#include "devices/virtio/fd_watch.h"
 #include "devices/virtio/virtio_mmio.h"
 #include "vmm/core/err.h"
 
@@ -51,32 +52,11 @@
 /* Queue indices (spec 5.10.2). */
 enum { VSOCK_RXQ = 0, VSOCK_TXQ = 1, VSOCK_EVQ = 2 };
 
-/* fd callback: events are the epoll events that fired. */
-typedef void (*vsock_fd_cb)(void *arg, uint32_t events);
-
-/* How the device watches its fds and gets its queues run, injected so it
- * does not depend on the event loop. All three are required.
- *  watch:   call cb(arg, events) on the event-loop thread while fd has any
- *           of epoll_events (level triggered). Returns 0 or -errno. Called
- *           with the device mutex (and maybe the transport lock) held, so
- *           it must not call into the device or the transport.
- *  unwatch: stop watching fd (same locking). A callback already under way
- *           may still run afterwards; the device tolerates that.
- *  kick:    run the device on queue (the VMM maps it to
- *           virtio_mmio_notify()). Never called with any device or
- *           transport lock held. */
-struct vsock_watch_ops {
-	int (*watch)(void *ctx, int fd, uint32_t epoll_events, vsock_fd_cb cb, void *arg);
-	void (*unwatch)(void *ctx, int fd);
-	void (*kick)(void *ctx, unsigned queue);
-	void *ctx;
-};
-
 /* Device options. */
 struct vsock_opts {
 	uint64_t guest_cid;          /* 3..0xfffffffe; 0 means VSOCK_DEFAULT_GUEST_CID */
 	const char *uds_path;        /* hybrid backend's listening socket; NULL: none */
-	struct vsock_watch_ops io;
+	struct fd_watch_ops io;      /* devices/virtio/fd_watch.h */
 };
 
 /* Counters for tests and the VMM's metrics. */

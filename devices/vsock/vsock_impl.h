@@ -79,7 +79,7 @@ struct virtio_vsock {
 	pthread_mutex_t lock;          /* guards everything below */
 	uint64_t guest_cid;
 	struct virtio_vsock_config cfg; /* little endian, as the driver reads it */
-	struct vsock_watch_ops io;
+	struct fd_watch_ops io;
 	char *uds_path;                /* NULL without the hybrid backend */
 	int listen_fd;                 /* hybrid listener or -1 */
 	bool listen_paused;            /* unwatched while out of fds (see accept_cb) */

@@ -172,7 +172,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.fd = sv[0];
 	o.fd_offload = mode & 2; /* the socket takes offload headers, as a TAP would */
 	o.policy = d.p;
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
 	d.peer = sv[1];
 	net_mac_from_id(7, d.mac);
 	if (virtio_net_open(&n, &o, NULL))

@@ -1,5 +1,5 @@
-/* libFuzzer target for the virtio-net egress filter (devices/net_frame.c,
- * devices/net_filter.c, devices/net_rule.c).
+/* libFuzzer target for the virtio-net egress filter (devices/net/net_frame.c,
+ * devices/net/net_filter.c, devices/net/net_rule.c).
  *
  * Input byte 0 picks the mode: 0xff, the rest is a rule string for
  * net_rule_parse(); otherwise bits 0-1 pick a policy (allow all, allow

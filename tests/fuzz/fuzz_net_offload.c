@@ -1,4 +1,4 @@
-/* libFuzzer target for the virtio-net offload checks (devices/net_offload.c):
+/* libFuzzer target for the virtio-net offload checks (devices/net/net_offload.c):
  * the tx header check the device runs on every guest frame, and the rx
  * header rewrite.
  *

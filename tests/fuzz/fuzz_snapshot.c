@@ -1,9 +1,11 @@
 /* libFuzzer target for the snapshot state-file parser and every section
- * decoder (vmm/snapshot_format.c, snapshot_config.c, vcpu_state.c,
- * vm_state.c, dev_state.c): whatever the bytes, no crash, no read past the
- * input, no allocation sized by an unchecked count. Inputs that are not
- * sealed with a valid CRC stop at the checksum, so byte 0's low bit asks
- * the target to seal the rest first (the fuzzer cannot compute CRCs). */
+ * decoder (vmm/snapshot/snapshot_format.c, snapshot_config.c, vcpu_state.c,
+ * vm_state.c, dev_state.c, and the devices' own encodings it calls:
+ * devices/legacy/uart_persist.c, devices/blk/blk_persist.c): whatever the
+ * bytes, no crash, no read past the input, no allocation sized by an
+ * unchecked count. Inputs that are not sealed with a valid CRC stop at the
+ * checksum, so byte 0's low bit asks the target to seal the rest first
+ * (the fuzzer cannot compute CRCs). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

@@ -358,7 +358,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		f.qsize[q] = b < 0xf0 ? 1u << (b % 9) : b & 0xf;
 	}
 	f.w.t = &f.t;
-	o.io = (struct vsock_watch_ops){ tw_watch, tw_unwatch, tw_kick, &f.w };
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &f.w };
 	if (virtio_vsock_open(&f.v, &o, NULL))
 		abort();
 	if (virtio_mmio_init(&f.t, &virtio_vsock_ops, f.v, &mem, NULL, NULL, NULL))

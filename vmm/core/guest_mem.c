@@ -4,8 +4,9 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
+
+#include "vmm/core/file_open.h"
 
 static void layout(struct guest_mem *m, uint8_t *base, uint64_t size)
 {
@@ -57,20 +58,20 @@ int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e)
 int gm_init_file(struct guest_mem *m, const char *path, uint64_t size, struct tvm_err *e)
 {
 	int r = check_size(size, e);
-	struct stat st;
+	uint64_t have;
 	void *p;
 	int fd;
 
 	memset(m, 0, sizeof(*m));
 	if (r)
 		return r;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK); /* a FIFO must not block the open */
+	fd = file_open_regular("memory file", path, O_RDONLY, 0, UINT64_MAX, &have, e);
 	if (fd < 0)
-		return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != size) {
+		return fd;
+	if (have != size) {
 		close(fd);
-		return tvm_errf(e, EINVAL, "%s: memory file is %lld bytes, the snapshot's config says %llu", path,
-				(long long)st.st_size, (unsigned long long)size);
+		return tvm_errf(e, EINVAL, "%s: memory file is %llu bytes, the snapshot's config says %llu", path,
+				(unsigned long long)have, (unsigned long long)size);
 	}
 	/* Read-only file, writable private mapping: writes never reach it. */
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_NORESERVE, fd, 0);

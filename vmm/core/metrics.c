@@ -1,28 +1,21 @@
 #include "vmm/core/metrics.h"
+#include "vmm/core/clock.h"
 
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
 
-uint64_t metrics_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void metrics_init(struct metrics *m, uint64_t t0_ns)
 {
-	m->t0_ns = t0_ns ? t0_ns : metrics_now_ns();
+	m->t0_ns = t0_ns ? t0_ns : clock_mono_ns();
 	for (int i = 0; i < MARK_COUNT; i++)
 		atomic_store(&m->at_us[i], 0);
 }
 
 void metrics_mark(struct metrics *m, enum metrics_mark which)
 {
-	metrics_mark_at(m, which, metrics_now_ns());
+	metrics_mark_at(m, which, clock_mono_ns());
 }
 
 void metrics_mark_at(struct metrics *m, enum metrics_mark which, uint64_t ns)

@@ -1,7 +1,8 @@
 #include "vmm/snapshot/dev_state.h"
 
+#include "devices/blk/blk_persist.h"
+
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 
 void dev_state_write_virtio(struct snap_w *w, uint32_t slot, const struct virtio_mmio_state *s, const void *blob,
@@ -94,8 +95,9 @@ int dev_state_read_virtio(const struct snap_section *sec, struct virtio_mmio_sta
 
 void dev_state_write_uart(struct snap_w *w, const struct uart_8250_regs *u)
 {
-	const uint8_t b[9] = { u->ier, u->lcr, u->mcr, u->scr, u->dll, u->dlm, u->fcr, u->thre_pending, u->irq_level };
+	uint8_t b[UART_8250_REGS_LEN];
 
+	uart_8250_regs_encode(u, b);
 	snap_w_begin(w, SNAP_UART, 0);
 	snap_w_bytes(w, b, sizeof(b));
 	snap_w_end(w);
@@ -103,56 +105,34 @@ void dev_state_write_uart(struct snap_w *w, const struct uart_8250_regs *u)
 
 int dev_state_read_uart(const struct snap_section *sec, struct uart_8250_regs *u, struct tvm_err *e)
 {
-	struct snap_r r;
-	uint8_t b[9];
-
-	snap_r_init(&r, sec);
-	snap_r_copy(&r, b, sizeof(b));
-	if (b[7] > 1 || b[8] > 1)
-		snap_r_fail(&r);
-	if (!snap_r_done(&r))
+	if (!sec || uart_8250_regs_decode(sec->data, sec->len, u))
 		return tvm_errf(e, EINVAL, "serial state: malformed section");
-	*u = (struct uart_8250_regs){ .ier = b[0], .lcr = b[1], .mcr = b[2], .scr = b[3], .dll = b[4],
-				      .dlm = b[5], .fcr = b[6], .thre_pending = b[7], .irq_level = b[8] };
 	return 0;
+}
+
+static void put(void *ctx, const void *p, size_t n)
+{
+	snap_w_bytes(ctx, p, n);
 }
 
 void dev_state_write_disk(struct snap_w *w, uint32_t drive, const uint64_t *map, uint64_t nwords)
 {
 	snap_w_begin(w, SNAP_DISK, drive);
-	snap_w_u64(w, nwords);
-	for (uint64_t i = 0; i < nwords; i++)
-		snap_w_u64(w, map[i]);
+	blk_map_encode(map, nwords, put, w);
 	snap_w_end(w);
 }
 
 int dev_state_read_disk(const struct snap_section *sec, uint64_t max_words, uint64_t **map, uint64_t *nwords,
 			struct tvm_err *e)
 {
-	struct snap_r r;
-	uint64_t n;
+	int r;
 
 	*map = NULL;
 	*nwords = 0;
-	snap_r_init(&r, sec);
-	n = snap_r_u64(&r);
-	/* The count is checked against the bytes present before allocating. */
-	if (n > max_words || n > (r.len - r.off) / 8) {
-		snap_r_fail(&r);
-		n = 0;
-	}
-	if (!r.bad) {
-		*map = malloc(n ? n * 8 : 8);
-		if (!*map)
-			return tvm_errf(e, ENOMEM, "drive %u map: out of memory", sec->index);
-		for (uint64_t i = 0; i < n; i++)
-			(*map)[i] = snap_r_u64(&r);
-	}
-	if (!snap_r_done(&r)) {
-		free(*map);
-		*map = NULL;
-		return tvm_errf(e, EINVAL, "drive %u map: malformed section", sec ? sec->index : 0);
-	}
-	*nwords = n;
+	if (!sec)
+		return tvm_errf(e, EINVAL, "drive 0 map: malformed section");
+	r = blk_map_decode(sec->data, sec->len, max_words, map, nwords);
+	if (r)
+		return tvm_errf(e, -r, "drive %u map: %s", sec->index, r == -ENOMEM ? "out of memory" : "malformed section");
 	return 0;
 }

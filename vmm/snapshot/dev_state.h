@@ -1,8 +1,14 @@
-/* Device sections of the state file: SNAP_VIRTIO (transport registers,
- * queue positions, optional device blob), SNAP_UART (COM1 registers) and
- * SNAP_DISK (a copy-on-write drive's block map). Parsing checks lengths
- * and counts; values are checked where they are applied
- * (virtio_mmio_restore, blk_image_import). */
+/* The state file's device sections: which section holds what, and the
+ * virtio-mmio transport's own encoding. The payloads of the COM1 and drive
+ * sections are the devices' encodings (devices/legacy/uart_persist.c,
+ * devices/blk/blk_persist.c); these functions put them in and take them
+ * out of their sections.
+ *   SNAP_VIRTIO, index = slot: transport registers and queue positions,
+ *                then the device's own save blob (u32 length, bytes)
+ *   SNAP_UART, index 0:        COM1 registers
+ *   SNAP_DISK, index = drive:  a copy-on-write drive's block map
+ * Reading checks lengths and counts; values are checked where they are
+ * applied (virtio_mmio_restore, virtio_blk_restore_blocks). */
 #ifndef TVM_DEV_STATE_H
 #define TVM_DEV_STATE_H
 

@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmm/core/file_open.h"
+
 #define PAGE 4096
 
 int snap_path(char *buf, size_t cap, const char *dir, const char *name, struct tvm_err *e)
@@ -96,28 +98,22 @@ int snap_sync_dir(const char *dir, struct tvm_err *e)
 
 int snap_read_file(const char *path, size_t max, uint8_t **buf, size_t *len, struct tvm_err *e)
 {
-	struct stat st;
+	uint64_t size;
 	uint8_t *p;
 	size_t got = 0;
-	/* O_NONBLOCK: a FIFO fails the check below instead of blocking the
-	 * open (regular-file reads ignore the flag). */
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	int fd = file_open_regular(NULL, path, O_RDONLY, 0, max, &size, e);
 
 	*buf = NULL;
 	*len = 0;
 	if (fd < 0)
-		return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size < 0 || (uint64_t)st.st_size > max) {
-		close(fd);
-		return tvm_errf(e, EINVAL, "%s: not a regular file of at most %zu bytes", path, max);
-	}
-	p = malloc(st.st_size ? (size_t)st.st_size : 1);
+		return fd;
+	p = malloc(size ? (size_t)size : 1);
 	if (!p) {
 		close(fd);
 		return tvm_errf(e, ENOMEM, "%s: out of memory", path);
 	}
-	while (got < (size_t)st.st_size) {
-		ssize_t n = read(fd, p + got, (size_t)st.st_size - got);
+	while (got < (size_t)size) {
+		ssize_t n = read(fd, p + got, (size_t)size - got);
 
 		if (n < 0 && errno == EINTR)
 			continue;

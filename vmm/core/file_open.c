@@ -1,0 +1,48 @@
+#include "vmm/core/file_open.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vmm/core/err.h"
+
+/* "not a ... regular file ..." for the bounds, into buf. */
+static const char *wanted(char *buf, size_t n, uint64_t min, uint64_t max)
+{
+	if (max == UINT64_MAX)
+		return min ? "not a non-empty regular file" : "not a regular file";
+	if (!min)
+		snprintf(buf, n, "not a regular file of at most %llu bytes", (unsigned long long)max);
+	else
+		snprintf(buf, n, "not a regular file of %llu..%llu bytes", (unsigned long long)min,
+			 (unsigned long long)max);
+	return buf;
+}
+
+int file_open_regular(const char *what, const char *path, int flags, uint64_t min, uint64_t max, uint64_t *size,
+		      struct tvm_err *e)
+{
+	const char *sep = what ? " " : "";
+	struct stat st;
+	char buf[80];
+	int fd, r;
+
+	if (!what)
+		what = "";
+	fd = open(path, flags | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return tvm_errf(e, errno, "%s%s%s: %s", what, sep, path, strerror(errno));
+	if (fstat(fd, &st) < 0)
+		r = tvm_errf(e, errno, "%s%s%s: fstat: %s", what, sep, path, strerror(errno));
+	else if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size < min || (uint64_t)st.st_size > max)
+		r = tvm_errf(e, EINVAL, "%s%s%s: %s", what, sep, path, wanted(buf, sizeof(buf), min, max));
+	else {
+		*size = (uint64_t)st.st_size;
+		return fd;
+	}
+	close(fd);
+	return r;
+}

@@ -1,0 +1,21 @@
+/* Opening a file the library reads whole (kernel, initrd, snapshot state,
+ * snapshot memory) with the checks every such open needs. */
+#ifndef TVM_FILE_OPEN_H
+#define TVM_FILE_OPEN_H
+
+#include <stdint.h>
+
+#include "vmm/core/tvm_types.h"
+
+/* Open path with flags (O_CLOEXEC and O_NONBLOCK are added: a FIFO then
+ * fails the check instead of blocking the open, and regular files ignore
+ * O_NONBLOCK) and check that it is a regular file of min..max bytes.
+ * Returns the fd (the caller closes it) with the file's size in *size, or
+ * -errno with one line "[WHAT ]PATH: reason" in e (what may be NULL): the
+ * open's error, or -EINVAL "not a regular file", "not a non-empty regular
+ * file" (min 1), "not a regular file of at most MAX bytes" (min 0) or "not
+ * a regular file of MIN..MAX bytes". */
+int file_open_regular(const char *what, const char *path, int flags, uint64_t min, uint64_t max, uint64_t *size,
+		      struct tvm_err *e);
+
+#endif

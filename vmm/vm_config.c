@@ -1,0 +1,34 @@
+/* Checks on a caller's struct tvm_config before anything is built, and
+ * what its settings resolve to on this host. */
+#include <errno.h>
+
+#include "boot/boot.h"
+#include "vmm/core/err.h"
+#include "vmm/kvm/host_quirks.h"
+#include "vmm/vm_impl.h"
+
+#define MAX_CPUS BOOT_MAX_CPUS
+#define MIN_MEM_MIB 16
+#define MAX_MEM_MIB (1u << 20) /* 1 TiB */
+
+int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err *e)
+{
+	if (need_kernel && (!c->kernel_path || !*c->kernel_path))
+		return tvm_errf(e, EINVAL, "no kernel given");
+	if (c->cpus < 1 || c->cpus > MAX_CPUS)
+		return tvm_errf(e, EINVAL, "cpus: %u is out of range 1..%d", c->cpus, MAX_CPUS);
+	if (c->nr_drives > TVM_MAX_DRIVES)
+		return tvm_errf(e, EINVAL, "drives: %u is more than %d", c->nr_drives, TVM_MAX_DRIVES);
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (!c->drives[i].path || !*c->drives[i].path)
+			return tvm_errf(e, EINVAL, "drive %u: no path given", i);
+	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
+		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
+				MAX_MEM_MIB);
+	return 0;
+}
+
+bool vm_quirks_apply(enum tvm_quirks q)
+{
+	return q == TVM_QUIRKS_ON || (q == TVM_QUIRKS_AUTO && host_quirks_detect());
+}
