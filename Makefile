@@ -1,14 +1,25 @@
 # tinyvmm build. `make` builds libtinyvmm.a and the tinyvmm binary;
-# `make test` runs unit tests (ASan+UBSan) and the integration tests that boot
-# the real guest; `make fuzz`, `make bench`, `make guest` as named.
+# `make test` runs the layer and symbol checks, unit tests (ASan+UBSan) and the
+# integration tests that boot the real guest; `make fuzz`, `make bench`,
+# `make guest`, `make check-layers`, `make check-symbols`, `make format-check`
+# as named.
 
 CC       ?= gcc
+CXX      ?= g++
 CLANG    ?= clang
+LD       ?= ld
+OBJCOPY  ?= objcopy
+CLANG_FORMAT ?= clang-format
 BUILD    ?= build
 WARN     := -Wall -Wextra -Werror
 CFLAGS   ?= -O2 -g
 ALL_CFLAGS := -std=gnu11 $(WARN) $(CFLAGS) -I. -D_GNU_SOURCE -MMD -MP
 SAN      := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+VERSION  := $(shell sed -n 's/^\#define TVM_VERSION "\(.*\)"/\1/p' vmm/core/version.h)
+SOMAJOR  := 0
+SONAME   := libtinyvmm.so.$(SOMAJOR)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
 LIB_DIRS := vmm/core vmm/kvm boot devices/virtio devices/legacy devices/blk devices/vsock devices/net vmm/snapshot vmm
@@ -16,7 +27,9 @@ LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) guest/protocol.c
 CLI_SRCS := $(wildcard vmm/cli/*.c)
 LIB_SRCS := $(wildcard $(LIB_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
+CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
 SAN_OBJS := $(LIB_SRCS:%.c=$(BUILD)/san/%.o)
+PIC_OBJS := $(LIB_SRCS:%.c=$(BUILD)/pic/%.o)
 
 UNIT_SRCS := $(wildcard tests/test_*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/%.c=$(BUILD)/tests/%)
@@ -26,9 +39,22 @@ FUZZ_SRCS := $(wildcard tests/fuzz/fuzz_*.c)
 FUZZ_BINS := $(FUZZ_SRCS:tests/fuzz/%.c=$(BUILD)/fuzz/%)
 TOOL_SRCS := $(wildcard tools/*.c)
 TOOL_BINS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%) $(BUILD)/tools/netbench
+# Programs built the way a user of the library builds them (tests/examples).
+EXAMPLE_BINS := $(BUILD)/examples/clash $(BUILD)/examples/cxx
+FORMAT_SRCS = $(shell find vmm boot devices guest tests tools -name '*.[ch]' -o -name '*.cc')
 
-.PHONY: all test unit integration fuzz bench guest clean
-all: tinyvmm $(BUILD)/libtinyvmm.a $(TOOL_BINS) $(BUILD)/guest/tinyvmm-agent
+.PHONY: all test unit integration fuzz bench guest clean check-layers check-symbols format-check install uninstall
+all: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(TOOL_BINS) $(BUILD)/guest/tinyvmm-agent $(EXAMPLE_BINS)
+
+# Library objects export nothing unless marked TVM_API (vmm/core/tvm_types.h).
+# They are rebuilt when their flags change (the stamp file holds them).
+LIB_CFLAGS := $(ALL_CFLAGS) -fvisibility=hidden
+$(LIB_OBJS): ALL_CFLAGS := $(LIB_CFLAGS)
+$(LIB_OBJS): $(BUILD)/lib-cflags
+$(BUILD)/lib-cflags: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(LIB_CFLAGS)' | cmp -s - $@ || echo '$(LIB_CFLAGS)' > $@
+.PHONY: FORCE
 
 $(BUILD)/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -38,7 +64,30 @@ $(BUILD)/san/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN) -c $< -o $@
 
-$(BUILD)/libtinyvmm.a: $(LIB_OBJS)
+$(BUILD)/pic/%.o: %.c $(BUILD)/lib-cflags
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -fPIC -c $< -o $@
+
+# The shared library: the same hidden-by-default objects, built PIC, with a
+# versioned soname (the major number changes when the ABI does).
+$(BUILD)/$(SONAME): $(PIC_OBJS)
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,-z,defs -o $@ $^ -lpthread
+
+# The installed library: one relocatable object whose hidden symbols are made
+# local, so a program linking it sees only the tvm_* API and may define its
+# own ev_add, cow_open, ... (tests/examples/clash.c; make check-symbols).
+$(BUILD)/libtinyvmm.o: $(LIB_OBJS)
+	$(LD) -r -o $@.tmp $^
+	$(OBJCOPY) --localize-hidden $@.tmp $@
+	@rm -f $@.tmp
+
+$(BUILD)/libtinyvmm.a: $(BUILD)/libtinyvmm.o
+	@rm -f $@
+	ar rcs $@ $^
+
+# The same objects with every internal symbol still global, for the CLI,
+# which uses internal helpers (tvm_errf, ...).
+$(BUILD)/libtinyvmm-internal.a: $(LIB_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
@@ -46,8 +95,20 @@ $(BUILD)/libtinyvmm-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-tinyvmm: $(CLI_SRCS:%.c=$(BUILD)/%.o) $(BUILD)/libtinyvmm.a
+tinyvmm: $(CLI_OBJS) $(BUILD)/libtinyvmm-internal.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+
+# A program whose own ev_add, cow_open and config_copy would clash with the
+# library's internals if they were exported; it boots the guest (make
+# integration runs it).
+$(BUILD)/examples/clash: tests/examples/clash.c $(BUILD)/libtinyvmm.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(BUILD)/libtinyvmm.a -lpthread
+
+# The public headers compile as C++ and the library links into a C++ program.
+$(BUILD)/examples/cxx: tests/examples/cxx.cc $(BUILD)/libtinyvmm.a
+	@mkdir -p $(dir $@)
+	$(CXX) -std=c++11 -Wall -Wextra -Werror -O2 -g -I. -MMD -MP -o $@ $< $(BUILD)/libtinyvmm.a -lpthread
 
 $(BUILD)/tools/%: tools/%.c
 	@mkdir -p $(dir $@)
@@ -74,19 +135,38 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
 
 include guest/agent.mk
 
-unit: $(UNIT_BINS)
-	@set -e; for t in $(UNIT_BINS); do echo "== $$t"; $$t; done
+unit: $(UNIT_BINS) $(BUILD)/examples/cxx
+	@set -e; for t in $(UNIT_BINS) $(BUILD)/examples/cxx; do echo "== $$t"; $$t; done
 
 # The integration tests boot the guest built by tools/build-guest.sh and the
 # base image built by tools/build-rootfs.sh with our agent as /sbin/init
 # (both cached outside the clone).
-integration: tinyvmm $(IT_BINS) $(AGENT_BIN)
+integration: tinyvmm $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
 	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
 	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
 	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
-	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done
+	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done; \
+	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
+	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"
 
-test: unit integration
+test: check-layers check-symbols unit integration
+
+# Under `make -j test` the checks still come first.
+ifneq ($(filter test,$(MAKECMDGOALS)),)
+unit integration: | check-layers check-symbols
+endif
+
+# No #include points up the layer table or sideways (tools/check-layers.sh).
+check-layers:
+	@bash tools/check-layers.sh
+
+# libtinyvmm.a exports only tvm_* names, and every public function.
+check-symbols: $(BUILD)/libtinyvmm.a
+	@bash tools/check-symbols.sh $(BUILD)/libtinyvmm.a
+
+# The C sources follow .clang-format (nothing is rewritten).
+format-check:
+	@$(CLANG_FORMAT) --dry-run -Werror $(FORMAT_SRCS)
 
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZ_BINS)
@@ -101,8 +181,51 @@ bench: all
 	@bash tools/bench-net.sh
 	@bash tools/bench-restore.sh
 
-guest:
-	@bash tools/build-guest.sh
+# The guest kernel and base image (cached in /var/tmp/tinyvmm-cache), linked
+# as build/guest/vmlinux and build/guest/rootfs.ext4: there `./tinyvmm run`
+# finds them without flags, and `make install` copies them.
+guest: $(AGENT_BIN)
+	@guest=$$(bash tools/build-guest.sh --print-dir) && \
+	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path) && \
+	ln -sfn "$$guest/vmlinux" $(BUILD)/guest/vmlinux && ln -sfn "$$rootfs" $(BUILD)/guest/rootfs.ext4
+
+# The man page, made from --help and --version (help2man).
+$(BUILD)/tinyvmm.1: tinyvmm
+	help2man -N --no-discard-stderr -n "a minimal VMM for throw-away microVMs" -o $@ ./tinyvmm
+
+# make install [PREFIX=/usr/local] [DESTDIR=]: the binary, both libraries, the
+# public headers (under include/tinyvmm: pkg-config's -I), tinyvmm.pc, the
+# man page, and the guest kernel and base image of `make guest` in
+# share/tinyvmm, where the installed binary looks for them (the image is
+# hard-linked from the cache when it can be, else copied sparse).
+install: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(BUILD)/tinyvmm.1
+	install -D -m 755 tinyvmm $(DESTDIR)$(PREFIX)/bin/tinyvmm
+	install -D -m 644 $(BUILD)/libtinyvmm.a $(DESTDIR)$(PREFIX)/lib/libtinyvmm.a
+	install -D -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so.$(VERSION)
+	ln -sfn libtinyvmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME)
+	ln -sfn $(SONAME) $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so
+	install -D -m 644 vmm/tinyvmm.h $(DESTDIR)$(PREFIX)/include/tinyvmm/tinyvmm.h
+	install -D -m 644 vmm/core/tvm_types.h $(DESTDIR)$(PREFIX)/include/tinyvmm/core/tvm_types.h
+	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/tinyvmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tinyvmm.pc
+	install -D -m 644 $(BUILD)/tinyvmm.1 $(DESTDIR)$(PREFIX)/share/man/man1/tinyvmm.1
+	install -d $(DESTDIR)$(PREFIX)/share/tinyvmm
+	@if [ -e $(BUILD)/guest/vmlinux ] && [ -e $(BUILD)/guest/rootfs.ext4 ]; then \
+	  install -m 644 $(BUILD)/guest/vmlinux $(DESTDIR)$(PREFIX)/share/tinyvmm/vmlinux && \
+	  rm -f $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4 && \
+	  { ln $$(readlink -f $(BUILD)/guest/rootfs.ext4) $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4 2>/dev/null || \
+	    cp --sparse=always $(BUILD)/guest/rootfs.ext4 $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4; }; \
+	else echo "install: no guest kernel and image (run make guest first): tinyvmm will need --kernel/--rootfs" >&2; fi
+	@if [ -z "$(DESTDIR)" ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/bin/tinyvmm $(DESTDIR)$(PREFIX)/lib/libtinyvmm.a \
+	  $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/$(SONAME) \
+	  $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/tinyvmm.pc \
+	  $(DESTDIR)$(PREFIX)/share/man/man1/tinyvmm.1 $(DESTDIR)$(PREFIX)/share/tinyvmm/vmlinux \
+	  $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4
+	rm -rf $(DESTDIR)$(PREFIX)/include/tinyvmm
+	-rmdir $(DESTDIR)$(PREFIX)/share/tinyvmm
 
 clean:
 	rm -rf $(BUILD) tinyvmm

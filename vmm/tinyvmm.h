@@ -15,59 +15,63 @@
 
 #include "core/tvm_types.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 struct tvm_vm;
 
 /* The default guest command line. */
-const char *tvm_default_cmdline(void);
+TVM_API const char *tvm_default_cmdline(void);
 
 /* The guest command-line words that host quirks add under setting q on this
  * host ("" when no quirks apply). */
-const char *tvm_quirk_cmdline(enum tvm_quirks q);
+TVM_API const char *tvm_quirk_cmdline(enum tvm_quirks q);
 
 /* Create a VM: open /dev/kvm and check the API version and capabilities,
  * map guest memory, create the irqchip, PIT and vCPUs, load the kernel and
  * initrd, write boot structures and register devices. Nothing runs yet.
  * Returns 0 and *out, or -errno (e.g. -ENOENT missing kernel, -ENOEXEC bad
  * image, -ENOSYS missing KVM capability) with e filled. */
-int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e);
+TVM_API int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e);
 
 /* Start one thread per vCPU. Returns 0 or -errno. */
-int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e);
+TVM_API int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e);
 
 /* Block until the VM ends; join its threads. Returns 0 when it ended with
  * TVM_EXIT_RESET or TVM_EXIT_STOPPED, -ETIME for TVM_EXIT_TTL, else -EIO,
  * with the reason in e. */
-int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e);
+TVM_API int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e);
 
 /* tvm_vm_start() then tvm_vm_wait(). */
-int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e);
+TVM_API int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e);
 
 /* Ask a running VM to stop (thread-safe, returns at once). Its vsock
  * connections are reset, so calls blocked on the agent return -ECONNRESET. */
-void tvm_vm_stop(struct tvm_vm *vm);
+TVM_API void tvm_vm_stop(struct tvm_vm *vm);
 
 /* Why the VM ended (TVM_EXIT_NONE while it runs). */
-enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
+TVM_API enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
 
 /* Resident memory of this process in KiB, not counting the VM's guest RAM
  * mapping (so: what the VMM itself uses). -1 if /proc is unreadable. */
-long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm);
+TVM_API long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm);
 
 /* Write the metrics JSON object (timestamps in µs since t0, VM-exit counts
  * per vCPU, VMM RSS without guest RAM, with a network device its counters
  * as "net") to path. Returns 0 or -errno. */
-int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
+TVM_API int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
 
 /* Copy the network counters into *out (any thread, while the VM exists).
  * Returns 0, or -ENODEV when the VM has no network device. */
-int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out);
+TVM_API int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out);
 
 /* Short label of a drop reason ("policy", "oversized", ...); "?" when out
  * of range. */
-const char *tvm_net_drop_name(unsigned reason);
+TVM_API const char *tvm_net_drop_name(unsigned reason);
 
 /* Stop if running, free everything. NULL is allowed. */
-void tvm_vm_destroy(struct tvm_vm *vm);
+TVM_API void tvm_vm_destroy(struct tvm_vm *vm);
 
 /* ---- Snapshots (ARCHITECTURE.md, "Restore") ---- */
 
@@ -80,7 +84,7 @@ void tvm_vm_destroy(struct tvm_vm *vm);
  * restored guest's side of it is reset). One snapshot at a time per VM.
  * Returns 0 or -errno with the file and reason in e (-ECANCELED: the VM
  * ended meanwhile). */
-int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
+TVM_API int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
 
 /* Build a VM from the snapshot in dir instead of booting: guest memory is
  * dir/mem mapped private (lazy, copy-on-write, page cache shared by every
@@ -96,11 +100,11 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
  * overrides are ignored. Then tvm_vm_start() runs it as a fresh VM: the
  * vsock device posts TRANSPORT_RESET and tvm_vm_start() returns once the
  * guest has handled it (at most 3 s; a connection opened before would be
- * dropped by the guest), and the first tvm_vm_agent_connect() sends SEED
+ * dropped by the guest), and the first tvm_agent_connect() sends SEED
  * (fresh entropy, host wall clock). Returns 0 and *out, or
  * -errno: -EINVAL (damaged, truncated, inconsistent), -EPROTONOSUPPORT
  * (other format version), -ENOENT, or a KVM ioctl's error naming it. */
-int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e);
+TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e);
 
 /* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */
 
@@ -137,36 +141,67 @@ struct tvm_agent;
 /* Take ownership of fd (connected to the agent's vsock port, in-process or
  * through the hybrid Unix socket after "OK") and wait up to timeout_ms for
  * the agent's READY. -ETIMEDOUT, -ECONNRESET or -EPROTO with e set. */
-int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
+TVM_API int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
 
-/* Connect to the agent of a running VM through its in-process vsock device
- * (retrying until timeout_ms while the agent is not listening yet). */
-int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
+/* Where tvm_agent_connect() finds the guest agent: exactly one of these. */
+struct tvm_agent_addr {
+	struct tvm_vm *vm;    /* a running VM of this process: its in-process vsock device */
+	const char *uds_path; /* a VM of any process: its hybrid vsock Unix socket (--vsock-uds) */
+};
 
-/* Connect to the agent of a VM through its hybrid vsock Unix socket
- * (Firecracker protocol: "CONNECT <port>\n" -> "OK <host port>\n"). */
-int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out,
-			  struct tvm_err *e);
+#define TVM_AGENT_SEED 0x1u /* tvm_agent_connect: send SEED once connected (after a boot) */
+
+/* Connect to the agent of a VM that may still be booting or restoring,
+ * retrying for up to timeout_ms in all: while the socket path does not
+ * exist yet (its first 5 s only: a path missing longer is wrong), while the
+ * socket or the guest refuses (the agent does not listen yet), and while a
+ * CONNECT or the agent's READY gets no answer (the guest's vsock driver is
+ * not up yet); a VM of this process that stops ends the wait. Then SEED
+ * (fresh entropy, host wall clock) when flags has TVM_AGENT_SEED, and
+ * always on the first connection to a restored VM of this process; a
+ * failed SEED fails the call. Returns 0 and *out (the caller closes it),
+ * or -errno with e set: -ETIMEDOUT "agent: not ready within N ms: <last
+ * attempt's error>", -ECONNREFUSED (the VM of this process ended),
+ * -ENODEV (it has no vsock device), -EINVAL (not exactly one address),
+ * -EPROTO (not an agent). */
+TVM_API int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned flags,
+			      struct tvm_agent **out, struct tvm_err *e);
+
+/* tvm_agent_connect() to vm's in-process vsock device, flags 0. */
+TVM_API int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
+
+/* One attempt (no retry) to connect to the agent of a VM through its
+ * hybrid vsock Unix socket (Firecracker protocol: "CONNECT <port>\n" ->
+ * "OK <host port>\n"), timeout_ms for each answer: -ENOENT/-ECONNREFUSED
+ * from the socket, -ECONNREFUSED (guest refused the port), -ETIMEDOUT (no
+ * answer to CONNECT), -EPROTO, or tvm_agent_open()'s errors. */
+TVM_API int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out,
+				  struct tvm_err *e);
 
 /* Run a job and wait for its result. Returns 0 (the job ran: see r), or
  * -errno when it could not be started or the connection failed. */
-int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *r, struct tvm_err *e);
+TVM_API int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *r, struct tvm_err *e);
 
 /* Write len bytes to guest file path (absolute; parents created) with mode. */
-int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
-		       struct tvm_err *e);
+TVM_API int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
+			       struct tvm_err *e);
 
 /* Read guest file path, at most cap bytes (else -EFBIG); *data is malloc'd. */
-int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
-		       struct tvm_err *e);
+TVM_API int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
+			       struct tvm_err *e);
 
-/* Send fresh entropy and the host's wall clock (after restore). */
-int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e);
+/* Send fresh entropy and the host's wall clock (tvm_agent_connect() does,
+ * after a boot or a restore). */
+TVM_API int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e);
 
 /* Ask the agent to sync and reset the VM. */
-int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e);
+TVM_API int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e);
 
 /* Close the connection (NULL allowed). */
-void tvm_agent_close(struct tvm_agent *a);
+TVM_API void tvm_agent_close(struct tvm_agent *a);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -10,6 +10,22 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Marks a function of the public API. The library is compiled with
+ * -fvisibility=hidden and linked into one object whose hidden symbols are
+ * made local, so only TVM_API functions are visible to a program that
+ * links libtinyvmm.a (its own names cannot clash with the internals). */
+#ifndef TVM_API
+#if defined(__GNUC__)
+#define TVM_API __attribute__((visibility("default")))
+#else
+#define TVM_API
+#endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Last error of an operation: code is a positive errno value (0 = none),
  * msg a NUL-terminated single line without trailing newline. */
 struct tvm_err {
@@ -95,7 +111,7 @@ struct tvm_config {
 	const char *initrd_path;    /* initramfs, optional */
 	const char *cmdline;        /* NULL: "console=ttyS0 reboot=k panic=-1" */
 	const char *cmdline_append; /* appended after cmdline and quirk words */
-	int serial_out_fd;          /* guest's COM1 output goes here; -1 drops it (default 1) */
+	int serial_out_fd;          /* guest's COM1 output goes here; -1 drops it (default -1) */
 	int serial_in_fd;           /* bytes read here go to COM1's receiver; -1 none (default) */
 	int log_fd;                 /* VMM messages (quirks line, unhandled I/O); -1 none (default 2) */
 	enum tvm_quirks quirks;
@@ -122,6 +138,10 @@ enum tvm_exit {
 };
 
 /* Fill c with the defaults documented in struct tvm_config. */
-void tvm_config_init(struct tvm_config *c);
+TVM_API void tvm_config_init(struct tvm_config *c);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif
