@@ -64,7 +64,7 @@ static void setup(void)
 static void teardown(void)
 {
 	static const char *const names[] = { "empty", "garbage", "trunc-elf", "img", "precious", "fifo",
-					     "out", "err", "sock", "got" };
+					     "out", "err", "sock", "got", "envs" };
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(p(names[i]));
@@ -128,7 +128,11 @@ END_TEST
 
 START_TEST(usage_errors)
 {
-	E("--kernel (or --snapshot) is required", "run");
+	/* No kernel given and none where defaults are looked for. */
+	setenv("TINYVMM_DATA_DIR", dir, 1);
+	E("no guest kernel: give --kernel", "run");
+	E("no guest kernel: give --kernel", "run", "--", "true");
+	unsetenv("TINYVMM_DATA_DIR");
 	/* Used to print the whole usage without naming the word. */
 	E("unknown command 'runn'", "runn");
 	E("unknown command 'snapshot creat'", "snapshot", "creat");
@@ -138,7 +142,22 @@ START_TEST(usage_errors)
 	E("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
 	E("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
 	E("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
-	E("-e NOEQUALS: expected NAME=VALUE", "run", "--kernel", p("garbage"), "-e", "NOEQUALS", "--", "true");
+	/* -e NAME alone takes our value (docker's -e); a name must be one. */
+	E("-e 1BAD: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "1BAD", "--", "true");
+	E("-e =x: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "=x", "--", "true");
+	E("--env-file /nonexistent/envs: No such file or directory", "run", "--kernel", p("garbage"), "--env-file",
+	  "/nonexistent/envs", "--", "true");
+	write_file("envs", "# comment\nA=1\n\nB C=2\n", 20);
+	E("envs:4: B C=2: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "--env-file", p("envs"),
+	  "--", "true");
+	/* Guest paths that cannot work are refused before a VM starts. */
+	E("--put ", "run", "--kernel", p("garbage"), "--put", "/etc/hostname:rel/x", "--", "true");
+	E("the guest path 'rel/x' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
+	  "/etc/hostname:rel/x", "--", "true");
+	E("the guest path '/tmp/' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
+	  "/etc/hostname:/tmp/", "--", "true");
+	E("--get out:/tmp/o: the guest path 'out' must be", "run", "--kernel", p("garbage"), "--get", "out:/tmp/o",
+	  "--", "true");
 	E("--put nocolon: expected SRC:DST", "run", "--kernel", p("garbage"), "--put", "nocolon", "--", "true");
 	E("--get :x: expected SRC:DST", "run", "--kernel", p("garbage"), "--get", ":x", "--", "true");
 	/* Used to be getopt's "run: ..." line followed by the whole usage. */
@@ -542,6 +561,20 @@ START_TEST(json_output_bounded_by_cap)
 }
 END_TEST
 
+/* Without --json a cut output used to be silent: it is said once. */
+START_TEST(output_cut_is_said)
+{
+	char *out, *err;
+
+	ck_assert_int_eq(run_exec(FLOOD, (const char *const[]){ "--output-cap", "10", "--", "true", NULL }, &out, &err),
+			 0);
+	ck_assert_str_eq(out, "AAAAAAAAAA");
+	ck_assert_str_eq(err, "tinyvmm: job output cut at 10 bytes per stream (--output-cap): stdout\n");
+	free(out);
+	free(err);
+}
+END_TEST
+
 /* Local --put/--get paths that cannot work: one line, status 125. */
 START_TEST(put_get_bad_local_paths)
 {
@@ -617,6 +650,7 @@ static Suite *cli_errors_suite(void)
 	tcase_add_test(tc, agent_error_is_one_clean_line);
 	tcase_add_test(tc, exit_code_out_of_range);
 	tcase_add_test(tc, json_output_bounded_by_cap);
+	tcase_add_test(tc, output_cut_is_said);
 	tcase_add_test(tc, json_binary_output);
 	tcase_add_test(tc, put_get_bad_local_paths);
 	suite_add_tcase(s, tc);

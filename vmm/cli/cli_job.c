@@ -9,6 +9,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/core/clock.h"
+#include "vmm/core/version.h"
+
 #define FILE_CAP (1ULL << 30)  /* largest file --put/--get moves */
 #define STDIN_CAP (256u << 20) /* largest stdin forwarded */
 
@@ -51,15 +54,84 @@ static int split_pair(const char *name, const char *arg)
 	return 0;
 }
 
+/* A variable name as a shell would take it: [A-Za-z_][A-Za-z0-9_]*. */
+static int env_name_ok(const char *s, size_t n)
+{
+	if (!n || (s[0] >= '0' && s[0] <= '9'))
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!(s[i] == '_' || (s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+		      (s[i] >= '0' && s[i] <= '9')))
+			return 0;
+	return 1;
+}
+
+/* One NAME=VALUE, or NAME alone: then its value is ours, and a name we do
+ * not have is left out (docker run -e NAME does the same), so a secret
+ * need not appear on the command line. where: "-e" or "--env-file F:N". */
+static int add_env(struct cli_job *j, const char *where, const char *arg)
+{
+	const char *eq = strchr(arg, '='), *val;
+	size_t n = eq ? (size_t)(eq - arg) : strlen(arg);
+	char *kv;
+
+	if (!env_name_ok(arg, n)) {
+		fprintf(stderr, "tinyvmm: %s %s: expected NAME=VALUE or NAME (a variable name)\n", where, arg);
+		return -1;
+	}
+	if (eq)
+		return add(j->env, &j->nenv, "env", arg);
+	if (!(val = getenv(arg)))
+		return 1;
+	if (asprintf(&kv, "%s=%s", arg, val) < 0) {
+		fprintf(stderr, "tinyvmm: %s %s: out of memory\n", where, arg);
+		return -1;
+	}
+	return add(j->env, &j->nenv, "env", kv); /* kv lives as long as the process */
+}
+
+/* --env-file: one NAME=VALUE or NAME per line; blank lines and lines
+ * starting with # are skipped; no quoting (the value is the rest of the
+ * line, as docker's --env-file). */
+static int add_env_file(struct cli_job *j, const char *path)
+{
+	FILE *f = fopen(path, "re");
+	char *line = NULL, where[4200];
+	size_t cap = 0;
+	unsigned lineno = 0;
+	ssize_t n;
+	int r = 1;
+
+	if (!f) {
+		fprintf(stderr, "tinyvmm: --env-file %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (r > 0 && (n = getline(&line, &cap, f)) >= 0) {
+		lineno++;
+		while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+			line[--n] = 0;
+		if (!n || line[0] == '#')
+			continue;
+		snprintf(where, sizeof(where), "--env-file %s:%u:", path, lineno);
+		char *copy = strdup(line);
+		if (!copy) {
+			fprintf(stderr, "tinyvmm: %s out of memory\n", where);
+			r = -1;
+			break;
+		}
+		r = add_env(j, where, copy);
+	}
+	free(line);
+	fclose(f);
+	return r < 0 ? -1 : 1;
+}
+
 int cli_job_option(struct cli_job *j, const char *name, const char *arg)
 {
-	if (!strcmp(name, "env")) {
-		if (!strchr(arg, '=') || arg[0] == '=') {
-			fprintf(stderr, "tinyvmm: -e %s: expected NAME=VALUE\n", arg);
-			return -1;
-		}
-		return add(j->env, &j->nenv, name, arg);
-	}
+	if (!strcmp(name, "env"))
+		return add_env(j, "-e", arg);
+	if (!strcmp(name, "env-file"))
+		return add_env_file(j, arg);
 	if (!strcmp(name, "put") || !strcmp(name, "get")) {
 		if (split_pair(name, arg))
 			return -1;
@@ -72,14 +144,6 @@ int cli_job_option(struct cli_job *j, const char *name, const char *arg)
 	if (!strcmp(name, "timeout"))
 		return cli_job_seconds(name, arg, &j->timeout_ms) ? -1 : 1;
 	return 0;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* Whole file or stream into memory, at most cap bytes. */
@@ -122,8 +186,28 @@ static int slurp(int fd, size_t cap, uint8_t **out, size_t *len)
 	return 0;
 }
 
+/* The guest side of --put LOCAL:GUEST / --get GUEST:LOCAL (guest: its
+ * first n bytes): an absolute path naming a file, not a directory. */
+static int guest_path_ok(const char *flag, const char *arg, const char *guest, size_t n)
+{
+	if (guest[0] != '/' || guest[n - 1] == '/') {
+		fprintf(stderr, "tinyvmm: --%s %s: the guest path '%.*s' must be absolute and name a file\n", flag,
+			arg, (int)n, guest);
+		return -1;
+	}
+	return 0;
+}
+
 int cli_job_check_puts(const struct cli_job *j)
 {
+	for (unsigned i = 0; i < j->nget; i++)
+		if (guest_path_ok("get", j->gets[i], j->gets[i], (size_t)(strchr(j->gets[i], ':') - j->gets[i])))
+			return -1;
+	for (unsigned i = 0; i < j->nput; i++) {
+		const char *guest = strchr(j->puts[i], ':') + 1;
+		if (guest_path_ok("put", j->puts[i], guest, strlen(guest)))
+			return -1;
+	}
 	for (unsigned i = 0; i < j->nput; i++) {
 		const char *colon = strchr(j->puts[i], ':');
 		char local[4096];
@@ -145,13 +229,18 @@ int cli_job_check_puts(const struct cli_job *j)
 static int put_files(struct cli_job *j, struct tvm_agent *a)
 {
 	for (unsigned i = 0; i < j->nput; i++) {
-		char *local = strdup(j->puts[i]), *guest = strchr(local, ':');
+		char *local = strdup(j->puts[i]), *guest;
 		struct stat st;
 		uint8_t *data = NULL;
 		size_t len = 0;
 		struct tvm_err e = { 0 };
 		int fd, r;
 
+		if (!local) {
+			fprintf(stderr, "tinyvmm: --put %s: out of memory\n", j->puts[i]);
+			return -1;
+		}
+		guest = strchr(local, ':');
 		*guest++ = 0;
 		fd = open(local, O_RDONLY | O_CLOEXEC);
 		r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : slurp(fd, FILE_CAP, &data, &len);
@@ -214,12 +303,18 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 	int failed = 0;
 
 	for (unsigned i = 0; i < j->nget; i++) {
-		char *guest = strdup(j->gets[i]), *local = strchr(guest, ':');
+		char *guest = strdup(j->gets[i]), *local;
 		struct tvm_err e = { 0 };
 		void *data;
 		size_t len;
 		int r;
 
+		if (!guest) {
+			fprintf(stderr, "tinyvmm: --get %s: out of memory\n", j->gets[i]);
+			failed = -1;
+			continue;
+		}
+		local = strchr(guest, ':');
 		*local++ = 0;
 		r = tvm_agent_get_file(a, guest, FILE_CAP, &data, &len, &e);
 		if (r) {
@@ -348,7 +443,7 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		job.stdin_data = in;
 		job.stdin_len = in_len;
 	}
-	started = now_ns();
+	started = clock_mono_ns();
 	r = tvm_agent_exec(a, &job, &res, &e);
 	free(in);
 	if (r) {
@@ -368,13 +463,28 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		printf(",\"stderr\":");
 		json_string(stdout, cap.buf[2] ? cap.buf[2] : "", cap.len[2]);
 		printf(",\"stdout_truncated\":%s,\"stderr_truncated\":%s,\"wall_ms\":%llu,\"cpu_ms\":%llu,"
-		       "\"max_rss_kib\":%llu,\"host_job_ms\":%llu,\"host_total_ms\":%llu}\n",
+		       "\"max_rss_kib\":%llu,\"host_job_ms\":%llu,\"host_total_ms\":%llu",
 		       res.stdout_truncated ? "true" : "false", res.stderr_truncated ? "true" : "false",
 		       (unsigned long long)res.wall_ms, (unsigned long long)res.cpu_ms,
-		       (unsigned long long)res.max_rss_kib, (unsigned long long)((now_ns() - started) / 1000000),
-		       (unsigned long long)((now_ns() - t0_ns) / 1000000));
-	} else if (res.timed_out) {
-		fprintf(stderr, "tinyvmm: job timed out after %u ms\n", j->timeout_ms);
+		       (unsigned long long)res.max_rss_kib, (unsigned long long)((clock_mono_ns() - started) / 1000000),
+		       (unsigned long long)((clock_mono_ns() - t0_ns) / 1000000));
+		if (j->started) {
+			printf(",\"started\":\"%s\",\"snapshot\":", j->started);
+			if (j->snapshot)
+				json_string(stdout, j->snapshot, strlen(j->snapshot));
+			else
+				fputs("null", stdout);
+			printf(",\"template_made\":%s", j->template_made ? "true" : "false");
+		}
+		printf(",\"version\":\"%s\"}\n", TVM_VERSION);
+	} else {
+		if (res.timed_out)
+			fprintf(stderr, "tinyvmm: job timed out after %u ms\n", j->timeout_ms);
+		/* Said once, so a cut output is never mistaken for the whole. */
+		if (res.stdout_truncated || res.stderr_truncated)
+			fprintf(stderr, "tinyvmm: job output cut at %u bytes per stream (--output-cap):%s%s\n",
+				j->output_cap ? j->output_cap : CLI_DEFAULT_OUTPUT_CAP,
+				res.stdout_truncated ? " stdout" : "", res.stderr_truncated ? " stderr" : "");
 	}
 	free(cap.buf[1]);
 	free(cap.buf[2]);

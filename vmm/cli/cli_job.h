@@ -1,5 +1,5 @@
-/* The job half of the tinyvmm command: options after the VM options, and
- * running one job through an agent connection. */
+/* The job half of the tinyvmm command: the job options (given among the
+ * VM options), and running one job through an agent connection. */
 #ifndef TVM_CLI_JOB_H
 #define TVM_CLI_JOB_H
 
@@ -14,6 +14,7 @@
 #define EXIT_NOT_FOUND 127 /* the command was not found */
 
 #define CLI_MAX_LIST 64
+#define CLI_DEFAULT_OUTPUT_CAP (1u << 20) /* the agent's default per stream (guest/PROTOCOL.md) */
 
 struct cli_job {
 	const char *env[CLI_MAX_LIST + 1];
@@ -29,6 +30,9 @@ struct cli_job {
 	int json;            /* print one JSON result object instead of streaming */
 	int forward_stdin;   /* read our stdin to EOF and give it to the job */
 	char **argv;         /* the command, NULL-terminated */
+	const char *started; /* for --json: "boot" or "restore"; NULL: not known (exec) */
+	const char *snapshot; /* for --json: the snapshot restored from */
+	int template_made;    /* for --json: this run made the template snapshot it restored */
 };
 
 /* Parse a number of seconds (fractions allowed) for --name into *ms.

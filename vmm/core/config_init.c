@@ -9,7 +9,7 @@ void tvm_config_init(struct tvm_config *c)
 	memset(c, 0, sizeof(*c));
 	c->mem_mib = 256;
 	c->cpus = 1;
-	c->serial_out_fd = 1;
+	c->serial_out_fd = -1; /* a library must not write to its host program's stdout */
 	c->serial_in_fd = -1;
 	c->log_fd = 2;
 	c->quirks = TVM_QUIRKS_AUTO;

@@ -1,0 +1,37 @@
+/* tinyvmm exec: one job in a VM run by another process, through its hybrid
+ * vsock Unix socket. */
+#include "vmm/cli/cli.h"
+
+#define EXEC_WAIT_S 120 /* seconds to wait for a booting VM's agent */
+
+int cli_cmd_exec(int argc, char **argv, uint64_t t0_ns)
+{
+	struct cli_args a = { 0 };
+	struct tvm_err err = { 0 };
+	struct tvm_agent *agent;
+	int r;
+
+	a.job.uid = a.job.gid = TVM_ID_DEFAULT;
+	r = cli_parse_args(argc, argv, &a);
+
+	if (r)
+		return r < 0 ? 0 : r;
+	if (!a.c.vsock_uds || !a.job.argv) {
+		fprintf(stderr, "tinyvmm: exec needs --vsock-uds PATH and -- CMD\n");
+		return EXIT_VM_FAILED;
+	}
+	/* A VM started just before may still be booting: its socket not there
+	 * yet, CONNECT unanswered until the guest's vsock driver is up, the
+	 * port refused until the agent listens. Wait for it, within reason.
+	 * No SEED: exec cannot tell a VM just booted or restored from one
+	 * seeded already. */
+	r = tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = a.c.vsock_uds }, EXEC_WAIT_S * 1000, 0, &agent,
+			      &err);
+	if (r) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	r = cli_job_run(&a.job, agent, t0_ns);
+	tvm_agent_close(agent);
+	return r;
+}

@@ -1,0 +1,232 @@
+/* The option table of run, snapshot create and exec, parsed into struct
+ * cli_args and, for a VM, into its config. */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmm/cli/cli.h"
+
+#define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
+
+/* getopt_long's values for the long options. Named OPT_*: O_* is
+ * <fcntl.h>'s (O_APPEND was one). */
+enum {
+	OPT_KERNEL = 1, OPT_INITRD, OPT_CMDLINE, OPT_CMDLINE_APPEND, OPT_MEM, OPT_CPUS, OPT_SERIAL, OPT_METRICS,
+	OPT_QUIRKS, OPT_HELP, OPT_ROOTFS, OPT_DRIVE, OPT_VSOCK_CID, OPT_VSOCK_UDS, OPT_TTL, OPT_CONSOLE, OPT_STDIN,
+	OPT_JSON, OPT_CAP, OPT_JOB, OPT_SNAPSHOT, OPT_OUT, OPT_NET, OPT_NET_ALLOW, OPT_NET_DNS, OPT_NET_DENY,
+	OPT_NET_MAC, OPT_NET_MTU, OPT_NET_IP, OPT_NET_GW, OPT_NET_NO_OFFLOAD, OPT_NO_SNAPSHOT, OPT_DIE_WITH_PARENT,
+};
+
+static const struct option opts[] = {
+	{ "kernel", required_argument, 0, OPT_KERNEL },	    { "initrd", required_argument, 0, OPT_INITRD },
+	{ "cmdline", required_argument, 0, OPT_CMDLINE },
+	{ "cmdline-append", required_argument, 0, OPT_CMDLINE_APPEND },
+	{ "mem", required_argument, 0, OPT_MEM },	    { "cpus", required_argument, 0, OPT_CPUS },
+	{ "serial-out", required_argument, 0, OPT_SERIAL }, { "metrics", required_argument, 0, OPT_METRICS },
+	{ "quirks", required_argument, 0, OPT_QUIRKS },	    { "help", no_argument, 0, OPT_HELP },
+	{ "rootfs", required_argument, 0, OPT_ROOTFS },	    { "drive", required_argument, 0, OPT_DRIVE },
+	{ "vsock-cid", required_argument, 0, OPT_VSOCK_CID }, { "vsock-uds", required_argument, 0, OPT_VSOCK_UDS },
+	{ "ttl", required_argument, 0, OPT_TTL },	    { "console", no_argument, 0, OPT_CONSOLE },
+	{ "stdin", no_argument, 0, OPT_STDIN },		    { "json", no_argument, 0, OPT_JSON },
+	{ "output-cap", required_argument, 0, OPT_CAP },    { "env", required_argument, 0, OPT_JOB },
+	{ "workdir", required_argument, 0, OPT_JOB },	    { "timeout", required_argument, 0, OPT_JOB },
+	{ "put", required_argument, 0, OPT_JOB },	    { "get", required_argument, 0, OPT_JOB },
+	{ "net", required_argument, 0, OPT_NET },	    { "net-allow", required_argument, 0, OPT_NET_ALLOW },
+	{ "net-dns", required_argument, 0, OPT_NET_DNS },   { "net-deny-all", no_argument, 0, OPT_NET_DENY },
+	{ "net-mac", required_argument, 0, OPT_NET_MAC },   { "net-mtu", required_argument, 0, OPT_NET_MTU },
+	{ "net-ip", required_argument, 0, OPT_NET_IP },	    { "net-gw", required_argument, 0, OPT_NET_GW },
+	{ "net-no-offload", no_argument, 0, OPT_NET_NO_OFFLOAD },
+	{ "snapshot", required_argument, 0, OPT_SNAPSHOT }, { "out", required_argument, 0, OPT_OUT },
+	{ "env-file", required_argument, 0, OPT_JOB },	    { "no-snapshot", no_argument, 0, OPT_NO_SNAPSHOT },
+	{ "die-with-parent", no_argument, 0, OPT_DIE_WITH_PARENT },
+	{ 0, 0, 0, 0 },
+};
+
+/* The option getopt_long just refused: a short one by its letter (it may
+ * sit in a group like -ix), else the argument itself ("--bogus"). */
+static const char *bad_option(char **argv)
+{
+	static char shortopt[3];
+
+	if (optopt > ' ' && optopt < 127) {
+		snprintf(shortopt, sizeof(shortopt), "-%c", optopt);
+		return shortopt;
+	}
+	return argv[optind - 1];
+}
+
+int cli_parse_args(int argc, char **argv, struct cli_args *a)
+{
+	int o, idx;
+
+	optind = 1;
+	/* '+': stop at the first non-option, so CMD's own flags stay its. */
+	/* ':' first: a missing value is reported apart, and by us (opterr = 0):
+	 * one line naming the option, not getopt's "run: ..." and the usage. */
+	opterr = 0;
+	while ((o = getopt_long(argc, argv, "+:e:i", opts, &idx)) != -1) {
+		if (o == OPT_KERNEL || o == OPT_INITRD || o == OPT_CMDLINE || o == OPT_CMDLINE_APPEND || o == OPT_MEM ||
+		    o == OPT_CPUS || o == OPT_VSOCK_CID || o == OPT_QUIRKS)
+			a->boot_only = opts[idx].name;
+		switch (o) {
+		case OPT_KERNEL: a->c.kernel_path = optarg; break;
+		case OPT_INITRD: a->c.initrd_path = optarg; break;
+		case OPT_CMDLINE: a->c.cmdline = optarg; a->user_cmdline = 1; break;
+		case OPT_CMDLINE_APPEND: a->c.cmdline_append = optarg; break;
+		case OPT_MEM: if (cli_parse_u32("--mem", optarg, &a->c.mem_mib)) return EXIT_VM_FAILED; break;
+		case OPT_CPUS: if (cli_parse_u32("--cpus", optarg, &a->c.cpus)) return EXIT_VM_FAILED; break;
+		case OPT_VSOCK_CID:
+			if (cli_parse_u32("--vsock-cid", optarg, &a->c.vsock_cid))
+				return EXIT_VM_FAILED;
+			break;
+		case OPT_CAP:
+			if (cli_parse_u32("--output-cap", optarg, &a->job.output_cap))
+				return EXIT_VM_FAILED;
+			break;
+		case OPT_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
+		case OPT_VSOCK_UDS: a->c.vsock_uds = optarg; break;
+		case OPT_NET: if (cli_parse_net(optarg, &a->c.net)) return EXIT_VM_FAILED; break;
+		case OPT_NET_ALLOW:
+			if (a->c.net.nr_allow == TVM_MAX_NET_RULES) {
+				fprintf(stderr, "tinyvmm: --net-allow: at most %d rules\n", TVM_MAX_NET_RULES);
+				return EXIT_VM_FAILED;
+			}
+			a->c.net.allow[a->c.net.nr_allow++] = optarg;
+			break;
+		case OPT_NET_DNS:
+			if (a->c.net.nr_dns == TVM_MAX_NET_DNS) {
+				fprintf(stderr, "tinyvmm: --net-dns: at most %d resolvers\n", TVM_MAX_NET_DNS);
+				return EXIT_VM_FAILED;
+			}
+			a->c.net.dns[a->c.net.nr_dns++] = optarg;
+			break;
+		case OPT_NET_DENY: a->c.net.deny_all = 1; break;
+		case OPT_NET_NO_OFFLOAD: a->c.net.no_offload = 1; break;
+		case OPT_NET_MAC: a->c.net.mac = optarg; break;
+		case OPT_NET_IP: a->c.net.guest_ip = optarg; break;
+		case OPT_NET_GW: a->c.net.guest_gw = optarg; break;
+		case OPT_NET_MTU:
+			if (cli_parse_u32("--net-mtu", optarg, &a->c.net.mtu))
+				return EXIT_VM_FAILED;
+			break;
+		case OPT_SERIAL: a->serial_out = optarg; break;
+		case OPT_SNAPSHOT: a->snapshot = optarg; break;
+		case OPT_OUT: a->out = optarg; break;
+		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
+		case OPT_DIE_WITH_PARENT: a->die_with_parent = 1; break;
+		case OPT_METRICS: a->metrics = optarg; break;
+		case OPT_CONSOLE: a->console = 1; break;
+		case OPT_STDIN: case 'i': a->job.forward_stdin = 1; break;
+		case OPT_JSON: a->job.json = 1; break;
+		case 'e': if (cli_job_option(&a->job, "env", optarg) < 0) return EXIT_VM_FAILED; break;
+		case OPT_JOB:
+			if (cli_job_option(&a->job, opts[idx].name, optarg) < 0)
+				return EXIT_VM_FAILED;
+			break;
+		case OPT_QUIRKS:
+			if (!strcmp(optarg, "auto")) a->c.quirks = TVM_QUIRKS_AUTO;
+			else if (!strcmp(optarg, "on")) a->c.quirks = TVM_QUIRKS_ON;
+			else if (!strcmp(optarg, "off")) a->c.quirks = TVM_QUIRKS_OFF;
+			else {
+				fprintf(stderr, "tinyvmm: --quirks: '%s' is not auto, on or off\n", optarg);
+				return EXIT_VM_FAILED;
+			}
+			break;
+		case OPT_ROOTFS:
+			if (a->have_root) {
+				fprintf(stderr, "tinyvmm: --rootfs given twice\n");
+				return EXIT_VM_FAILED;
+			}
+			if (cli_parse_drive("--rootfs", optarg, &a->root, 1))
+				return EXIT_VM_FAILED;
+			a->have_root = 1;
+			break;
+		case OPT_DRIVE:
+			if (a->nr_drives + 1 >= TVM_MAX_DRIVES) {
+				fprintf(stderr, "tinyvmm: --drive: at most %d drives\n", TVM_MAX_DRIVES - 1);
+				return EXIT_VM_FAILED;
+			}
+			if (cli_parse_drive("--drive", optarg, &a->drives[a->nr_drives], 0))
+				return EXIT_VM_FAILED;
+			a->nr_drives++;
+			break;
+		case OPT_HELP:
+			cli_usage(stdout);
+			return -1;
+		case ':':
+			fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv));
+			return EXIT_VM_FAILED;
+		default:
+			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));
+			return EXIT_VM_FAILED;
+		}
+	}
+	if (!a->c.net.enabled && (a->c.net.nr_allow || a->c.net.nr_dns || a->c.net.deny_all || a->c.net.mac ||
+				  a->c.net.mtu || a->c.net.guest_ip || a->c.net.guest_gw || a->c.net.no_offload)) {
+		/* Without --net the VM has no network at all: a policy or
+		 * address for it would be silently meaningless. */
+		fprintf(stderr, "tinyvmm: --net-* options need --net TAP|auto (without it the VM has no network)\n");
+		return EXIT_VM_FAILED;
+	}
+	if (optind < argc && strcmp(argv[optind - 1], "--")) {
+		fprintf(stderr, "tinyvmm: unexpected argument '%s' (put the command after --)\n", argv[optind]);
+		return EXIT_VM_FAILED;
+	}
+	a->job.argv = optind < argc ? argv + optind : NULL;
+	return 0;
+}
+
+int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int create)
+{
+	int r;
+
+	tvm_config_init(&a->c);
+	a->c.serial_out_fd = 1; /* the console is ours to show (the library's default is none) */
+	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
+	a->c.t0_ns = t0_ns;
+	r = cli_parse_args(argc, argv, a);
+	if (!r && cli_job_check_puts(&a->job))
+		r = EXIT_VM_FAILED;
+	if (r)
+		return r;
+	r = cli_guest_defaults(a);
+	if (r)
+		return r;
+	if (a->snapshot && a->boot_only) {
+		fprintf(stderr, "tinyvmm: --%s: a restore takes kernel, command line, memory, vCPUs, vsock CID and "
+				"quirks from the snapshot\n", a->boot_only);
+		return EXIT_VM_FAILED;
+	}
+	if (!a->out != !create || (create && a->snapshot)) {
+		fprintf(stderr, "tinyvmm: %s\n", create ? "snapshot create needs --out DIR and boots (no --snapshot)"
+						    : "--out belongs to `tinyvmm snapshot create`");
+		return EXIT_VM_FAILED;
+	}
+	/* The root drive is /dev/vda, then the others in order. */
+	if (a->have_root)
+		a->c.drives[a->c.nr_drives++] = a->root;
+	a->c.root_drive = a->have_root;
+	for (unsigned i = 0; i < a->nr_drives; i++)
+		a->c.drives[a->c.nr_drives++] = a->drives[i];
+	if (a->job.argv || create) {
+		/* Job mode: the console is not the job's output. */
+		a->c.serial_out_fd = a->console ? 2 : -1;
+		if (!a->c.cmdline)
+			a->c.cmdline = JOB_CMDLINE;
+	} else if (isatty(0)) {
+		a->c.serial_in_fd = 0;
+		cli_term_raw();
+	}
+	if (a->serial_out) {
+		/* Append, never truncate: the user's file keeps what it had. */
+		FILE *f = fopen(a->serial_out, "ae");
+		if (!f) {
+			fprintf(stderr, "tinyvmm: --serial-out %s: %s\n", a->serial_out, strerror(errno));
+			return EXIT_VM_FAILED;
+		}
+		a->c.serial_out_fd = fileno(f);
+	}
+	return 0;
+}

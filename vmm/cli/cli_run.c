@@ -1,0 +1,125 @@
+/* tinyvmm run: boot or restore a VM, then show its console until it ends,
+ * or run one job in it through its agent. */
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "vmm/cli/cli.h"
+
+/* SIGINT/SIGTERM/SIGHUP stop the VM; the signal is kept for the exit
+ * status. */
+struct stopper {
+	struct tvm_vm *vm;
+	sigset_t set;
+	int sig;
+};
+
+static void *signal_waiter(void *arg)
+{
+	struct stopper *s = arg;
+
+	if (sigwait(&s->set, &s->sig) == 0) {
+		tvm_vm_stop(s->vm);
+	}
+	return NULL;
+}
+
+/* A kept overlay or a writable image wants the guest's caches written out:
+ * ask the agent to sync and reset instead of pulling the plug. */
+static int wants_clean_shutdown(const struct tvm_config *c)
+{
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (c->drives[i].overlay_path || (!c->drives[i].cow && !c->drives[i].read_only))
+			return 1;
+	return 0;
+}
+
+static int run_job_in_vm(struct cli_args *a, struct tvm_vm *vm, uint64_t t0)
+{
+	struct tvm_agent *agent;
+	struct tvm_err err = { 0 };
+	int status;
+
+	/* SEED: the booted guest gets the host's clock and entropy (a
+	 * restored one gets them whatever flags say). */
+	if (tvm_agent_connect(&(struct tvm_agent_addr){ .vm = vm }, CLI_BOOT_TIMEOUT_MS, TVM_AGENT_SEED, &agent,
+			      &err)) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	status = cli_job_run(&a->job, agent, t0);
+	if (wants_clean_shutdown(&a->c) && !tvm_agent_shutdown(agent, &err)) {
+		tvm_agent_close(agent);
+		return status; /* the guest resets itself; tvm_vm_wait sees it */
+	}
+	tvm_agent_close(agent);
+	tvm_vm_stop(vm);
+	return status;
+}
+
+int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
+{
+	struct cli_args a = { 0 };
+	struct tvm_err err = { 0 };
+	struct tvm_vm *vm;
+	struct stopper stop = { 0 };
+	pthread_t waiter;
+	int r, status;
+
+	r = cli_setup_vm(argc, argv, t0_ns, &a, 0);
+	if (r)
+		return r < 0 ? 0 : r;
+	if (a.die_with_parent) {
+		/* SIGTERM stops the VM like a user's; a parent gone before the
+		 * prctl is caught by the second look. */
+		pid_t parent = getppid();
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) {
+			fprintf(stderr, "tinyvmm: --die-with-parent: the parent process has ended\n");
+			return EXIT_VM_FAILED;
+		}
+	}
+	cli_template_use(&a, t0_ns);
+	a.job.started = a.snapshot ? "restore" : "boot";
+	a.job.snapshot = a.snapshot;
+
+	/* SIGINT/SIGTERM stop the VM from a thread of our own, so that every
+	 * other thread (the library's) runs with them blocked. */
+	sigemptyset(&stop.set);
+	sigaddset(&stop.set, SIGINT);
+	sigaddset(&stop.set, SIGTERM);
+	sigaddset(&stop.set, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
+
+	r = a.snapshot ? tvm_vm_restore(&a.c, a.snapshot, &vm, &err) : tvm_vm_create(&a.c, &vm, &err);
+	if (r) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	stop.vm = vm;
+	pthread_create(&waiter, NULL, signal_waiter, &stop);
+	r = tvm_vm_start(vm, &err);
+	status = 0;
+	if (!r && a.job.argv)
+		status = run_job_in_vm(&a, vm, t0_ns);
+	if (!r)
+		r = tvm_vm_wait(vm, &err);
+	if (r == -ETIME) {
+		fprintf(stderr, "tinyvmm: VM stopped: its --ttl of %.1f s expired\n", a.c.ttl_ms / 1000.0);
+		status = EXIT_TIMED_OUT;
+	} else if (r) {
+		fprintf(stderr, "tinyvmm: guest failed: %s\n", err.msg);
+		status = EXIT_VM_FAILED;
+	}
+	pthread_cancel(waiter);
+	pthread_join(waiter, NULL);
+	if (stop.sig)
+		status = 128 + stop.sig;
+	if (a.metrics && tvm_vm_write_metrics(vm, a.metrics, &err)) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		status = status ? status : EXIT_VM_FAILED;
+	}
+	tvm_vm_destroy(vm);
+	return status;
+}

@@ -1,0 +1,154 @@
+/* Template snapshots made for the user: a job that would boot the default
+ * way is restored instead from a snapshot of the same kernel, image and VM
+ * shape, made on first use and cached. Two runs racing to make one are
+ * serialised by a lock file; a template is only ever seen complete (made
+ * in a temporary directory, then renamed into place). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vmm/cli/cli.h"
+#include "vmm/core/version.h"
+
+#define DEFAULT_CACHE "/var/tmp/tinyvmm-cache"
+/* What the template's guest runs once before the snapshot, so the page
+ * cache a Python job needs is in it (harmless where there is no python3). */
+static char *warmup_argv[] = { "/bin/sh", "-c", "python3 -c pass 2>/dev/null; true", NULL };
+
+/* Remove a half-made template directory (its files are ours: state, mem,
+ * diskN and their temporaries). */
+static void remove_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
+}
+
+/* FNV-1a, 64 bits: a cache key, not a defence (the inputs are ours). */
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ ((const uint8_t *)p)[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* A file's identity: a file replaced or rewritten changes the key. */
+static int ident(char *buf, size_t cap, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st) < 0)
+		return -errno;
+	snprintf(buf, cap, "%s|%llu|%llu|%lld|%lld.%09ld;", path, (unsigned long long)st.st_dev,
+		 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+		 st.st_mtim.tv_nsec);
+	return 0;
+}
+
+static int eligible(const struct cli_args *a)
+{
+	const struct tvm_config *c = &a->c;
+
+	return a->job.argv && !a->snapshot && !a->no_snapshot && !c->net.enabled && c->nr_drives == 1 &&
+	       c->root_drive && c->drives[0].cow && !c->drives[0].read_only && !c->initrd_path &&
+	       !c->cmdline_append && !a->user_cmdline;
+}
+
+void cli_template_use(struct cli_args *a, uint64_t t0_ns)
+{
+	char key[4 * PATH_MAX + 256], part[PATH_MAX + 128], dir[PATH_MAX], tmp[PATH_MAX + 32], lock[PATH_MAX + 8];
+	const char *cache = getenv("TINYVMM_CACHE");
+	uint64_t h1, h2;
+	struct stat st;
+	int fd, r;
+
+	if (!eligible(a))
+		return;
+	if (!cache || !*cache)
+		cache = DEFAULT_CACHE;
+	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;", TVM_VERSION, a->c.mem_mib, a->c.cpus,
+		 a->c.vsock_cid, (int)a->c.quirks);
+	if (ident(part, sizeof(part), a->c.kernel_path) == 0)
+		strncat(key, part, sizeof(key) - strlen(key) - 1);
+	if (ident(part, sizeof(part), a->c.drives[0].path) == 0)
+		strncat(key, part, sizeof(key) - strlen(key) - 1);
+	if (ident(part, sizeof(part), "/proc/self/exe") == 0)
+		strncat(key, part, sizeof(key) - strlen(key) - 1);
+	h1 = fnv(0xcbf29ce484222325ULL, key, strlen(key));
+	h2 = fnv(0x84222325cbf29ce4ULL, key, strlen(key));
+	snprintf(dir, sizeof(dir), "%.*s/templates/%016llx%016llx", PATH_MAX - 64, cache, (unsigned long long)h1,
+		 (unsigned long long)h2);
+	snprintf(lock, sizeof(lock), "%s.lock", dir);
+	snprintf(part, sizeof(part), "%.*s/templates", PATH_MAX - 64, cache);
+	if ((mkdir(cache, 0755) < 0 && errno != EEXIST) || (mkdir(part, 0755) < 0 && errno != EEXIST)) {
+		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", part, strerror(errno));
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s/state", dir);
+	if (stat(tmp, &st) == 0)
+		goto use;
+	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
+		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", lock, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	if (stat(tmp, &st) == 0) { /* made by the run we waited for */
+		close(fd);
+		goto use;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
+	fprintf(stderr, "tinyvmm: first run with this kernel and image: booting once to make a template snapshot "
+			"(later runs restore it; --no-snapshot boots cold)\n");
+	{
+		struct tvm_config c = a->c;
+		struct cli_job warm = { .argv = warmup_argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .json = 1 };
+
+		/* The template belongs to no run: nothing of this run's I/O. */
+		c.serial_out_fd = -1;
+		c.serial_in_fd = -1;
+		c.vsock_uds = NULL;
+		c.ttl_ms = 0;
+		c.drives[0].overlay_path = NULL;
+		c.drives[0].overlay_limit = 0;
+		/* The warm-up's JSON result would land on our stdout. */
+		fflush(stdout);
+		int saved = dup(1), devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
+		if (saved >= 0 && devnull >= 0)
+			dup2(devnull, 1);
+		r = cli_snapshot_make(&c, &warm, tmp, NULL, t0_ns, 1);
+		fflush(stdout);
+		if (saved >= 0) {
+			dup2(saved, 1);
+			close(saved);
+		}
+		if (devnull >= 0)
+			close(devnull);
+	}
+	if (!r && rename(tmp, dir) < 0)
+		r = -errno;
+	close(fd);
+	a->job.template_made = !r;
+	if (r) {
+		remove_dir(tmp);
+		fprintf(stderr, "tinyvmm: template snapshot %s could not be made; booting cold\n", dir);
+		return;
+	}
+use:
+	snprintf(a->template_dir, sizeof(a->template_dir), "%s", dir);
+	a->snapshot = a->template_dir;
+}
