@@ -50,6 +50,9 @@ TVM_API int tvm_vm_run(struct tvm_vm *vm, struct tvm_err *e);
  * connections are reset, so calls blocked on the agent return -ECONNRESET. */
 TVM_API void tvm_vm_stop(struct tvm_vm *vm);
 
+/* The library's version ("MAJOR.MINOR.PATCH"), as `tinyvmm --version`. */
+TVM_API const char *tvm_version(void);
+
 /* Why the VM ended (TVM_EXIT_NONE while it runs). */
 TVM_API enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
 

@@ -8,6 +8,7 @@
 
 #include "vmm/core/err.h"
 #include "vmm/core/metrics.h"
+#include "vmm/core/version.h"
 #include "vmm/vm_impl.h"
 
 long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm)
@@ -21,7 +22,7 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 
 	if (!f)
 		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
-	fprintf(f, "{");
+	fprintf(f, "{\"version\":\"%s\",", TVM_VERSION);
 	for (int i = 0; i < MARK_COUNT; i++)
 		fprintf(f, "\"%s\":%llu,", metrics_mark_name(i), (unsigned long long)atomic_load(&vm->metrics.at_us[i]));
 	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[", metrics_rss_kib_excluding(vm->mem.base, vm->mem.size),
@@ -40,4 +41,9 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 	if (fclose(f) != 0)
 		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
 	return 0;
+}
+
+const char *tvm_version(void)
+{
+	return TVM_VERSION;
 }

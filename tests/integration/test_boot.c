@@ -50,6 +50,11 @@ START_TEST(library_boots_vmlinux)
 	 * passed (on the kvm_pvm host that runs the SYSCALL completion path). */
 	ck_assert_msg(strstr(console, "tinyvmm-test-init: started"), "init did not start:\n%s", console);
 	json = it_slurp(metrics);
+	{
+		char want[64];
+		snprintf(want, sizeof(want), "{\"version\":\"%s\",", tvm_version());
+		ck_assert_msg(!strncmp(json, want, strlen(want)), "metrics do not start with %s: %.80s", want, json);
+	}
 	/* Every boot milestone was reached, in order. */
 	{
 		static const char *const order[] = { "vm_created_us", "kernel_loaded_us", "first_kvm_run_us",
