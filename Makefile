@@ -22,7 +22,7 @@ SOMAJOR  := 0
 SONAME   := libtinyvmm.so.$(SOMAJOR)
 CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lm -lrt -lpthread)
 
-LIB_DIRS := vmm/core vmm/kvm boot devices/virtio devices/legacy devices/blk devices/vsock devices/net vmm/snapshot vmm
+LIB_DIRS := vmm/core vmm/kvm boot devices/virtio devices/legacy devices/blk devices/vsock devices/net vmm/snapshot vmm/sandbox vmm
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) guest/protocol.c
 CLI_SRCS := $(wildcard vmm/cli/*.c)
 LIB_SRCS := $(wildcard $(LIB_SRCS))

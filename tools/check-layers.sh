@@ -25,6 +25,7 @@ devices/blk       3
 devices/vsock     3
 devices/net       3
 vmm/snapshot      4
+vmm/sandbox       4
 vmm               5
 vmm/cli           6
 '
