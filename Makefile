@@ -195,10 +195,11 @@ $(BUILD)/tinyvmm.1: tinyvmm
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, both libraries, the
 # public headers (under include/tinyvmm: pkg-config's -I), tinyvmm.pc, the
-# man page, and the guest kernel and base image of `make guest` in
-# share/tinyvmm, where the installed binary looks for them (the image is
-# hard-linked from the cache when it can be, else copied sparse).
-install: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(BUILD)/tinyvmm.1
+# man page, and in share/tinyvmm: the guest kernel and base image of `make
+# guest`, where the installed binary looks for them (the image is
+# hard-linked from the cache when it can be, else copied sparse), and the
+# agent, tools/build-rootfs.sh and guest/rootfs/ for `tinyvmm image build`.
+install: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(BUILD)/tinyvmm.1 $(AGENT_BIN)
 	install -D -m 755 tinyvmm $(DESTDIR)$(PREFIX)/bin/tinyvmm
 	install -D -m 644 $(BUILD)/libtinyvmm.a $(DESTDIR)$(PREFIX)/lib/libtinyvmm.a
 	install -D -m 755 $(BUILD)/$(SONAME) $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so.$(VERSION)
@@ -209,7 +210,11 @@ install: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(BUILD)/tinyvmm.1
 	install -d $(DESTDIR)$(PREFIX)/lib/pkgconfig
 	sed -e 's|@PREFIX@|$(PREFIX)|' -e 's|@VERSION@|$(VERSION)|' tools/tinyvmm.pc.in > $(DESTDIR)$(PREFIX)/lib/pkgconfig/tinyvmm.pc
 	install -D -m 644 $(BUILD)/tinyvmm.1 $(DESTDIR)$(PREFIX)/share/man/man1/tinyvmm.1
-	install -d $(DESTDIR)$(PREFIX)/share/tinyvmm
+	install -d $(DESTDIR)$(PREFIX)/share/tinyvmm/tools $(DESTDIR)$(PREFIX)/share/tinyvmm/guest
+	install -m 644 tools/build-rootfs.sh $(DESTDIR)$(PREFIX)/share/tinyvmm/tools/build-rootfs.sh
+	install -m 755 $(AGENT_BIN) $(DESTDIR)$(PREFIX)/share/tinyvmm/tinyvmm-agent
+	rm -rf $(DESTDIR)$(PREFIX)/share/tinyvmm/guest/rootfs
+	cp -R guest/rootfs $(DESTDIR)$(PREFIX)/share/tinyvmm/guest/rootfs
 	@if [ -e $(BUILD)/guest/vmlinux ] && [ -e $(BUILD)/guest/rootfs.ext4 ]; then \
 	  install -m 644 $(BUILD)/guest/vmlinux $(DESTDIR)$(PREFIX)/share/tinyvmm/vmlinux && \
 	  rm -f $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4 && \
@@ -224,7 +229,8 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/lib/libtinyvmm.so $(DESTDIR)$(PREFIX)/lib/pkgconfig/tinyvmm.pc \
 	  $(DESTDIR)$(PREFIX)/share/man/man1/tinyvmm.1 $(DESTDIR)$(PREFIX)/share/tinyvmm/vmlinux \
 	  $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4
-	rm -rf $(DESTDIR)$(PREFIX)/include/tinyvmm
+	rm -rf $(DESTDIR)$(PREFIX)/include/tinyvmm $(DESTDIR)$(PREFIX)/share/tinyvmm/tools \
+	  $(DESTDIR)$(PREFIX)/share/tinyvmm/guest $(DESTDIR)$(PREFIX)/share/tinyvmm/tinyvmm-agent
 	-rmdir $(DESTDIR)$(PREFIX)/share/tinyvmm
 
 clean:

@@ -136,6 +136,8 @@ START_TEST(usage_errors)
 	/* Used to print the whole usage without naming the word. */
 	E("unknown command 'runn'", "runn");
 	E("unknown command 'snapshot creat'", "snapshot", "creat");
+	E("unknown command 'image bild'", "image", "bild");
+	E("image build needs --out FILE", "image", "build", "--packages", "jq");
 	/* Used to be accepted and ignored. */
 	E("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	E("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");

@@ -24,6 +24,8 @@ int main(int argc, char **argv)
 		return cli_cmd_run(argc - 1, argv + 1, t0);
 	if (argc >= 3 && !strcmp(argv[1], "snapshot") && !strcmp(argv[2], "create"))
 		return cli_cmd_snapshot_create(argc - 2, argv + 2, t0);
+	if (argc >= 3 && !strcmp(argv[1], "image") && !strcmp(argv[2], "build"))
+		return cli_cmd_image_build(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[1], "exec"))
 		return cli_cmd_exec(argc - 1, argv + 1, t0);
 	if (argc == 2 && !strcmp(argv[1], "host"))
@@ -37,9 +39,9 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2)
-		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, host, version; see tinyvmm --help)\n",
-			argv[1], argc >= 3 && !strcmp(argv[1], "snapshot") ? " " : "",
-			argc >= 3 && !strcmp(argv[1], "snapshot") ? argv[2] : "");
+		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, version; see tinyvmm --help)\n",
+			argv[1], argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? " " : "",
+			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
 	else
 		cli_usage(stderr);
 	return EXIT_VM_FAILED;

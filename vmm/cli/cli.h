@@ -8,6 +8,9 @@
  *   cli_run.c       tinyvmm run
  *   cli_snapshot.c  tinyvmm snapshot create
  *   cli_exec.c      tinyvmm exec
+ *   cli_image.c     tinyvmm image build
+ *   cli_guest.c     the default kernel and base image
+ *   cli_template.c  template snapshots made for the user
  *   cli_job.c       job options and running one job (cli_job.h)
  * Everything else is the library's (vmm/tinyvmm.h). */
 #ifndef TVM_CLI_H
@@ -103,5 +106,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns);
 int cli_cmd_run(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_snapshot_create(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_exec(int argc, char **argv, uint64_t t0_ns);
+/* tinyvmm image build (argv[0] "build"): runs tools/build-rootfs.sh. */
+int cli_cmd_image_build(int argc, char **argv);
 
 #endif

@@ -8,6 +8,7 @@ static const char usage[] =
 	"                   [job options] [-- CMD ARGS...]\n"
 	"       tinyvmm snapshot create --out DIR [VM options] [-- WARMUP CMD...]\n"
 	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
+	"       tinyvmm image build --out FILE [--packages a,b] [--pip x,y] [--npm z] [--copy L:G]...\n"
 	"       tinyvmm host      print the host quirks and the default guest command line\n"
 	"       tinyvmm --version\n"
 	"Without CMD, `run` boots the guest and shows its console until it ends.\n"

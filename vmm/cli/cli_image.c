@@ -1,0 +1,74 @@
+/* tinyvmm image build: a custom image (the base image plus Debian, pip and
+ * npm packages and local files) made by tools/build-rootfs.sh, found next
+ * to the binary as the guest kernel is: in a build tree
+ * <dir>/tools/build-rootfs.sh with the agent <dir>/build/guest/tinyvmm-agent,
+ * installed <dir>/../share/tinyvmm/tools/build-rootfs.sh with
+ * <dir>/../share/tinyvmm/tinyvmm-agent. The script checks the options and
+ * caches the result; we only find it and hand over. */
+#include <errno.h>
+#include <limits.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmm/cli/cli.h"
+
+#define IMAGE_MAX_ARGS 64
+
+int cli_cmd_image_build(int argc, char **argv)
+{
+	static const char *const layouts[][2] = {
+		{ "%s/tools/build-rootfs.sh", "%s/build/guest/tinyvmm-agent" },
+		{ "%s/../share/tinyvmm/tools/build-rootfs.sh", "%s/../share/tinyvmm/tinyvmm-agent" },
+	};
+	char exe[PATH_MAX], script[PATH_MAX + 64], agent[PATH_MAX + 64];
+	char *args[IMAGE_MAX_ARGS + 8];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	int have_out = 0, k = 0;
+
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			printf("usage: tinyvmm image build --out FILE [--packages a,b,c] [--pip x,y] [--npm z]\n"
+			       "                           [--copy LOCAL:GUEST]...\n"
+			       "The base image plus Debian packages, pip and npm packages (installed system-wide)\n"
+			       "and local files; cached, so the same options again cost nothing. Then:\n"
+			       "  tinyvmm run --rootfs FILE -- CMD\n");
+			return 0;
+		}
+		if (!strcmp(argv[i], "--out") || !strncmp(argv[i], "--out=", 6))
+			have_out = 1;
+	}
+	if (!have_out) {
+		fprintf(stderr, "tinyvmm: image build needs --out FILE (see tinyvmm image build --help)\n");
+		return EXIT_VM_FAILED;
+	}
+	if (argc - 1 > IMAGE_MAX_ARGS) {
+		fprintf(stderr, "tinyvmm: image build: at most %d arguments\n", IMAGE_MAX_ARGS);
+		return EXIT_VM_FAILED;
+	}
+	if (n <= 0) {
+		fprintf(stderr, "tinyvmm: image build: cannot find tinyvmm's own path\n");
+		return EXIT_VM_FAILED;
+	}
+	exe[n] = 0;
+	*strrchr(exe, '/') = 0;
+	for (unsigned l = 0; l < sizeof(layouts) / sizeof(layouts[0]); l++) {
+		snprintf(script, sizeof(script), layouts[l][0], exe);
+		snprintf(agent, sizeof(agent), layouts[l][1], exe);
+		if (access(script, R_OK) || access(agent, R_OK))
+			continue;
+		args[k++] = "bash";
+		args[k++] = script;
+		args[k++] = "--init";
+		args[k++] = agent;
+		for (int i = 1; i < argc; i++)
+			args[k++] = argv[i];
+		args[k] = NULL;
+		fflush(stdout);
+		execvp("bash", args);
+		fprintf(stderr, "tinyvmm: image build: bash: %s\n", strerror(errno));
+		return EXIT_VM_FAILED;
+	}
+	fprintf(stderr, "tinyvmm: image build: no tools/build-rootfs.sh and agent next to tinyvmm (looked in %s and "
+			"%s/../share/tinyvmm)\n", exe, exe);
+	return EXIT_VM_FAILED;
+}
