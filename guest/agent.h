@@ -4,6 +4,7 @@
 #ifndef TVM_GUEST_AGENT_H
 #define TVM_GUEST_AGENT_H
 
+#include <limits.h>
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -159,6 +160,58 @@ bool net_parse(const char *spec, struct net_cfg *c);
 /* Configure eth0, the default route and resolv.conf from tinyvmm.net= on
  * the kernel command line; logs and goes on when it cannot. */
 void net_setup_from_cmdline(void);
+
+/* agent_env.c: the login-like part of a job's environment, which the
+ * agent adds as the guest's init (in test mode jobs get the agent's own). */
+#define IDENT_NAME_MAX 256
+#define IDENT_SHELL_MAX 256
+#define IDENT_PATH_MAX 4096  /* PATH= value */
+/* A passwd entry's fields that jobs see. */
+struct ident_pw {
+	char name[IDENT_NAME_MAX];
+	char home[PATH_MAX];
+	char shell[IDENT_SHELL_MAX];
+};
+/* HOME=, USER=, LOGNAME=, SHELL=, LANG=C.UTF-8 and PATH= (~/.local/bin
+ * first) for one uid, and its home as the default cwd. */
+struct job_ident {
+	char *env[7];           /* the entries above that apply; NULL-terminated */
+	const char *cwd;        /* home, or "/" for a uid without a passwd entry */
+	struct ident_pw pw;
+	char e_home[PATH_MAX + 8], e_user[IDENT_NAME_MAX + 8], e_logname[IDENT_NAME_MAX + 8];
+	char e_shell[IDENT_SHELL_MAX + 8], e_path[IDENT_PATH_MAX + 8];
+};
+/* The entry of uid in the passwd-format text[0..len) into pw; false if no
+ * well-formed line has that uid (or a field is too long). */
+bool ident_parse_passwd(const char *text, size_t len, uint32_t uid, struct ident_pw *pw);
+/* Fill id for uid from the passwd file at path (unreadable or no entry:
+ * HOME=/, no USER/LOGNAME/SHELL); base_path is the PATH value that
+ * ~/.local/bin goes in front of (NULL: none). */
+void ident_init(struct job_ident *id, uint32_t uid, const char *path, const char *base_path);
+
+/* agent_disk.c */
+#define EXT4_SB_OFFSET 1024
+#define EXT4_SB_SIZE 1024
+#define DISK_ROOT_LABEL "tinyvmm-root" /* tools/build-rootfs.sh's mke2fs -L */
+/* What growing an ext4 file system needs from its superblock. */
+struct ext4_geom {
+	uint32_t block_size;    /* bytes */
+	uint64_t blocks;        /* s_blocks_count */
+	bool is_64bit;          /* 64bit feature: block numbers past 2^32 */
+	bool resizable;         /* no feature the kernel cannot resize online */
+	char label[17];
+};
+/* Parse the len-byte superblock sb (read at EXT4_SB_OFFSET); false if it
+ * is not ext4's. */
+bool disk_ext4_parse(const uint8_t *sb, size_t len, struct ext4_geom *g);
+/* The block count to grow g to on a device of dev_bytes; 0: leave it (the
+ * device is not larger by a block, or g cannot be resized online). */
+uint64_t disk_grow_target(uint64_t dev_bytes, const struct ext4_geom *g);
+/* Grow the mounted root file system to its block device's size
+ * (EXT4_IOC_RESIZE_FS), if it is one of our images (label DISK_ROOT_LABEL)
+ * and the device is larger; silent when there is nothing to do, one log
+ * line if the resize fails. PID 1 only. */
+void disk_grow_root(void);
 
 /* agent_sys.c */
 /* PID 1 setup: mounts, fds 0-2, hostname, lo. Logs failures, never fails. */

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -28,6 +29,7 @@ struct spawn {
 	int fds[3];
 	uint32_t uid, gid;
 	bool set_ids;
+	bool cwd_default;       /* cwd is the user's home: "/" if it cannot be entered */
 	int err;
 	const char *stage;
 };
@@ -101,7 +103,7 @@ CHILD_CODE static int child_main(void *arg)
 			goto fail;
 	}
 	s->stage = "chdir";
-	if (chdir(s->cwd) < 0)
+	if (chdir(s->cwd) < 0 && (!s->cwd_default || chdir("/") < 0))
 		goto fail;
 	s->stage = "execve";
 	exec_search(s);
@@ -128,24 +130,43 @@ static bool env_has(char **env, const char *name, size_t len)
 	return false;
 }
 
-/* The agent's base environment with the job's entries on top (a job entry
- * replaces a base entry of the same name). Pointers only; free() the array. */
-static char **env_merge(char **jenv)
+static size_t env_count(char **env)
 {
-	size_t nj = 0, k = 0;
-	char **out;
+	size_t n = 0;
 
-	while (jenv[nj])
-		nj++;
-	out = malloc((ag.base_envc + nj + 1) * sizeof(char *));
+	while (env[n])
+		n++;
+	return n;
+}
+
+/* Append the entries of layer to out[*k..] that no later layer (upper, a
+ * NULL-terminated list of lists) has a name of. */
+static void env_add_layer(char **out, size_t *k, char **layer, size_t n, char **const *upper)
+{
+	for (size_t i = 0; i < n; i++) {
+		const char *e = layer[i];
+		size_t len = (size_t)(strchrnul(e, '=') - e);
+		bool hidden = false;
+
+		for (char **const *u = upper; *u && !hidden; u++)
+			hidden = env_has(*u, e, len);
+		if (!hidden)
+			out[(*k)++] = layer[i];
+	}
+}
+
+/* The agent's base environment, the identity entries on top of it, the
+ * job's entries on top of those (an entry replaces one of the same name
+ * below it). Pointers only; free() the array. */
+static char **env_merge(char **ident, char **jenv)
+{
+	size_t ni = env_count(ident), nj = env_count(jenv), k = 0;
+	char **out = malloc((ag.base_envc + ni + nj + 1) * sizeof(char *));
+
 	if (!out)
 		return NULL;
-	for (size_t i = 0; i < ag.base_envc; i++) {
-		const char *b = ag.base_env[i];
-
-		if (!env_has(jenv, b, (size_t)(strchrnul(b, '=') - b)))
-			out[k++] = ag.base_env[i];
-	}
+	env_add_layer(out, &k, ag.base_env, ag.base_envc, (char **const[]){ ident, jenv, NULL });
+	env_add_layer(out, &k, ident, ni, (char **const[]){ jenv, NULL });
 	memcpy(out + k, jenv, (nj + 1) * sizeof(char *));
 	return out;
 }
@@ -268,6 +289,14 @@ static void spawn_fail(struct conn *c, uint32_t id, int err, const char *stage, 
 	conn_send_error(c, id, TVP_ERR_SPAWN, err, "%s %s: %s", stage, argv0, strerror(err));
 }
 
+/* The working directory, not the command, is what failed: name it, and
+ * report EACCES ("could not run") whatever chdir said, since hosts read
+ * ENOENT as "command not found" (the CLI's exit 127 vs 126). */
+static void chdir_fail(struct conn *c, uint32_t id, int err, const char *dir)
+{
+	conn_send_error(c, id, TVP_ERR_SPAWN, EACCES, "chdir to working directory %s: %s", dir, strerror(err));
+}
+
 static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, int p[3][2])
 {
 	const struct tvp_exec *e = &m->exec;
@@ -285,6 +314,11 @@ static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, 
 	start = agent_now_ns();
 	errno = 0;
 	pid = clone(child_main, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+	if (pid >= 0 && s->err && !strcmp(s->stage, "chdir")) {
+		chdir_fail(c, m->id, s->err, s->cwd);
+		free(j);
+		return;
+	}
 	if (pid < 0 || s->err) {
 		spawn_fail(c, m->id, pid < 0 ? errno : s->err, pid < 0 ? "clone" : s->stage, s->argv[0]);
 		free(j);
@@ -312,6 +346,8 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 	struct spawn s = { .uid = e->uid, .gid = e->gid, .stage = "spawn" };
 	char cwd[TVP_MAX_PATH + 1] = "/";
 	char **argv = NULL, **jenv = NULL;
+	char *no_ident[] = { NULL };
+	struct job_ident *id = NULL;
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
 
 	if (job_find(c, m->id)) {
@@ -324,9 +360,8 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 	}
 	argv = tvp_strvec_dup(&e->argv);
 	jenv = tvp_strvec_dup(&e->env);
-	s.envp = jenv ? env_merge(jenv) : NULL;
 	s.argv = argv;
-	if (!argv || !s.envp) {
+	if (!argv || !jenv) {
 		spawn_fail(c, m->id, ENOMEM, "alloc", argv ? argv[0] : "job");
 		goto out;
 	}
@@ -335,9 +370,27 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 		goto out;
 	}
 	s.set_ids = ag.can_setuid && (s.uid || s.gid);
+	/* As the guest's init the agent gives jobs a login-like environment and
+	 * start in their home; in test mode they get the agent's own, and /. */
+	if (ag.system) {
+		id = malloc(sizeof(*id));
+		if (!id) {
+			spawn_fail(c, m->id, ENOMEM, "alloc", argv[0]);
+			goto out;
+		}
+		ident_init(id, s.uid, "/etc/passwd", env_get(ag.base_env, "PATH"));
+	}
+	s.envp = env_merge(id ? id->env : no_ident, jenv);
+	if (!s.envp) {
+		spawn_fail(c, m->id, ENOMEM, "alloc", argv[0]);
+		goto out;
+	}
 	if (e->cwd.len) {
 		memcpy(cwd, e->cwd.p, e->cwd.len);
 		cwd[e->cwd.len] = 0;
+	} else if (id) {
+		snprintf(cwd, sizeof(cwd), "%s", id->cwd);
+		s.cwd_default = true;
 	}
 	s.cwd = cwd;
 	s.path = env_get(s.envp, "PATH");
@@ -351,6 +404,7 @@ out:
 	for (int i = 0; i < 3; i++)
 		close_pair(p[i]);
 	free(s.envp);
+	free(id);
 	free(jenv);
 	free(argv);
 }

@@ -96,6 +96,8 @@ void sys_pid1_setup(void)
 
 	mount_all();
 	console_fds();
+	/* Before the first job, which may want the room. */
+	disk_grow_root();
 	if (!sys_cmdline_get("tinyvmm.hostname", host, sizeof(host)) || !*host)
 		strcpy(host, DEFAULT_HOSTNAME);
 	if (sethostname(host, strlen(host)) < 0)

@@ -2,6 +2,7 @@
  * streams, limits, and connection handling. */
 #include "tests/test_agent_client.h"
 
+#include <pwd.h>
 #include <sys/stat.h>
 
 static struct ac_conn *c;
@@ -189,6 +190,10 @@ START_TEST(spawn_errors)
 	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("true"), .cwd = "/nonexistent-dir" }, o);
 	ck_assert_uint_eq(o[1].ecode, TVP_ERR_SPAWN);
 	ck_assert_msg(strstr(o[1].emsg, "chdir"), "message: %s", o[1].emsg);
+	/* The directory is named, and the error is "could not run" (EACCES),
+	 * not ENOENT, which hosts take for "command not found". */
+	ck_assert_msg(strstr(o[1].emsg, "/nonexistent-dir: No such file"), "message: %s", o[1].emsg);
+	ck_assert_int_eq(o[1].eerrno, EACCES);
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* The connection is still fine. */
@@ -447,6 +452,43 @@ START_TEST(many_jobs)
 }
 END_TEST
 
+#define PID1_ENV_SCRIPT \
+	"echo \"$HOME|$LANG|$USER|$LOGNAME\"; pwd; case $PATH in \"$HOME/.local/bin:\"*) echo local;; *) echo nolocal;; esac;" \
+	"cd \"$(awk -F: '$3 == 1000 {print $6}' /etc/passwd)\" 2>/dev/null && echo enter || echo noenter"
+
+/* Run PID1_ENV_SCRIPT as job j of the PID 1 agent; want_home_lang: the
+ * "$HOME|$LANG" the job sets, NULL: those of this host's uid 1000. */
+static void pid1_job_env(const struct ac_job *j, const char *want_home_lang)
+{
+	struct passwd *pw = getpwuid(1000);
+	const char *home = pw && pw->pw_dir[0] == '/' ? pw->pw_dir : "/";
+	const char *name = pw ? pw->pw_name : "";
+	bool local = pw && strcmp(home, "/");
+	char want[1024], *cwd, *next;
+
+	ac_run(c, j, o);
+	ck_assert_msg(!o[1].failed, "job failed: %s", o[1].emsg);
+	/* The home as passwd has it, however enterable. */
+	cwd = strchr(o[1].out, '\n');
+	ck_assert_ptr_nonnull(cwd);
+	next = strchr(++cwd, '\n');
+	ck_assert_ptr_nonnull(next);
+	*next++ = 0;
+	if (want_home_lang) {
+		snprintf(want, sizeof(want), "%s|%s|%s\n", want_home_lang, name, name);
+	} else {
+		snprintf(want, sizeof(want), "%s|C.UTF-8|%s|%s\n", home, name, name);
+		ck_assert_msg(!strncmp(next, local ? "local\n" : "nolocal\n", local ? 6 : 8), "got %s", next);
+	}
+	ck_assert_msg(!strncmp(o[1].out, want, strlen(want)), "got %s, want %s", o[1].out, want);
+	/* The default cwd is the passwd home whatever HOME the job sets. */
+	if (strstr(next, "noenter"))
+		ck_assert_str_eq(cwd, "/");
+	else
+		ck_assert_str_eq(cwd, home);
+	ac_out_free(o, AC_MAX_IDS);
+}
+
 /* PID 1 mode, in fresh pid/mount/uts/net namespaces so that its mounts,
  * hostname and reboot stay there. Skipped where namespaces are not allowed. */
 START_TEST(pid1_in_namespaces)
@@ -474,6 +516,16 @@ START_TEST(pid1_in_namespaces)
 	static const char want[] = "1000\n1000\ntinyvmm\n1777\n/proc/self/fd\n2\nfrom-init\n0x";
 	ck_assert_msg(!strncmp(o[1].out, want, sizeof(want) - 1), "got: %s", o[1].out);
 	ck_assert_uint_eq(strtoul(strrchr(o[1].out, 'x') + 1, NULL, 16) & 1, 1); /* lo is up */
+	ac_out_free(o, AC_MAX_IDS);
+
+	/* As init the agent gives jobs their user's login environment and home
+	 * (here this host's uid 1000, if any), falling back to / when the home
+	 * cannot be entered; job entries still win. */
+	pid1_job_env(&(struct ac_job){ .argv = AC_ARGV("sh", "-c", PID1_ENV_SCRIPT) }, NULL);
+	pid1_job_env(&(struct ac_job){ .argv = AC_ARGV("sh", "-c", PID1_ENV_SCRIPT), .env = AC_ARGV("HOME=/tmp", "LANG=C") },
+		     "/tmp|C");
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("pwd"), .cwd = "/proc" }, o);
+	ck_assert_str_eq(o[1].out, "/proc\n");
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* Entropy only: the clock is not namespaced. */
