@@ -98,6 +98,17 @@ $(BUILD)/libtinyvmm-san.a: $(SAN_OBJS)
 tinyvmm: $(CLI_OBJS) $(BUILD)/libtinyvmm-internal.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
+# For tests/integration/test_seccomp_run.c only, never installed: the
+# release objects with the seccomp module built with TVM_SECCOMP_SELFTEST,
+# which makes the event-loop thread call what its filter forbids (the
+# release binary cannot).
+$(BUILD)/seccomp-test/seccomp.o: vmm/sandbox/seccomp.c $(BUILD)/lib-cflags
+	@mkdir -p $(dir $@)
+	$(CC) $(LIB_CFLAGS) -DTVM_SECCOMP_SELFTEST -c $< -o $@
+
+$(BUILD)/tinyvmm-seccomp-test: $(CLI_OBJS) $(BUILD)/seccomp-test/seccomp.o $(BUILD)/libtinyvmm-internal.a
+	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
+
 # A program whose own ev_add, cow_open and config_copy would clash with the
 # library's internals if they were exported; it boots the guest (make
 # integration runs it).
@@ -141,7 +152,7 @@ unit: $(UNIT_BINS) $(BUILD)/examples/cxx
 # The integration tests boot the guest built by tools/build-guest.sh and the
 # base image built by tools/build-rootfs.sh with our agent as /sbin/init
 # (both cached outside the clone).
-integration: tinyvmm $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
+integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
 	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
 	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
 	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \

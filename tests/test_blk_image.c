@@ -248,6 +248,22 @@ START_TEST(cow_limit)
 }
 END_TEST
 
+/* Without a limit given the overlay may hold the drive's size, counted
+ * like any limit, and takes no more of the host's disk than that. */
+START_TEST(cow_default_limit_is_the_drive)
+{
+	struct stat st;
+
+	open_cow(&im, 0);
+	ck_assert_uint_eq(im.limit_blocks, im.nblocks);
+	for (uint64_t off = 0; off < SIZE; off += B)
+		ck_assert_int_eq(wr(&im, off, 9, B), 0);
+	ck_assert_uint_eq(im.in_overlay, SIZE / B);
+	ck_assert_int_eq(fstat(im.ofd, &st), 0);
+	ck_assert_uint_le((uint64_t)st.st_blocks * 512, SIZE);
+}
+END_TEST
+
 START_TEST(cow_write_zeroes)
 {
 	open_cow(&im, 0);
@@ -332,6 +348,7 @@ int main(void)
 	tcase_add_test(tc, cow_partial_block_keeps_rest);
 	tcase_add_test(tc, cow_two_drives_isolated);
 	tcase_add_test(tc, cow_limit);
+	tcase_add_test(tc, cow_default_limit_is_the_drive);
 	tcase_add_test(tc, cow_write_zeroes);
 	tcase_add_test(tc, cow_discard);
 	tcase_add_test(tc, cow_short_last_block);

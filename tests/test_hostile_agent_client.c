@@ -348,6 +348,21 @@ END_TEST
 
 /* ---- tvm_agent_exec: the job is id 1 on a fresh connection ---- */
 
+/* The first frame the host sent the peer, which must be EXEC id 1; *m
+ * points into d (free it after). */
+static void first_exec(const struct peer *p, struct tvp_decoder *d, struct tvp_msg *m)
+{
+	size_t n = p->got < sizeof(p->first) ? p->got : sizeof(p->first);
+	struct tvp_frame f;
+
+	tvp_decoder_init(d, 0);
+	ck_assert_uint_eq(tvp_decoder_feed(d, p->first, n), n);
+	ck_assert_int_eq(tvp_decoder_next(d, &f), 1);
+	ck_assert_int_eq(tvp_parse(&f, m, NULL, 0), 0);
+	ck_assert_uint_eq(m->type, TVP_EXEC);
+	ck_assert_uint_eq(m->id, 1);
+}
+
 START_TEST(exec_result_first)
 {
 	struct peer p = { 0 };
@@ -355,7 +370,6 @@ START_TEST(exec_result_first)
 	struct tvm_err e = { 0 };
 	struct sink s = { 0 };
 	struct tvp_decoder d;
-	struct tvp_frame f;
 	struct tvp_msg m;
 
 	sb_ready(&p.out);
@@ -365,15 +379,57 @@ START_TEST(exec_result_first)
 	ck_assert_int_eq(res.stdout_truncated, 0);
 	ck_assert_uint_eq(s.calls, 0);
 	/* The host asked for the caps it was given. */
-	tvp_decoder_init(&d, 0);
-	ck_assert_uint_eq(tvp_decoder_feed(&d, p.first, p.got < sizeof(p.first) ? p.got : sizeof(p.first)),
-			  p.got < sizeof(p.first) ? p.got : sizeof(p.first));
-	ck_assert_int_eq(tvp_decoder_next(&d, &f), 1);
-	ck_assert_int_eq(tvp_parse(&f, &m, NULL, 0), 0);
-	ck_assert_uint_eq(m.type, TVP_EXEC);
-	ck_assert_uint_eq(m.id, 1);
+	first_exec(&p, &d, &m);
 	ck_assert_uint_eq(m.exec.stdout_cap, 1000);
 	tvp_decoder_free(&d);
+}
+END_TEST
+
+/* Secure by default: a job's unset (zero) uid/gid reach the agent as its
+ * default unprivileged user; root only when asked for with TVM_ID_ROOT. */
+START_TEST(exec_ids_default_unprivileged)
+{
+	static const struct {
+		uint32_t uid, gid;  /* in the tvm_job; init: from tvm_job_init */
+		int init;
+		uint32_t wire_uid, wire_gid; /* in the EXEC frame */
+	} cases[] = {
+		{ 0, 0, 0, TVP_ID_DEFAULT, TVP_ID_DEFAULT },
+		{ 0, 0, 1, TVP_ID_DEFAULT, TVP_ID_DEFAULT },
+		{ TVM_ID_DEFAULT, TVM_ID_DEFAULT, 0, TVP_ID_DEFAULT, TVP_ID_DEFAULT },
+		{ TVM_ID_ROOT, TVM_ID_ROOT, 0, 0, 0 },
+		{ TVM_ID_ROOT, 0, 0, 0, TVP_ID_DEFAULT },
+		{ 1001, 1002, 0, 1001, 1002 },
+	};
+
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct peer p = { 0 };
+		struct tvm_job_result res = { 0 };
+		struct tvm_err e = { 0 };
+		struct tvm_job j = { .argv = argv_true, .uid = cases[i].uid, .gid = cases[i].gid };
+		struct tvm_agent *a;
+		struct tvp_decoder d;
+		struct tvp_msg m;
+
+		if (cases[i].init) {
+			memset(&j, 0xa5, sizeof(j)); /* tvm_job_init sets every field */
+			tvm_job_init(&j);
+			ck_assert_ptr_null(j.env);
+			ck_assert_ptr_null(j.on_output);
+			ck_assert_uint_eq(j.stdin_len, 0);
+			j.argv = argv_true;
+		}
+		sb_ready(&p.out);
+		sb_result(&p.out, 1, 0, 0);
+		a = peer_open(&p);
+		ck_assert_msg(tvm_agent_exec(a, &j, &res, &e) == 0, "case %u: %s", i, e.msg);
+		tvm_agent_close(a);
+		peer_join(&p);
+		first_exec(&p, &d, &m);
+		ck_assert_msg(m.exec.uid == cases[i].wire_uid && m.exec.gid == cases[i].wire_gid,
+			      "case %u: uid %u gid %u on the wire", i, m.exec.uid, m.exec.gid);
+		tvp_decoder_free(&d);
+	}
 }
 END_TEST
 
@@ -900,6 +956,7 @@ static Suite *hostile_agent_suite(void)
 	tc = tcase_create("exec");
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, exec_result_first);
+	tcase_add_test(tc, exec_ids_default_unprivileged);
 	tcase_add_test(tc, exec_other_ids_ignored);
 	tcase_add_test(tc, exec_stdout_flood_beyond_cap);
 	tcase_add_test(tc, exec_error_with_hostile_text);

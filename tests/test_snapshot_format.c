@@ -228,12 +228,13 @@ START_TEST(config_round_trip_and_overrides)
 	ck_assert_str_eq(sc->d[0].id, "root");
 	tvm_config_init(&o);
 	o.vsock_uds = "/tmp/x.sock";
-	o.drives[0] = (struct tvm_drive){ .path = "/other-name.img" };
+	o.drives[0] = (struct tvm_drive){ .path = "/other-name.img", .limit = { .ops = { .size = 100 } } };
 	o.nr_drives = 1;
 	o.mem_mib = 4096; /* ignored: memory is the snapshot's */
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
 	ck_assert_uint_eq(out.mem_mib, 128);
 	ck_assert_str_eq(out.drives[0].path, "/other-name.img");
+	ck_assert_uint_eq(out.drives[0].limit.ops.size, 100); /* the caller's rate limit */
 	ck_assert_int_eq(out.drives[0].cow, 1);
 	ck_assert_str_eq(out.vsock_uds, "/tmp/x.sock");
 	ck_assert_int_eq(out.quirks, TVM_QUIRKS_ON);
@@ -278,8 +279,10 @@ START_TEST(net_round_trip_and_restore_rules)
 	/* The guest-visible device is the snapshot's; TAP and policy are the
 	 * caller's, and none given means none (allow all, as at boot). */
 	tvm_config_init(&o);
-	o.net = (struct tvm_net){ .enabled = 1, .tap = "tap-new", .allow = { "192.168.0.1" }, .nr_allow = 1 };
+	o.net = (struct tvm_net){ .enabled = 1, .tap = "tap-new", .allow = { "192.168.0.1" }, .nr_allow = 1,
+				  .tx = { .bytes = { .size = 1 << 20 } } };
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
+	ck_assert_uint_eq(out.net.tx.bytes.size, 1 << 20); /* the caller's rate limit */
 	ck_assert_int_eq(out.net.enabled, 1);
 	ck_assert_str_eq(out.net.tap, "tap-new");
 	ck_assert_str_eq(out.net.mac, "02:74:76:00:00:03");

@@ -4,8 +4,10 @@
 #include "devices/blk/blk_persist.h"
 #include "devices/blk/virtio_blk.h"
 #include "tests/test_blk_files.h"
+#include "tests/test_throttle.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/unit.h"
+#include "vmm/vdev.h"
 
 #define QS 64
 #define SECTORS 2048 /* 1 MiB image */
@@ -574,6 +576,288 @@ START_TEST(open_errors)
 }
 END_TEST
 
+/* ---- rate limit: a hostile or just busy driver against a limited drive ---- */
+
+static struct tw lw; /* the limiter timer's watch; its callback is run by hand (tt_fire) */
+
+static struct vq_throttle *thr(void)
+{
+	return virtio_blk_ops.throttle(blk);
+}
+
+static struct blk_opts limited_opts(struct tvm_rate_limit lim)
+{
+	memset(&lw, 0, sizeof(lw));
+	lw.t = &t;
+	return (struct blk_opts){ .path = img, .limit = lim, .io = { tw_watch, tw_unwatch, tw_kick, &lw },
+				  .clock = tt_clock };
+}
+
+static void start_limited(struct tvm_rate_limit lim)
+{
+	stop();
+	tt_now = 0;
+	start(limited_opts(lim));
+}
+
+/* Reset the device and start the driver again on empty rings. */
+static void restart_driver(void)
+{
+	memset(d.ram + TD_AVAIL, 0, 0x20000);
+	d.avail_idx = 0;
+	td_driver_init(&d, &t, ~0ULL);
+}
+
+static uint64_t req_hdr(unsigned k)
+{
+	return HDR + 32ull * k;
+}
+
+/* Read request k (descriptors 3k..3k+2; its own header, status byte at ST
+ * + k and data buffer at DATA + k * 64 KiB, filled with 0xcc) of len
+ * bytes from sector, made available; the driver notifies when asked. */
+static void post_read(unsigned k, uint64_t sector, uint32_t len, bool notify)
+{
+	struct virtio_blk_outhdr h = { htole32(VIRTIO_BLK_T_IN), 0, htole64(sector) };
+	uint64_t buf = DATA + 0x10000ull * k;
+
+	memcpy(td_ptr(&d, req_hdr(k)), &h, sizeof(h));
+	*(uint8_t *)td_ptr(&d, ST + k) = 0xee;
+	memset(td_ptr(&d, buf), 0xcc, len);
+	td_desc(&d, 3 * k, req_hdr(k), 16, R | N, 3 * k + 1);
+	td_desc(&d, 3 * k + 1, buf, len, W | N, 3 * k + 2);
+	td_desc(&d, 3 * k + 2, ST + k, 1, W, 0);
+	td_post(&d, 3 * k);
+	if (notify)
+		virtio_mmio_notify(&t, 0);
+}
+
+/* Request k was served: status OK and the image's bytes in its buffer. */
+static void expect_read(unsigned k, uint64_t sector, uint32_t len)
+{
+	ck_assert_uint_eq(*(uint8_t *)td_ptr(&d, ST + k), VIRTIO_BLK_S_OK);
+	ck_assert(tb_is_pattern(td_ptr(&d, DATA + 0x10000ull * k), sector * 512, len));
+}
+
+/* ... and request k was not touched at all. */
+static void expect_untouched(unsigned k, uint32_t len)
+{
+	ck_assert_uint_eq(*(uint8_t *)td_ptr(&d, ST + k), 0xee);
+	ck_assert(tb_is_fill(td_ptr(&d, DATA + 0x10000ull * k), 0xcc, len));
+}
+
+/* 4 KiB per second: the bucket's 4 KiB pass, the next request stays on the
+ * ring (not popped, its buffers untouched) and the queue stops; the
+ * timer, set for when the tokens are back, runs it; the driver's own
+ * notifications meanwhile change nothing. */
+START_TEST(limit_holds_request_on_ring)
+{
+	struct vq_throttle_stats st;
+
+	start_limited((struct tvm_rate_limit){ .bytes = { .size = 4096, .refill_ms = 1000 } });
+	ck_assert(tw_watched(&lw, thr()->fd, NULL)); /* watched from DRIVER_OK on */
+	post_read(0, 0, 4096, false);
+	post_read(1, 8, 4096, false);
+	post_read(2, 16, 4096, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	expect_read(0, 0, 4096);
+	expect_untouched(1, 4096);
+	expect_untouched(2, 4096);
+	ck_assert_uint_eq(t.vqs[0].last_avail, 1); /* given back: still available */
+	ck_assert(tt_armed(thr()));
+	virtio_mmio_notify(&t, 0);
+	virtio_mmio_notify(&t, 0);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	ck_assert(!t.vqs[0].broken);
+
+	tt_now = 999 * TT_MS; /* early (a timer may fire late, never early: still, nothing moves) */
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	ck_assert_int_eq(lw.kicks[0], 0);
+	tt_now = 1000 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_int_eq(lw.kicks[0], 1);
+	ck_assert_uint_eq(td_used_idx(&d), 2);
+	expect_read(1, 8, 4096);
+	expect_untouched(2, 4096);
+	tt_now = 2000 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 3);
+	expect_read(2, 16, 4096);
+	ck_assert(!tt_armed(thr()));
+	vq_throttle_stats(thr(), 0, &st);
+	ck_assert_str_eq(st.name, "io");
+	ck_assert_uint_eq(st.throttled, 2);
+	ck_assert_uint_eq(st.throttled_ns, 2 * TT_S);
+}
+END_TEST
+
+/* Two requests per second, whatever their size. */
+START_TEST(limit_requests)
+{
+	start_limited((struct tvm_rate_limit){ .ops = { .size = 2 } });
+	for (unsigned k = 0; k < 5; k++)
+		post_read(k, k, 512, false);
+	virtio_mmio_notify(&t, 0);
+	ck_assert_uint_eq(td_used_idx(&d), 2);
+	expect_untouched(2, 512);
+	tt_now = 500 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 3);
+	tt_now = 1000 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 4);
+	tt_now = 1500 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 5);
+	for (unsigned k = 0; k < 5; k++)
+		expect_read(k, k, 512);
+}
+END_TEST
+
+/* A request larger than the bucket passes at once; then the drive owes
+ * what it overdrew: the next one waits for the debt and itself. */
+START_TEST(limit_oversized_request_passes_then_owes)
+{
+	start_limited((struct tvm_rate_limit){ .bytes = { .size = 4096 } });
+	post_read(0, 0, 16384, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	expect_read(0, 0, 16384);
+	post_read(1, 64, 512, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	tt_now = 3124 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	tt_now = 3125 * TT_MS; /* (12 KiB owed + 512) at 4 KiB/s */
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 2);
+	expect_read(1, 64, 512);
+}
+END_TEST
+
+/* A driver that breaks its ring behind a held request: when the timer runs
+ * the queue, the held request is served and the broken chain breaks the
+ * queue (NEEDS_RESET), nothing else; after a reset the drive works, still
+ * limited, and no stale timer runs the new queue. */
+START_TEST(limit_broken_chain_under_throttling)
+{
+	start_limited((struct tvm_rate_limit){ .bytes = { .size = 4096 } });
+	post_read(0, 0, 4096, false);
+	post_read(1, 8, 4096, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	td_post(&d, QS + 3); /* head out of the table */
+	virtio_mmio_notify(&t, 0);
+	ck_assert(!t.vqs[0].broken); /* held: not even looked at yet */
+	tt_now = 1 * TT_S;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 2);
+	expect_read(1, 8, 4096);
+	ck_assert(t.vqs[0].broken);
+	ck_assert(td_rd(&t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+
+	restart_driver(); /* the driver resets and starts again */
+	ck_assert(!(td_rd(&t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET));
+	post_read(2, 16, 4096, true); /* the bucket is empty since the last read */
+	ck_assert_uint_eq(td_used_idx(&d), 0);
+	td_driver_init(&d, &t, ~0ULL); /* a reset forgets the held request's timer */
+	tt_now = 2 * TT_S;
+	tt_fire(&lw, thr());
+	ck_assert_int_eq(lw.kicks[0], 1);
+	restart_driver();
+	post_read(3, 24, 4096, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	expect_read(3, 24, 4096);
+}
+END_TEST
+
+/* A fresh drive with limit lim takes the saved blob, then a driver starts
+ * on fresh rings. */
+static void restore_limited(struct tvm_rate_limit lim, const uint8_t *blob, size_t n)
+{
+	struct blk_opts o = limited_opts(lim);
+
+	stop();
+	ck_assert_int_eq(virtio_blk_open(&blk, &o, NULL), 0);
+	ck_assert_int_eq(virtio_blk_ops.restore(blk, blob, n), 0);
+	ck_assert_int_eq(virtio_mmio_init(&t, &virtio_blk_ops, blk, &d.mem, td_count_irq, &d, NULL), 0);
+	restart_driver();
+}
+
+/* The device's blob is its limiter: none without a limit; given back to
+ * a fresh drive it keeps the debt; a drive given limits of its own keeps
+ * them (the saved state only when they are the same). */
+START_TEST(limit_saved_and_restored)
+{
+	struct tvm_rate_limit lim = { .bytes = { .size = 4096 } }, other = { .bytes = { .size = 8192 } };
+	uint8_t blob[256], bad[256];
+	long n;
+
+	ck_assert_int_eq(virtio_blk_ops.save(blk, blob, sizeof(blob)), 0);
+	start_limited(lim);
+	post_read(0, 0, 12288, true); /* 8 KiB owed: 2 s */
+	n = virtio_blk_ops.save(blk, blob, sizeof(blob));
+	ck_assert_int_eq(n, 8 + LIMITER_STATE_LEN);
+	ck_assert_int_eq(virtio_blk_ops.save(blk, blob, (size_t)n - 1), -ENOSPC);
+
+	/* A drive opened without a limit takes the saved one, debt and all. */
+	start_limited((struct tvm_rate_limit){ 0 });
+	ck_assert_int_eq(thr()->fd, -1);
+	restore_limited((struct tvm_rate_limit){ 0 }, blob, (size_t)n);
+	post_read(1, 8, 512, true);
+	ck_assert_uint_eq(td_used_idx(&d), 0);
+	tt_now = 2125 * TT_MS;
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+
+	/* Same limits given: same state (held); other limits: theirs, full. */
+	for (int same = 1; same >= 0; same--) {
+		tt_now = 0;
+		restore_limited(same ? lim : other, blob, (size_t)n);
+		post_read(2, 0, 8192, true);
+		ck_assert_uint_eq(td_used_idx(&d), same ? 0 : 1);
+	}
+
+	/* Malformed: other length, format, count, or a bucket state no bucket has. */
+	ck_assert_int_eq(virtio_blk_ops.restore(blk, blob, (size_t)n - 1), -EINVAL);
+	memcpy(bad, blob, (size_t)n);
+	bad[0] = 2;
+	ck_assert_int_eq(virtio_blk_ops.restore(blk, bad, (size_t)n), -EINVAL);
+	memcpy(bad, blob, (size_t)n);
+	bad[4] = 2;
+	ck_assert_int_eq(virtio_blk_ops.restore(blk, bad, (size_t)n), -EINVAL);
+	memcpy(bad, blob, (size_t)n);
+	bad[8 + 24] = 0xff; /* budget over the size */
+	bad[8 + 25] = 0xff;
+	ck_assert_int_eq(virtio_blk_ops.restore(blk, bad, (size_t)n), -EINVAL);
+}
+END_TEST
+
+/* The metrics JSON gives each limiter's held requests and time. */
+START_TEST(limit_in_metrics_json)
+{
+	struct vdev v[1];
+	char *json = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	start_limited((struct tvm_rate_limit){ .ops = { .size = 1 } });
+	post_read(0, 0, 512, false);
+	post_read(1, 1, 512, true);
+	tt_now = 250 * TT_MS;
+	memset(v, 0, sizeof(v));
+	snprintf(v[0].name, sizeof(v[0].name), "virtio-blk0");
+	v[0].t = t; /* a copy of the transport, for its ops and device */
+	v[0].t_ready = true;
+	f = open_memstream(&json, &len);
+	ck_assert_ptr_nonnull(f);
+	vdev_write_metrics(v, 1, f);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_str_eq(json, ",\"devices\":[{\"name\":\"virtio-blk0\",\"needs_reset\":0,"
+			       "\"limiters\":{\"io\":{\"throttled\":1,\"throttled_us\":250000}}}]");
+	free(json);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("virtio_blk");
@@ -600,6 +884,15 @@ int main(void)
 	tcase_add_test(tc, copy_on_write_drive);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, snapshot_hooks);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("rate_limit");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, limit_holds_request_on_ring);
+	tcase_add_test(tc, limit_requests);
+	tcase_add_test(tc, limit_oversized_request_passes_then_owes);
+	tcase_add_test(tc, limit_broken_chain_under_throttling);
+	tcase_add_test(tc, limit_saved_and_restored);
+	tcase_add_test(tc, limit_in_metrics_json);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

@@ -20,6 +20,7 @@
 #include "devices/net/virtio_net.h"
 #include "vmm/kvm/event_loop.h"
 #include "tests/test_net_frames.h"
+#include "tests/test_throttle.h"
 #include "tests/test_virtio_driver.h"
 #include "tests/test_virtio_vsock.h" /* tw_* poll loop standing in for the event loop, tw_settle */
 #include "tests/unit.h"
@@ -45,6 +46,7 @@ struct tn {
 };
 
 static struct tn g;
+static struct tvm_rate_limit rx_lim, tx_lim; /* the next device's limits (on the fake clock tt_now) */
 
 static void tn_driver_start(struct tn *x, uint64_t features)
 {
@@ -79,6 +81,9 @@ static void tn_start_backend(struct tn *x, const struct net_policy *p, uint64_t 
 	o.fd = x->devfd = sv[0];
 	x->peer = sv[1];
 	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &x->w };
+	o.rx_limit = rx_lim;
+	o.tx_limit = tx_lim;
+	o.clock = tt_clock;
 	ck_assert_msg(virtio_net_open(&x->n, &o, &e) == 0, "%s", e.msg);
 	net_mac_from_id(1, x->mac);
 	ck_assert_int_eq(virtio_mmio_init(&x->t, &virtio_net_ops, x->n, &x->d.mem, td_count_irq, &x->d, NULL), 0);
@@ -104,6 +109,8 @@ static void teardown(void)
 	if (g.n)
 		tn_stop(&g);
 	g.n = NULL;
+	rx_lim = tx_lim = (struct tvm_rate_limit){ 0 };
+	tt_now = 0;
 }
 
 static struct net_stats stats(void)
@@ -755,6 +762,148 @@ START_TEST(reset_drops_held_and_unwatches)
 }
 END_TEST
 
+/* ---- rate limits ---- */
+
+static struct vq_throttle *thr(void)
+{
+	return virtio_net_ops.throttle(g.n);
+}
+
+/* Two frames per second out: the third stays on the tx ring (not popped)
+ * until the timer runs tx again; the frames go out in order. */
+START_TEST(tx_limit_holds_frames_on_ring)
+{
+	uint8_t f[4][TF_MAX];
+	struct vq_throttle_stats st;
+
+	tx_lim = (struct tvm_rate_limit){ .ops = { .size = 2 } };
+	tn_start(&g, NULL, ALL_FEATURES);
+	for (unsigned i = 0; i < 4; i++) {
+		udp_frame(f[i], 100);
+		f[i][60] = (uint8_t)i;
+		tx(f[i], 100);
+	}
+	expect_arrives(f[0], 100);
+	expect_arrives(f[1], 100);
+	expect_nothing_sent();
+	ck_assert_uint_eq(g.t.vqs[NET_TXQ].last_avail, 2);
+	ck_assert(tt_armed(thr()));
+	tt_now = 500 * TT_MS;
+	tt_fire(&g.w, thr());
+	expect_arrives(f[2], 100);
+	expect_nothing_sent();
+	tt_now = 1000 * TT_MS;
+	tt_fire(&g.w, thr());
+	expect_arrives(f[3], 100);
+	expect_tx_completed();
+	vq_throttle_stats(thr(), NET_TXQ, &st);
+	ck_assert_str_eq(st.name, "tx");
+	ck_assert_uint_eq(st.throttled, 2);
+	ck_assert_uint_eq(st.throttled_ns, 1000 * TT_MS);
+	vq_throttle_stats(thr(), NET_RXQ, &st);
+	ck_assert(!st.active);
+}
+END_TEST
+
+/* 1000 bytes per second in: a frame is paid for once read (its size is
+ * not known before), so the second one leaves the limiter in debt and the
+ * third stays in the backend, neither read nor watched (no spinning on a
+ * readable fd), until the timer runs rx. */
+START_TEST(rx_limit_defers_reading)
+{
+	uint8_t f[3][600];
+
+	rx_lim = (struct tvm_rate_limit){ .bytes = { .size = 1000 } };
+	tn_start(&g, NULL, ALL_FEATURES);
+	for (unsigned i = 0; i < 4; i++)
+		rx_post(i, 1536);
+	virtio_mmio_notify(&g.t, NET_RXQ);
+	for (unsigned i = 0; i < 3; i++) {
+		pattern(f[i], sizeof(f[i]), i);
+		peer_send(f[i], sizeof(f[i]));
+	}
+	tw_settle(&g.w);
+	expect_rx_frame(f[0], 600, 1);
+	expect_rx_frame(f[1], 600, 1);
+	ck_assert_uint_eq(stats().rx_frames, 2);
+	ck_assert(!tw_watched(&g.w, g.devfd, NULL));
+	tt_now = 200 * TT_MS; /* 200 bytes owed and 1 to go: 201 ms */
+	tt_fire(&g.w, thr());
+	ck_assert_uint_eq(stats().rx_frames, 2);
+	tt_now = 201 * TT_MS;
+	tt_fire(&g.w, thr());
+	expect_rx_frame(f[2], 600, 1);
+	ck_assert(!tw_watched(&g.w, g.devfd, NULL)); /* in debt again: 599 bytes and 1 */
+	tt_now = 801 * TT_MS;
+	tt_fire(&g.w, thr());
+	ck_assert(tw_watched(&g.w, g.devfd, NULL)); /* read it empty: waits on it again */
+}
+END_TEST
+
+/* A driver that breaks its tx ring behind a held frame: the timer sends the
+ * frame, the broken chain breaks tx only; rx goes on. */
+START_TEST(tx_broken_chain_under_throttling)
+{
+	uint8_t f[TF_MAX];
+
+	tx_lim = (struct tvm_rate_limit){ .ops = { .size = 1 } };
+	tn_start(&g, NULL, ALL_FEATURES);
+	udp_frame(f, 100);
+	tx(f, 100);
+	tx(f, 100);
+	expect_arrives(f, 100);
+	expect_nothing_sent();
+	td_vq_post(&g.d, &g.tx, NQ + 5); /* head out of the table */
+	virtio_mmio_notify(&g.t, NET_TXQ);
+	ck_assert(!g.t.vqs[NET_TXQ].broken);
+	tt_now = 1 * TT_S;
+	tt_fire(&g.w, thr());
+	expect_arrives(f, 100);
+	ck_assert(g.t.vqs[NET_TXQ].broken);
+	ck_assert(!g.t.vqs[NET_RXQ].broken);
+	ck_assert(td_rd(&g.t, VIRTIO_MMIO_STATUS) & VIRTIO_CONFIG_S_NEEDS_RESET);
+	rx_post(0, 1536);
+	virtio_mmio_notify(&g.t, NET_RXQ);
+	pattern(f, 60, 9);
+	peer_send(f, 60);
+	tw_settle(&g.w);
+	expect_rx_frame(f, 60, 1);
+}
+END_TEST
+
+/* The limiters' state goes into the device's blob; a device given no
+ * limits adopts them (the debt too). */
+START_TEST(limits_saved_and_restored)
+{
+	uint8_t f[TF_MAX], blob[512];
+	struct virtio_net *n2;
+	struct net_opts o = { .id = 1, .io = { tw_watch, tw_unwatch, tw_kick, &g.w }, .clock = tt_clock };
+	int sv[2];
+	long len;
+
+	tn_start(&g, NULL, ALL_FEATURES);
+	ck_assert_int_eq(virtio_net_ops.save(g.n, blob, sizeof(blob)), 0);
+	tn_stop(&g);
+	tx_lim = (struct tvm_rate_limit){ .bytes = { .size = 100 } };
+	tn_start(&g, NULL, ALL_FEATURES);
+	udp_frame(f, 300);
+	tx(f, 300); /* 200 bytes owed: 2 s */
+	expect_arrives(f, 300);
+	len = virtio_net_ops.save(g.n, blob, sizeof(blob));
+	ck_assert_int_eq(len, 8 + 2 * LIMITER_STATE_LEN);
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	o.fd = sv[0];
+	ck_assert_int_eq(virtio_net_open(&n2, &o, NULL), 0);
+	ck_assert_int_eq(virtio_net_ops.restore(n2, blob, (size_t)len), 0);
+	ck_assert_int_eq(virtio_net_ops.restore(n2, blob, (size_t)len - 8), -EINVAL);
+	ck_assert_uint_eq(virtio_net_ops.throttle(n2)->lim[NET_TXQ].bytes.debt, 200);
+	ck_assert(virtio_net_ops.throttle(n2)->fd >= 0);
+	virtio_net_close(n2);
+	close(sv[1]);
+}
+END_TEST
+
 START_TEST(backend_eof)
 {
 	uint8_t f[60];
@@ -1191,6 +1340,10 @@ int main(void)
 	tcase_add_test(tc, rx_hostile_chains);
 	tcase_add_test(tc, reset_drops_held_and_unwatches);
 	tcase_add_test(tc, backend_eof);
+	tcase_add_test(tc, tx_limit_holds_frames_on_ring);
+	tcase_add_test(tc, rx_limit_defers_reading);
+	tcase_add_test(tc, tx_broken_chain_under_throttling);
+	tcase_add_test(tc, limits_saved_and_restored);
 	tcase_add_test(tc, open_errors);
 	tcase_add_test(tc, mac_and_mtu_options);
 	tcase_add_test(tc, threads_event_loop);

@@ -207,6 +207,22 @@ START_TEST(host_connect_slow_line)
 }
 END_TEST
 
+/* A line already there when the client is accepted is read at once: the
+ * REQUEST goes out in the same loop round, so a client that writes at once
+ * never waits as a handshake (where newcomers could evict it). */
+START_TEST(host_connect_line_read_at_accept)
+{
+	struct tpkt r;
+	int fd = unix_connect(g.path);
+
+	write_all(fd, "CONNECT 77\n", 11);
+	ck_assert_int_eq(tw_round(&g.w, 0), 1); /* the listener's callback only */
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, 77);
+	close(fd);
+}
+END_TEST
+
 START_TEST(in_process)
 {
 	char buf[64];
@@ -474,6 +490,92 @@ START_TEST(listener_out_of_fds)
 }
 END_TEST
 
+/* ---- the socket path: never take over a live VM's, never delete another's ---- */
+
+/* A second device (no transport) listening at path. */
+static int open_second(struct virtio_vsock **v, struct tw *w, const char *path, struct tvm_err *e)
+{
+	struct vsock_opts o = { .guest_cid = GUEST_CID, .uds_path = path };
+
+	memset(w, 0, sizeof(*w));
+	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, w };
+	return virtio_vsock_open(v, &o, e);
+}
+
+static bool is_socket(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0 && S_ISSOCK(st.st_mode);
+}
+
+/* A path where a VM listens is refused, and that VM keeps its socket. */
+START_TEST(uds_live_path_refused)
+{
+	struct virtio_vsock *v2 = (struct virtio_vsock *)&v2;
+	struct tw w2;
+	struct tvm_err e = { 0 };
+	char want[200];
+	uint32_t hp;
+	int fd;
+
+	ck_assert_int_eq(open_second(&v2, &w2, g.path, &e), -EADDRINUSE);
+	ck_assert_ptr_null(v2);
+	ck_assert_int_eq(w2.n, 0);
+	snprintf(want, sizeof(want), "vsock-uds %s: address in use (another VM listens there)", g.path);
+	ck_assert_str_eq(e.msg, want);
+	ck_assert(is_socket(g.path));
+	tw_settle(&g.w); /* the probe: a client that left before its line */
+	fd = host_connect(1024, &hp);
+	close(fd);
+}
+END_TEST
+
+/* A socket file nobody listens on (its VM died) is replaced; the device
+ * removes it when it closes. */
+START_TEST(uds_stale_path_replaced)
+{
+	struct virtio_vsock *v2;
+	struct tw w2;
+	struct tvm_err e = { 0 };
+	char path[160];
+	struct vsock_stats s;
+
+	snprintf(path, sizeof(path), "%s/stale.sock", g.dir);
+	close(unix_listen(path)); /* the file stays, nobody listens */
+	ck_assert(is_socket(path));
+	ck_assert_msg(open_second(&v2, &w2, path, &e) == 0, "%s", e.msg);
+	close(unix_connect(path)); /* it is the device's now */
+	tw_settle(&w2);
+	virtio_vsock_stats(v2, &s);
+	ck_assert_uint_eq(s.conns, 0);
+	virtio_vsock_close(v2);
+	ck_assert_int_eq(w2.n, 0);
+	ck_assert(!is_socket(path));
+}
+END_TEST
+
+/* A socket file put at the path after ours (the user removed ours and
+ * another VM or program listens there now) is not the device's to delete. */
+START_TEST(uds_replaced_path_kept)
+{
+	struct virtio_vsock *v2;
+	struct tw w2;
+	struct tvm_err e = { 0 };
+	char path[160];
+	int l;
+
+	snprintf(path, sizeof(path), "%s/other.sock", g.dir);
+	ck_assert_msg(open_second(&v2, &w2, path, &e) == 0, "%s", e.msg);
+	ck_assert_int_eq(unlink(path), 0);
+	l = unix_listen(path);
+	virtio_vsock_close(v2);
+	ck_assert(is_socket(path));
+	close(unix_connect(path)); /* still the newcomer's */
+	close(l);
+}
+END_TEST
+
 static Suite *suite(void)
 {
 	Suite *s = suite_create("virtio_vsock");
@@ -488,6 +590,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, host_connect_refused);
 	tcase_add_test(tc, host_connect_bad_lines);
 	tcase_add_test(tc, host_connect_slow_line);
+	tcase_add_test(tc, host_connect_line_read_at_accept);
 	tcase_add_test(tc, in_process);
 	tcase_add_test(tc, in_process_refused);
 	tcase_add_test(tc, shutdown_guest_first);
@@ -499,6 +602,9 @@ static Suite *suite(void)
 	tcase_add_test(tc, device_reset_drops_all);
 	tcase_add_test(tc, any_layout);
 	tcase_add_test(tc, listener_out_of_fds);
+	tcase_add_test(tc, uds_live_path_refused);
+	tcase_add_test(tc, uds_stale_path_replaced);
+	tcase_add_test(tc, uds_replaced_path_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

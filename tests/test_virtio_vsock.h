@@ -72,9 +72,11 @@ static inline void tg_post_ev(struct tg *g, unsigned i)
 	td_vq_post(&g->d, &g->ev, (uint16_t)i);
 }
 
-static inline void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
+/* Start the device (hybrid: listening in a new directory; handshake_ms:
+ * vsock_opts') and the guest driver with rx_bufs rx buffers posted. */
+static inline void tg_start_opts(struct tg *g, bool hybrid, unsigned rx_bufs, uint32_t handshake_ms)
 {
-	struct vsock_opts o = { .guest_cid = GUEST_CID };
+	struct vsock_opts o = { .guest_cid = GUEST_CID, .handshake_ms = handshake_ms };
 	struct tvm_err e = { 0 };
 	uint32_t s;
 
@@ -107,6 +109,11 @@ static inline void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
 		tg_post_ev(g, i);
 	virtio_mmio_notify(&g->t, VSOCK_RXQ);
 	virtio_mmio_notify(&g->t, VSOCK_EVQ);
+}
+
+static inline void tg_start(struct tg *g, bool hybrid, unsigned rx_bufs)
+{
+	tg_start_opts(g, hybrid, rx_bufs, 0);
 }
 
 static inline void tg_stop(struct tg *g)

@@ -464,6 +464,87 @@ START_TEST(connection_cap)
 }
 END_TEST
 
+/* ---- hybrid clients that never finish their CONNECT line ---- */
+
+/* A local client that connects and sends a line without its newline. */
+static int half_open(void)
+{
+	int fd = unix_connect(g.path);
+
+	write_all(fd, "CONNECT", 7);
+	set_nonblock(fd);
+	return fd;
+}
+
+/* Half-open clients in every slot: each newcomer (hybrid or in process)
+ * takes the slot of the oldest of them instead of being closed. */
+START_TEST(half_open_clients_evicted_oldest_first)
+{
+	int fds[VSOCK_MAX_CONNS], fd;
+	struct vsock_stats s;
+	struct tpkt r;
+	uint32_t hp;
+	char b;
+
+	for (int i = 0; i < VSOCK_MAX_CONNS; i++) {
+		fds[i] = half_open();
+		tw_settle(&g.w);
+	}
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, VSOCK_MAX_CONNS);
+	tg_expect_none(&g);
+	/* A normal client gets through (tg_host_connect checks REQUEST, OK)... */
+	fd = tg_host_connect(&g, 1024, &hp);
+	/* ...in the slot of the oldest, closed; the next one still waits. */
+	ck_assert_int_eq(read_now(fds[0], &b, 1), 0);
+	ck_assert_int_eq(read_now(fds[1], &b, 1), -EAGAIN);
+	close(fd);
+	/* So does an in-process connection. */
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 1024, &fd, NULL), 0);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_int_eq(read_now(fds[1], &b, 1), 0);
+	ck_assert_int_eq(read_now(fds[2], &b, 1), -EAGAIN);
+	close(fd);
+	for (int i = 0; i < VSOCK_MAX_CONNS; i++)
+		close(fds[i]);
+}
+END_TEST
+
+/* Half-open clients are closed at their deadline (20 ms here); the timer
+ * is unwatched once none is left, and clients connect as before. */
+START_TEST(half_open_clients_time_out)
+{
+	int fds[16], fd;
+	struct vsock_stats s;
+	uint32_t hp;
+	char b;
+
+	tg_stop(&g);
+	tg_start_opts(&g, true, QSZ, 20);
+	for (int i = 0; i < 16; i++)
+		fds[i] = half_open();
+	/* No wall-clock assert: wait (up to a minute) until each has seen EOF. */
+	for (int round = 0, closed = 0; closed < 16; round++) {
+		ck_assert_msg(round < 600, "%d of 16 half-open clients closed", closed);
+		tw_round(&g.w, 100);
+		for (int i = 0; i < 16; i++)
+			if (fds[i] >= 0 && read_now(fds[i], &b, 1) == 0) {
+				close(fds[i]);
+				fds[i] = -1;
+				closed++;
+			}
+	}
+	tw_settle(&g.w);
+	virtio_vsock_stats(g.v, &s);
+	ck_assert_uint_eq(s.conns, 0);
+	ck_assert_int_eq(g.w.n, 2); /* eventfd, listener: no timer while idle */
+	tg_expect_none(&g);
+	fd = tg_host_connect(&g, 1024, &hp);
+	close(fd);
+}
+END_TEST
+
 /* virtio_vsock_connect from another thread while the guest runs. */
 static void *connector(void *arg)
 {
@@ -523,6 +604,8 @@ static Suite *suite(void)
 	tcase_add_test(tc, credit_request_answered);
 	tcase_add_test(tc, host_data_packetised);
 	tcase_add_test(tc, connection_cap);
+	tcase_add_test(tc, half_open_clients_evicted_oldest_first);
+	tcase_add_test(tc, half_open_clients_time_out);
 	tcase_add_test(tc, connect_from_thread);
 	suite_add_tcase(s, tc);
 	return s;

@@ -8,6 +8,9 @@
 #   - restore -> first job output (`echo`, then `true`) and -> job result;
 #   - median and p99 (nearest rank) of each;
 # and the RSS of an idle restored VM without its guest pages (vmm_rss_kib).
+# As root, the restores again under --jail, and what the jail adds.
+# The restores again with --no-seccomp (SECCOMP=0: not), and what the
+# seccomp filters (on by default) add.
 # Reports; asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -33,22 +36,55 @@ echo "cold boot: ${line#tinyvmm: }"
 echo "snapshot: state $(stat -c %s "$snap/state") bytes, memory $(du -k "$snap/mem" | cut -f1) KiB on disk" \
 	"of $(($(stat -c %s "$snap/mem") >> 10)) KiB"
 
-: >"$work/vmm" >"$work/lib" >"$work/first" >"$work/result"
-for i in $(seq "$N"); do
-	m=$work/m$i.json
-	out=$("$timeto" --marker tinyvmm-bench-mark -- ./tinyvmm run --snapshot "$snap" --rootfs "$rootfs" \
-		--metrics "$m" -- sh -c 'echo tinyvmm-bench-mark; exec true')
-	echo $(( $(json first_kvm_run_us "$m") ))                                  >>"$work/vmm"
-	echo $(( $(json first_kvm_run_us "$m") - $(json restore_called_us "$m") )) >>"$work/lib"
-	field marker_ms <<<"$out" >>"$work/first"
-	field exit_ms <<<"$out" >>"$work/result"
-done
+# N restores with the extra tinyvmm flags given; the figures go to
+# $work/{vmm,lib,first,result}$tag.
+restores() {
+	local tag=$1 i m out
+	shift
+	: >"$work/vmm$tag" >"$work/lib$tag" >"$work/first$tag" >"$work/result$tag"
+	for i in $(seq "$N"); do
+		m=$work/m$tag$i.json
+		out=$("$timeto" --marker tinyvmm-bench-mark -- ./tinyvmm run "$@" --snapshot "$snap" --rootfs "$rootfs" \
+			--metrics "$m" -- sh -c 'echo tinyvmm-bench-mark; exec true')
+		echo $(( $(json first_kvm_run_us "$m") ))                                  >>"$work/vmm$tag"
+		echo $(( $(json first_kvm_run_us "$m") - $(json restore_called_us "$m") )) >>"$work/lib$tag"
+		field marker_ms <<<"$out" >>"$work/first$tag"
+		field exit_ms <<<"$out" >>"$work/result$tag"
+	done
+}
+median() { sort -n "$1" | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+report() {
+	local tag=$1 what=$2
+	printf '%-52s %10s %10s\n' "restores$what: $N (kvm_pvm host: guest kernel emulated)" median p99
+	printf '%-52s ' "process start -> first KVM_RUN (us)"; stats <"$work/vmm$tag"
+	printf '%-52s ' "tvm_vm_restore() call -> first KVM_RUN (us)"; stats <"$work/lib$tag"
+	printf '%-52s ' "process start -> first job output (ms)"; stats <"$work/first$tag"
+	printf '%-52s ' "process start -> job result, true (ms)"; stats <"$work/result$tag"
+}
 
-printf '%-52s %10s %10s\n' "restores: $N (kvm_pvm host: guest kernel emulated)" median p99
-printf '%-52s ' "process start -> first KVM_RUN (us)"; stats <"$work/vmm"
-printf '%-52s ' "tvm_vm_restore() call -> first KVM_RUN (us)"; stats <"$work/lib"
-printf '%-52s ' "process start -> first job output (ms)"; stats <"$work/first"
-printf '%-52s ' "process start -> job result, true (ms)"; stats <"$work/result"
+restores ""
+report "" ""
+if [ "${SECCOMP:-1}" != 0 ]; then
+	restores -noseccomp --no-seccomp
+	report -noseccomp " without seccomp"
+	# (timeto's milliseconds have a decimal: awk, not $(( )))
+	awk -v a="$(median "$work/vmm")" -v b="$(median "$work/vmm-noseccomp")" \
+		-v c="$(median "$work/result")" -v d="$(median "$work/result-noseccomp")" \
+		'BEGIN { printf "seccomp adds (medians): process start -> first KVM_RUN %d us, -> job result %.1f ms\n", a - b, c - d }'
+fi
+# The same under --jail (root only): fork, namespaces, mounts, pivot_root
+# and the lockdown come before the restore. A jailed VM has no host cgroup,
+# so it is compared with restores run --no-cgroup: the difference of the
+# medians is what the jail adds on the VMM side.
+if [ "$(id -u)" = 0 ]; then
+	restores -nocg --no-cgroup
+	report -nocg " --no-cgroup"
+	restores -jail --jail
+	report -jail " --jail"
+	awk -v a="$(median "$work/vmm-jail")" -v b="$(median "$work/vmm-nocg")" \
+		-v c="$(median "$work/result-jail")" -v d="$(median "$work/result-nocg")" \
+		'BEGIN { printf "--jail adds (medians, vs --no-cgroup): process start -> first KVM_RUN %d us, -> job result %.1f ms\n", a - b, c - d }'
+fi
 
 # An idle restored VM (no job), ended by its TTL.
 ./tinyvmm run --snapshot "$snap" --rootfs "$rootfs" --serial-out /dev/null --ttl 3 --metrics "$work/idle.json" \

@@ -6,7 +6,9 @@
 #include "vmm/core/err.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 #include <unistd.h>
 
 #include "guest/protocol.h"
+#include "vmm/core/clock.h"
 
 #define CHUNK (64u << 10) /* bytes of stdin/file data per frame */
 #define DEFAULT_CAP (1u << 20)
@@ -82,6 +85,9 @@ static int send_data(struct tvm_agent *a, uint8_t type, uint32_t id, const void 
  * parse it. The message points into the decoder until the next call. */
 static int recv_msg(struct tvm_agent *a, struct tvp_msg *m, int timeout_ms, struct tvm_err *e)
 {
+	/* The time is for the whole frame: a peer sending a byte now and then
+	 * must not stretch it. */
+	uint64_t end = clock_mono_ns() + (timeout_ms > 0 ? (uint64_t)timeout_ms * 1000000u : 0);
 	struct tvp_frame f;
 	char why[128];
 
@@ -102,9 +108,13 @@ static int recv_msg(struct tvm_agent *a, struct tvp_msg *m, int timeout_ms, stru
 		}
 		if (timeout_ms >= 0) {
 			struct pollfd pf = { .fd = a->fd, .events = POLLIN };
-			r = poll(&pf, 1, timeout_ms);
+			uint64_t now = clock_mono_ns();
+
+			r = poll(&pf, 1, now >= end ? 0 : (int)((end - now + 999999) / 1000000));
 			if (r == 0)
 				return tvm_errf(e, ETIMEDOUT, "agent: no answer within %d ms", timeout_ms);
+			if (r < 0)
+				continue; /* EINTR: a blocking recv now could wait forever */
 		}
 		space = tvp_decoder_space(&a->dec, &avail);
 		if (!space)
@@ -223,6 +233,45 @@ static int feed_stdin(struct tvm_agent *a, uint32_t id, struct stdin_feed *s, st
 	return 0;
 }
 
+_Static_assert(TVM_ID_DEFAULT == TVP_ID_DEFAULT, "the public default id is the wire's");
+
+void tvm_job_init(struct tvm_job *j)
+{
+	*j = (struct tvm_job){ .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT };
+}
+
+/* A job's uid or gid as the agent reads it (tinyvmm.h): zero, the value a
+ * job left unset, is the default user; root only as TVM_ID_ROOT. */
+static uint32_t wire_id(uint32_t id)
+{
+	if (id == 0)
+		return TVP_ID_DEFAULT;
+	return id == TVM_ID_ROOT ? 0 : id;
+}
+
+/* Milliseconds left until deadline (CLOCK_MONOTONIC ns), for poll: -1
+ * without one (0). */
+static int ms_left(uint64_t deadline)
+{
+	uint64_t now = clock_mono_ns();
+
+	if (!deadline)
+		return -1;
+	if (now >= deadline)
+		return 0;
+	return (deadline - now) / 1000000 >= INT_MAX ? INT_MAX : (int)((deadline - now + 999999) / 1000000);
+}
+
+/* The guest did not end the job by its timeout + grace (stopped, or not
+ * honouring it): say it timed out, and shut our sending side, which tells
+ * the agent, should it run again, to kill the job (PROTOCOL.md). */
+static void host_timeout(struct tvm_agent *a, uint64_t started, struct tvm_job_result *res)
+{
+	shutdown(a->fd, SHUT_WR);
+	*res = (struct tvm_job_result){ .exit_code = 128 + SIGKILL, .signal = SIGKILL, .timed_out = 1,
+					.host_timed_out = 1, .wall_ms = (clock_mono_ns() - started) / 1000000 };
+}
+
 int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *res, struct tvm_err *e)
 {
 	uint32_t id = ++a->next_id;
@@ -231,8 +280,11 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 	struct tvp_msg m = { .type = TVP_EXEC, .id = id };
 	uint32_t left[3];  /* output bytes still forwarded per stream: the caps asked for */
 	int trunc[3] = { 0 };
-	int r;
+	uint64_t started = clock_mono_ns(), deadline = 0;
+	int r, wait_ms;
 
+	if (j->timeout_ms)
+		deadline = started + ((uint64_t)j->timeout_ms + TVM_JOB_HOST_GRACE_MS(j->timeout_ms)) * 1000000u;
 	while (j->argv && j->argv[argc])
 		argc++;
 	while (j->env && j->env[envc])
@@ -240,7 +292,7 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 	if (!argc)
 		return tvm_errf(e, EINVAL, "job: empty argv");
 	m.exec = (struct tvp_exec){
-		.uid = j->uid, .gid = j->gid, .timeout_ms = j->timeout_ms,
+		.uid = wire_id(j->uid), .gid = wire_id(j->gid), .timeout_ms = j->timeout_ms,
 		.stdout_cap = j->stdout_cap ? j->stdout_cap : DEFAULT_CAP,
 		.stderr_cap = j->stderr_cap ? j->stderr_cap : DEFAULT_CAP,
 		.cwd = tvp_cstr(j->cwd),
@@ -265,8 +317,14 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 
 		if (in && !(in->closed && in->foff == in->flen))
 			pf.events |= POLLOUT;
+		/* Checked on every frame: a guest streaming output must not
+		 * keep us past the deadline either. */
+		if ((wait_ms = ms_left(deadline)) == 0) {
+			host_timeout(a, started, res);
+			break;
+		}
 		/* Only buffered frames left, or new bytes: recv_msg decides. */
-		if (tvp_decoder_pending(&a->dec) == 0 && poll(&pf, 1, -1) < 0 && errno != EINTR) {
+		if (tvp_decoder_pending(&a->dec) == 0 && poll(&pf, 1, wait_ms) < 0 && errno != EINTR) {
 			r = tvm_errf(e, errno, "job: poll: %s", strerror(errno));
 			break;
 		}
@@ -277,7 +335,12 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		}
 		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)) && tvp_decoder_pending(&a->dec) == 0)
 			continue;
-		r = recv_msg(a, &m, -1, e);
+		r = recv_msg(a, &m, wait_ms, e);
+		if (r == -ETIMEDOUT && deadline) {
+			r = 0; /* a frame begun and never finished */
+			host_timeout(a, started, res);
+			break;
+		}
 		if (r)
 			break;
 		if (m.id != id)

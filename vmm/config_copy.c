@@ -27,12 +27,14 @@ static unsigned fields(struct tvm_config *c, const char ***out)
 		out[n++] = &c->net.allow[i];
 	for (unsigned i = 0; i < TVM_MAX_NET_DNS; i++)
 		out[n++] = &c->net.dns[i];
+	out[n++] = &c->cgroup.parent;
+	out[n++] = &c->cgroup.cpuset;
 	return n;
 }
 
 int config_copy(struct tvm_config *dst, const struct tvm_config *src, char **arena)
 {
-	const char **f[5 + 3 * TVM_MAX_DRIVES + 4 + TVM_MAX_NET_RULES + TVM_MAX_NET_DNS];
+	const char **f[5 + 3 * TVM_MAX_DRIVES + 4 + TVM_MAX_NET_RULES + TVM_MAX_NET_DNS + 2];
 	unsigned n;
 	size_t total = 1;
 	char *p;

@@ -32,7 +32,8 @@ TVM_API const char *tvm_quirk_cmdline(enum tvm_quirks q);
  * map guest memory, create the irqchip, PIT and vCPUs, load the kernel and
  * initrd, write boot structures and register devices. Nothing runs yet.
  * Returns 0 and *out, or -errno (e.g. -ENOENT missing kernel, -ENOEXEC bad
- * image, -ENOSYS missing KVM capability) with e filled. */
+ * image, -ENOSYS missing KVM capability; with cfg.cgroup on, the
+ * cgroup's: -ENOTSUP no usable controller, -EACCES, -EBUSY) with e filled. */
 TVM_API int tvm_vm_create(const struct tvm_config *c, struct tvm_vm **out, struct tvm_err *e);
 
 /* Start one thread per vCPU. Returns 0 or -errno. */
@@ -61,8 +62,10 @@ TVM_API enum tvm_exit tvm_vm_exit_reason(const struct tvm_vm *vm);
 TVM_API long tvm_vm_vmm_rss_kib(const struct tvm_vm *vm);
 
 /* Write the metrics JSON object (timestamps in µs since t0, VM-exit counts
- * per vCPU, VMM RSS without guest RAM, with a network device its counters
- * as "net") to path. Returns 0 or -errno. */
+ * per vCPU, VMM RSS without guest RAM, CPU time of each vCPU thread
+ * ("vcpu_cpu_us") and of the whole process ("process_cpu_us"), the host
+ * cgroup's limits and memory peak as "cgroup" (null without one), with a
+ * network device its counters as "net") to path. Returns 0 or -errno. */
 TVM_API int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_err *e);
 
 /* Copy the network counters into *out (any thread, while the VM exists).
@@ -73,8 +76,32 @@ TVM_API int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out)
  * of range. */
 TVM_API const char *tvm_net_drop_name(unsigned reason);
 
-/* Stop if running, free everything. NULL is allowed. */
+/* Stop if running, free everything; with a host cgroup, move the process
+ * back where it was and remove the cgroup. NULL is allowed. */
 TVM_API void tvm_vm_destroy(struct tvm_vm *vm);
+
+/* ---- Seccomp (struct tvm_config.seccomp) ----
+ *
+ * With TVM_SECCOMP_KILL or _LOG each thread the VM starts (every vCPU, the
+ * event loop each time it starts, the serial input thread) confines itself
+ * once its setup is done: PR_SET_NO_NEW_PRIVS and a seccomp filter that
+ * allows only the system calls its role makes, with their arguments
+ * checked where they matter (ioctl request numbers, Unix sockets only,
+ * never PROT_EXEC, only TVM_KICK_SIGNAL or SIGABRT sent; ARCHITECTURE.md
+ * lists them). Any other call kills the whole process (SIGSYS), or with
+ * _LOG (for debugging a filter) writes one line naming the thread's role
+ * and the call to cfg.log_fd (stderr if -1) and exits the process with
+ * TVM_SECCOMP_EXIT; _LOG installs a SIGSYS handler, process wide. The
+ * threads of the caller are never confined: the default is
+ * TVM_SECCOMP_OFF, because the library must not restrict its host's
+ * threads. tvm_vm_start fails with -ENOSYS when the kernel cannot filter.
+ *
+ * VMs that share one process share one trust domain: a guest that
+ * compromises its VM's threads has the process, and so every other VM in
+ * it and the caller's own threads, which are not confined. The tinyvmm
+ * binary, one VM per process with its own threads confined too (its main
+ * thread once every thread exists, its signal thread), is the hardened
+ * form; run it for guests that must not reach one another. */
 
 /* ---- Snapshots (ARCHITECTURE.md, "Restore") ---- */
 
@@ -94,7 +121,7 @@ TVM_API int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *
  * VM restored from it), devices and vCPUs get their saved state back; a
  * tampered or damaged snapshot is refused with an error, never run.
  * overrides (NULL: none) gives what belongs to the new VM, not to the
- * snapshot: serial_out_fd, serial_in_fd, log_fd, ttl_ms, t0_ns, vsock_uds
+ * snapshot: serial_out_fd, serial_in_fd, log_fd, ttl_ms, cgroup, t0_ns, vsock_uds
  * (the snapshot's own is never reused), and, when nr_drives equals the
  * snapshot's, per drive a new path for the same image (same size),
  * overlay_path and overlay_limit. Every copy-on-write drive gets a fresh
@@ -112,15 +139,26 @@ TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, 
 /* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */
 
 #define TVM_AGENT_PORT 1024    /* vsock port the guest agent listens on */
-#define TVM_ID_DEFAULT 0xFFFFFFFFu /* uid/gid: the agent's default (unprivileged) user */
+#define TVM_ID_DEFAULT 0xFFFFFFFFu /* uid/gid: the agent's default (unprivileged) user; so is 0 */
+#define TVM_ID_ROOT 0xFFFFFFFEu    /* uid/gid: root (id 0), only ever when asked for this way */
 
-/* One job. Strings are borrowed for the duration of tvm_agent_exec(). */
+/* One job. Start from tvm_job_init() or zero ({ .argv = argv } is a
+ * complete job): every zero field is the safe default. Strings are
+ * borrowed for the duration of tvm_agent_exec(). */
 struct tvm_job {
 	const char *const *argv;   /* NULL-terminated, at least one entry */
 	const char *const *env;    /* NULL-terminated "NAME=value" over the agent's env; NULL: none */
 	const char *cwd;           /* NULL: "/" */
-	uint32_t uid, gid;         /* TVM_ID_DEFAULT for the agent's default user */
-	uint32_t timeout_ms;       /* 0: none; on expiry the job's process group is SIGKILLed */
+	/* Who the job runs as in the guest, uid and gid each on its own:
+	 * 0 or TVM_ID_DEFAULT: the agent's default unprivileged user (uid and
+	 * gid 1000 in the base image), so a zero-initialised job is never
+	 * root; TVM_ID_ROOT: root (id 0); any other value: that id. */
+	uint32_t uid, gid;
+	/* 0: none. On expiry the agent SIGKILLs the job's process group. The
+	 * host waits at most TVM_JOB_HOST_GRACE_MS(timeout_ms) more for the
+	 * RESULT (a stopped guest, or one ignoring the timeout): then
+	 * tvm_agent_exec returns with timed_out and host_timed_out set. */
+	uint32_t timeout_ms;
 	uint32_t stdout_cap, stderr_cap; /* bytes forwarded per stream; 0: 1 MiB */
 	const void *stdin_data;    /* bytes fed to stdin, then EOF */
 	size_t stdin_len;
@@ -129,14 +167,25 @@ struct tvm_job {
 	void *ctx;
 };
 
+/* The host's grace beyond a job's timeout: 5 s + 10 %. */
+#define TVM_JOB_HOST_GRACE_MS(timeout_ms) (5000 + (uint64_t)(timeout_ms) / 10)
+
 struct tvm_job_result {
 	int exit_code;         /* 0..255; 128 + signal when killed by a signal */
 	int signal;            /* 0 when the process exited */
 	int timed_out;         /* the timeout killed it */
+	int host_timed_out;    /* no RESULT by timeout + grace: the host stopped waiting (exit_code 137,
+				* signal 9, wall_ms the host's) and shut down its sending side, so the
+				* agent kills the job if it ever reads again; only close the connection */
 	int stdout_truncated, stderr_truncated; /* output beyond the caps was dropped */
 	uint64_t wall_ms, cpu_ms; /* cpu: user + system */
 	uint64_t max_rss_kib;
 };
+
+/* Set *j to the defaults: no argv yet, no env, the default cwd, the
+ * agent's default unprivileged user, no timeout, 1 MiB output caps, no
+ * stdin, no output callback. Set argv, then what differs. */
+TVM_API void tvm_job_init(struct tvm_job *j);
 
 /* A connection to the guest agent over a connected stream socket. */
 struct tvm_agent;

@@ -8,6 +8,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "devices/virtio/throttle.h"
+
 static void on_interrupt(void *ctx)
 {
 	struct vdev *d = ctx;
@@ -41,6 +43,7 @@ int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const 
 	if (slot >= VDEV_MAX)
 		return tvm_errf(e, ENOSPC, "%s: more than %d virtio devices", s->name, VDEV_MAX);
 	snprintf(d->name, sizeof(d->name), "%s", s->name);
+	d->loop = h->loop;
 	d->base = VDEV_MMIO_BASE + slot * VDEV_MMIO_STRIDE;
 	d->gsi = VDEV_FIRST_GSI + slot;
 
@@ -120,11 +123,53 @@ int vdev_avail_idx(struct vdev *d, unsigned q)
 	return idx;
 }
 
+static int fd_watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg)
+{
+	return ev_add(((struct vdev *)ctx)->loop, fd, events, cb, arg, NULL);
+}
+
+static void fd_unwatch(void *ctx, int fd)
+{
+	ev_del(((struct vdev *)ctx)->loop, fd);
+}
+
+static void fd_kick(void *ctx, unsigned queue)
+{
+	virtio_mmio_notify(&((struct vdev *)ctx)->t, queue);
+}
+
+struct fd_watch_ops vdev_fd_watch(struct vdev *d)
+{
+	return (struct fd_watch_ops){ .watch = fd_watch, .unwatch = fd_unwatch, .kick = fd_kick, .ctx = d };
+}
+
+static void write_limiters(const struct vdev *d, FILE *f)
+{
+	struct vq_throttle *t = d->t_ready && d->t.ops->throttle ? d->t.ops->throttle(d->t.dev) : NULL;
+	bool any = false;
+
+	for (unsigned i = 0; t && i < VQ_THROTTLE_MAX; i++) {
+		struct vq_throttle_stats s;
+
+		vq_throttle_stats(t, i, &s);
+		if (!s.active)
+			continue;
+		fprintf(f, "%s\"%s\":{\"throttled\":%llu,\"throttled_us\":%llu}", any ? "," : ",\"limiters\":{", s.name,
+			(unsigned long long)s.throttled, (unsigned long long)(s.throttled_ns / 1000));
+		any = true;
+	}
+	if (any)
+		fprintf(f, "}");
+}
+
 void vdev_write_metrics(const struct vdev *d, unsigned n, FILE *f)
 {
 	fprintf(f, ",\"devices\":[");
-	for (unsigned i = 0; i < n; i++)
-		fprintf(f, "%s{\"name\":\"%s\",\"needs_reset\":%llu}", i ? "," : "", d[i].name,
+	for (unsigned i = 0; i < n; i++) {
+		fprintf(f, "%s{\"name\":\"%s\",\"needs_reset\":%llu", i ? "," : "", d[i].name,
 			(unsigned long long)virtio_mmio_needs_resets(&d[i].t));
+		write_limiters(&d[i], f);
+		fprintf(f, "}");
+	}
 	fprintf(f, "]");
 }

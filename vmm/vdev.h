@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "devices/virtio/fd_watch.h"
 #include "devices/virtio/virtio_mmio.h"
 #include "vmm/kvm/bus.h"
 #include "vmm/kvm/event_loop.h"
@@ -64,7 +65,14 @@ struct vdev {
 	void *dev;                 /* the device model, closed by close_dev */
 	void (*close_dev)(void *dev);
 	char name[32];
+	struct event_loop *loop;   /* the VM's, for vdev_fd_watch */
 };
+
+/* The fd-watch ops (devices/virtio/fd_watch.h) of the device attached, or
+ * about to be attached, as d: fds watched on the VM's event loop, kick
+ * runs d's queue. For a device that must be told before attachment and
+ * uses them only once it runs (a drive's rate-limit timer). */
+struct fd_watch_ops vdev_fd_watch(struct vdev *d);
 
 /* Attach device s->dev (closed with s->close_dev on vdev_destroy, also
  * when this fails) to the VM h as slot number slot (0..VDEV_MAX-1): window
@@ -88,7 +96,9 @@ void vdev_kick(struct vdev *d);
 int vdev_avail_idx(struct vdev *d, unsigned q);
 
 /* Append ,"devices":[{"name":NAME,"needs_reset":N},...] for d[0..n) to
- * the metrics JSON f (names are ours: no escaping needed). */
+ * the metrics JSON f (names are ours: no escaping needed). A device with
+ * a rate limit adds "limiters":{"io"|"rx"|"tx":{"throttled":REQUESTS,
+ * "throttled_us":TIME_HELD},...}. */
 void vdev_write_metrics(const struct vdev *d, unsigned n, FILE *f);
 
 #endif

@@ -93,7 +93,9 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 	};
 	vm->quirks = vm_quirks_apply(c->quirks);
 
-	r = vm_compose_cmdline(vm, e);
+	r = vm_cgroup_enter(vm, e); /* first: all that follows is charged to it */
+	if (!r)
+		r = vm_compose_cmdline(vm, e);
 	if (!r)
 		r = ev_init(&vm->loop, e);
 	if (!r)
@@ -155,7 +157,9 @@ int tvm_vm_start(struct tvm_vm *vm, struct tvm_err *e)
 	if (vm->quirks)
 		vm_log(vm, "kvm_pvm host: applying its quirks (CPUID CX16 hidden, guest command line words added)");
 	vm_net_announce(vm);
-	r = vm_arm_ttl(vm, e);
+	r = vm_seccomp_prepare(vm, e);
+	if (!r)
+		r = vm_arm_ttl(vm, e);
 	if (!r)
 		r = ev_start(&vm->loop, e);
 	if (r)
@@ -243,6 +247,7 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 	pthread_mutex_destroy(&vm->lock);
 	pthread_cond_destroy(&vm->ended);
 	vcpu_pause_destroy(&vm->pause);
+	vm_cgroup_leave(vm); /* last: nothing of the VM is left in it */
 	free(vm->cfg_strings);
 	free(vm);
 }

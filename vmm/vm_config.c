@@ -22,6 +22,8 @@ int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		if (!c->drives[i].path || !*c->drives[i].path)
 			return tvm_errf(e, EINVAL, "drive %u: no path given", i);
+	if (c->seccomp != TVM_SECCOMP_OFF && c->seccomp != TVM_SECCOMP_KILL && c->seccomp != TVM_SECCOMP_LOG)
+		return tvm_errf(e, EINVAL, "seccomp: %d is not TVM_SECCOMP_OFF, _KILL or _LOG", (int)c->seccomp);
 	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
 		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
 				MAX_MEM_MIB);

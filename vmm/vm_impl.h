@@ -46,6 +46,7 @@ struct tvm_vm {
 	struct vdev *net_dev;       /* NULL without a network */
 	bool net_restricted;        /* its egress policy is an allow-list */
 	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
+	struct cgroup *cgroup;      /* host cgroup holding the process, NULL without (vm_cgroup.c) */
 
 	atomic_bool stopping;
 	pthread_mutex_t lock;
@@ -64,7 +65,8 @@ struct tvm_vm {
 };
 
 
-/* Build a VM from c without loading a guest: memory (anonymous, or the
+/* Build a VM from c without loading a guest: its host cgroup first
+ * (cfg.cgroup: the process moves into it), memory (anonymous, or the
  * snapshot memory file mem_path mapped private), irqchip, PIT, vCPUs with
  * their boot CPUID/MSRs/LAPIC, devices, drives, vsock. need_kernel: check
  * that c names a kernel. On failure nothing is left. */
@@ -129,6 +131,20 @@ int vm_load_guest(struct tvm_vm *vm, struct tvm_err *e);
 /* vm_ttl.c: with cfg.ttl_ms, arm the timer that ends the VM with
  * TVM_EXIT_TTL (on the event loop; ttl_fd is closed by destroy). */
 int vm_arm_ttl(struct tvm_vm *vm, struct tvm_err *e);
+
+/* vm_cgroup.c: with cfg.cgroup on (or auto, and the host allows it), make
+ * the VM's cgroup and move the process into it; leave: move back, remove
+ * it. Metrics: append ,"cgroup":{...} or ,"cgroup":null. */
+int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e);
+void vm_cgroup_leave(struct tvm_vm *vm);
+void vm_cgroup_write_metrics(const struct tvm_vm *vm, FILE *f);
+
+/* vm_seccomp.c: with cfg.seccomp, check that the kernel can and have every
+ * thread the VM starts confine itself (vCPUs, the event loop); the serial
+ * input thread calls vm_seccomp_serial (nonzero: it must end, the VM was
+ * ended). */
+int vm_seccomp_prepare(struct tvm_vm *vm, struct tvm_err *e);
+int vm_seccomp_serial(struct tvm_vm *vm);
 
 /* vm_serial.c: with cfg.serial_in_fd, start the thread feeding it to COM1
  * (stopped through input_stop_fd, which destroy closes); join it. */

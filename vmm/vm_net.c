@@ -179,7 +179,7 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	struct net_policy policy;
 	struct net_opts o = {
 		.tap_name = n->tap, .fd = -1, .id = vm->cfg.vsock_cid, .mtu = (uint16_t)n->mtu, .policy = &policy,
-		.no_offload = n->no_offload,
+		.no_offload = n->no_offload, .rx_limit = n->rx, .tx_limit = n->tx,
 		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = net_kick, .ctx = vm },
 	};
 	struct virtio_net *dev;

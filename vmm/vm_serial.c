@@ -16,6 +16,8 @@ static void *input_thread(void *arg)
 	struct pollfd p[2] = { { .fd = vm->cfg.serial_in_fd, .events = POLLIN }, { .fd = vm->input_stop_fd, .events = POLLIN } };
 	uint8_t buf[UART_RX_FIFO];
 
+	if (vm_seccomp_serial(vm))
+		return NULL;
 	while (!atomic_load(&vm->stopping)) {
 		size_t room = uart_8250_rx_room(vm->uart);
 		ssize_t n;

@@ -70,7 +70,9 @@ static int create_overlay(const struct blk_opts *o, bool *keep, struct tvm_err *
 int cow_open(struct blk_image *im, const struct blk_opts *o, struct tvm_err *e)
 {
 	im->nblocks = (im->size + BLK - 1) / BLK;
-	im->limit_blocks = o->overlay_limit ? o->overlay_limit / BLK : UINT64_MAX;
+	/* The default is what the drive's own size allows anyway, kept
+	 * explicit: a guest filling its disk fills no more of the host's. */
+	im->limit_blocks = o->overlay_limit ? o->overlay_limit / BLK : im->nblocks;
 	im->map = calloc((im->nblocks + 63) / 64, sizeof(uint64_t));
 	im->tmp = calloc(IOV_MAX, sizeof(struct iovec));
 	if (!im->map || !im->tmp)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "devices/virtio/fd_watch.h"
 #include "vmm/core/err.h"
 
 #define BLK_SECTOR 512      /* bytes per sector; image sizes are multiples */
@@ -38,7 +39,12 @@ struct blk_opts {
 	const char *overlay_dir;  /* cow, no overlay_path: directory for the temporary file;
 				   * NULL: $TMPDIR, else /tmp */
 	uint64_t overlay_limit;   /* cow: most bytes of the disk the overlay may hold, counted in
-				   * whole 4 KiB blocks (rounded down); 0: no limit */
+				   * whole 4 KiB blocks (rounded down); 0: the drive's size (what
+				   * the guest can fill, so its file system is full first) */
+	/* virtio-blk only (devices/blk/virtio_blk.h): */
+	struct tvm_rate_limit limit; /* data bytes and requests; zero: none */
+	struct fd_watch_ops io;      /* with a limit: its timer's watch, the queue's kick */
+	uint64_t (*clock)(void);     /* NULL: CLOCK_MONOTONIC (tests: a fake clock) */
 };
 
 struct blk_image {
@@ -52,7 +58,7 @@ struct blk_image {
 	uint64_t *map;        /* bit per BLK_COW_BLOCK block: lives in the overlay */
 	uint64_t nblocks;     /* blocks covering size (the last may be partial) */
 	uint64_t in_overlay;  /* bits set in map */
-	uint64_t limit_blocks;/* most bits that may be set; UINT64_MAX: no limit */
+	uint64_t limit_blocks;/* most bits that may be set (default: nblocks) */
 	struct iovec *tmp;    /* IOV_MAX entries for per-run slices of a request */
 };
 

@@ -8,6 +8,7 @@
 
 #include "devices/blk/blk_image.h"
 #include "devices/blk/virtio_blk.h"
+#include "devices/virtio/throttle.h"
 #include "devices/virtio/virtqueue.h"
 
 struct virtio_blk {
@@ -18,6 +19,12 @@ struct virtio_blk {
 	struct virtqueue *vq;           /* set while the driver has the device running */
 	struct vq_chain chain;          /* the request being served */
 	struct iovec data[VQ_MAX_SEGS]; /* its data part */
+	struct vq_throttle thr;         /* the drive's rate limit: one limiter, "io" */
 };
+
+/* blk_persist.c: the snapshot hooks (the device's blob is its limiter
+ * state, devices/virtio/throttle.h; none without a limit). */
+long blk_save(void *dev, void *buf, size_t cap);
+int blk_restore(void *dev, const void *buf, size_t len);
 
 #endif

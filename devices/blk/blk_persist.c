@@ -70,3 +70,13 @@ int virtio_blk_restore_blocks(struct virtio_blk *b, int data_fd, const uint64_t 
 {
 	return blk_image_import(&b->img, data_fd, map, nwords);
 }
+
+long blk_save(void *dev, void *buf, size_t cap)
+{
+	return vq_throttle_save(&((struct virtio_blk *)dev)->thr, buf, cap);
+}
+
+int blk_restore(void *dev, const void *buf, size_t len)
+{
+	return vq_throttle_restore(&((struct virtio_blk *)dev)->thr, buf, len);
+}

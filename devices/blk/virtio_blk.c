@@ -3,6 +3,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,17 @@ static uint32_t serve(struct virtio_blk *b, struct vq_chain *c)
 	return r.written == r.extra_w ? c->writable_len : r.written;
 }
 
+/* What a request costs its limiter: one operation and the bytes it
+ * moves, everything but the header and the status byte (from the
+ * chain's lengths, which vq_pop read once: the guest cannot change them
+ * after the fact). */
+static uint64_t data_bytes(const struct vq_chain *c)
+{
+	uint64_t all = (uint64_t)c->readable_len + c->writable_len;
+
+	return all > HDR_LEN + 1 ? all - HDR_LEN - 1 : 0;
+}
+
 static int blk_notify(void *dev, unsigned queue)
 {
 	struct virtio_blk *b = dev;
@@ -147,8 +159,15 @@ static int blk_notify(void *dev, unsigned queue)
 
 	if (queue != 0 || !b->vq)
 		return 0;
-	while ((r = vq_pop(b->vq, &b->chain)) > 0)
+	while ((r = vq_pop(b->vq, &b->chain)) > 0) {
+		if (vq_throttle_admit(&b->thr, 0, data_bytes(&b->chain), 1)) {
+			/* Held: back on the ring untouched; the limiter's timer
+			 * runs the queue again when the tokens are there. */
+			vq_unpop(b->vq, 1);
+			return 0;
+		}
 		vq_push(b->vq, b->chain.head, serve(b, &b->chain));
+	}
 	return r;
 }
 
@@ -164,14 +183,24 @@ static void blk_config_read(void *dev, uint32_t off, uint8_t *data, uint32_t len
 
 static int blk_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 {
+	struct virtio_blk *b = dev;
+
 	(void)features;
-	((struct virtio_blk *)dev)->vq = &vqs[0];
-	return 0;
+	b->vq = &vqs[0];
+	return vq_throttle_activate(&b->thr);
 }
 
 static void blk_reset(void *dev)
 {
-	((struct virtio_blk *)dev)->vq = NULL;
+	struct virtio_blk *b = dev;
+
+	b->vq = NULL;
+	vq_throttle_reset(&b->thr);
+}
+
+static struct vq_throttle *blk_throttle(void *dev)
+{
+	return &((struct virtio_blk *)dev)->thr;
 }
 
 const struct virtio_dev_ops virtio_blk_ops = {
@@ -184,6 +213,9 @@ const struct virtio_dev_ops virtio_blk_ops = {
 	.activate = blk_activate,
 	.reset = blk_reset,
 	.notify = blk_notify,
+	.save = blk_save,
+	.restore = blk_restore,
+	.throttle = blk_throttle,
 };
 
 static void fill_config(struct virtio_blk *b)
@@ -212,6 +244,7 @@ int virtio_blk_open(struct virtio_blk **out, const struct blk_opts *o, struct tv
 {
 	struct virtio_blk *b;
 	size_t idlen = o->id ? strlen(o->id) : 0;
+	char what[128];
 	int r;
 
 	*out = NULL;
@@ -221,8 +254,13 @@ int virtio_blk_open(struct virtio_blk **out, const struct blk_opts *o, struct tv
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return tvm_errf(e, ENOMEM, "drive %s: out of memory", o->path ? o->path : "");
-	r = blk_image_open(&b->img, o, e);
+	snprintf(what, sizeof(what), "drive %s", o->path ? o->path : "");
+	r = vq_throttle_init(&b->thr, &(struct vq_limit){ .queue = 0, .name = "io", .limit = o->limit }, 1, &o->io,
+			     o->clock, what, e);
+	if (!r)
+		r = blk_image_open(&b->img, o, e);
 	if (r) {
+		vq_throttle_close(&b->thr);
 		free(b);
 		return r;
 	}
@@ -237,6 +275,7 @@ void virtio_blk_close(struct virtio_blk *b)
 	if (!b)
 		return;
 	blk_image_close(&b->img);
+	vq_throttle_close(&b->thr);
 	free(b);
 }
 

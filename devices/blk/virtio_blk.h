@@ -18,7 +18,14 @@
  * Offered features: SEG_MAX, SIZE_MAX, BLK_SIZE (512), FLUSH, and RO for a
  * read-only drive, else DISCARD and WRITE_ZEROES.
  *
- * Snapshot state (a copy-on-write drive's blocks): devices/blk/blk_persist.h.
+ * Rate limit (blk_opts.limit): one limiter over the queue, costing each
+ * request one operation and its data bytes (the chain's bytes but header
+ * and status). A request the limiter holds stays on the ring (un-popped)
+ * and the queue stops until the limiter's timer kicks it
+ * (devices/virtio/throttle.h). The order of requests is kept.
+ *
+ * Snapshot state (a copy-on-write drive's blocks): devices/blk/blk_persist.h;
+ * the device's own blob is its limiter's state (none without a limit).
  */
 #ifndef TVM_VIRTIO_BLK_H
 #define TVM_VIRTIO_BLK_H

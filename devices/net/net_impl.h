@@ -10,10 +10,15 @@
 #include <stdbool.h>
 
 #include "devices/net/virtio_net.h"
+#include "devices/virtio/throttle.h"
 #include "devices/virtio/virtqueue.h"
 
 #define NET_RX_IOV (VQ_MAX_SEGS - 1)  /* guest buffers per readv, one iovec left for scratch */
 #define NET_RX_SCRATCH (65536 + 64)   /* catches the tail of a frame too big for the held buffers */
+
+/* The device's limiters (struct virtio_net.thr): numbered as the queues
+ * they gate (vq_throttle_stats of NET_RXQ is rx's). */
+enum { NET_LIM_RX = NET_RXQ, NET_LIM_TX = NET_TXQ, NET_LIM_NR };
 
 /* An rx chain popped and waiting for a frame; its buffers are niov
  * consecutive entries of rx_iov, in held order. */
@@ -59,6 +64,7 @@ struct virtio_net {
 	struct iovec tx_iov[VQ_MAX_SEGS];
 
 	struct net_stats st;           /* updated with __atomic builtins */
+	struct vq_throttle thr;        /* rate limits: [NET_LIM_RX] gates rx, [NET_LIM_TX] tx */
 };
 
 /* Add 1 to a counter (read by virtio_net_stats from any thread). */

@@ -128,6 +128,8 @@ int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
 
 		if (r <= 0)
 			return r; /* no watch: the guest's next rx notification brings us back */
+		if (vq_throttle_wait(&n->thr, NET_LIM_RX, 1, 1))
+			return 0; /* no read, no watch: the limiter's timer brings us back */
 		n->rx_iov[n->rx_niov] = (struct iovec){ n->scratch, NET_RX_SCRATCH };
 		got = readv(n->fd, n->rx_iov, (int)n->rx_niov + 1);
 		if (got < 0 && errno == EINTR)
@@ -150,6 +152,7 @@ int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
 			continue;
 		}
 		deliver(n, vq, (uint32_t)got);
+		vq_throttle_take(&n->thr, NET_LIM_RX, (uint64_t)got - NET_HDR_LEN, 1);
 	}
 	/* Budget used up with the backend maybe still readable. */
 	net_watch(n);

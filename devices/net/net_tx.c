@@ -68,7 +68,17 @@ int net_tx_run(struct virtio_net *n, struct virtqueue *vq)
 	int r;
 
 	while ((r = vq_pop(vq, &n->chain)) > 0) {
-		enum net_verdict v = tx_frame(n, &n->chain);
+		const struct vq_chain *c = &n->chain;
+		enum net_verdict v;
+
+		/* Costed by the chain's lengths (read once by vq_pop), before
+		 * anything is checked: a dropped frame costs as much. */
+		if (vq_throttle_admit(&n->thr, NET_LIM_TX,
+				      c->readable_len > NET_HDR_LEN ? c->readable_len - NET_HDR_LEN : 0, 1)) {
+			vq_unpop(vq, 1); /* back on the ring; the limiter's timer runs tx again */
+			return 0;
+		}
+		v = tx_frame(n, c);
 
 		if (v != NET_PASS)
 			net_count(&n->st.drops[v], 1);

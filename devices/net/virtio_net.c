@@ -90,7 +90,7 @@ static int net_activate(void *dev, struct virtqueue *vqs, uint64_t features)
 	n->vqs = vqs;
 	n->features = features;
 	n->mrg = features & F(VIRTIO_NET_F_MRG_RXBUF);
-	return 0;
+	return vq_throttle_activate(&n->thr);
 }
 
 static void net_reset(void *dev)
@@ -99,6 +99,7 @@ static void net_reset(void *dev)
 
 	unwatch(n);
 	net_rx_forget(n);
+	vq_throttle_reset(&n->thr);
 	n->vqs = NULL;
 	n->features = 0;
 	/* Until the next driver says what it takes: plain frames only. */
@@ -107,18 +108,26 @@ static void net_reset(void *dev)
 }
 
 /* Snapshot (transport lock held, before the transport saves its queue
- * positions): nothing of the device's own, but the rx chains it holds go
+ * positions): the limiters' state, and the rx chains the device holds go
  * back to the guest so the saved queue state does not lose them. The
  * backend and its offload flags belong to the VM that restores. */
 static long net_save(void *dev, void *buf, size_t cap)
 {
 	struct virtio_net *n = dev;
 
-	(void)buf;
-	(void)cap;
 	if (n->vqs)
 		net_rx_return_held(n, &n->vqs[NET_RXQ]);
-	return 0;
+	return vq_throttle_save(&n->thr, buf, cap);
+}
+
+static int net_restore(void *dev, const void *buf, size_t len)
+{
+	return vq_throttle_restore(&((struct virtio_net *)dev)->thr, buf, len);
+}
+
+static struct vq_throttle *net_throttle(void *dev)
+{
+	return &((struct virtio_net *)dev)->thr;
 }
 
 static int net_notify(void *dev, unsigned queue)
@@ -145,6 +154,8 @@ const struct virtio_dev_ops virtio_net_ops = {
 	.reset = net_reset,
 	.notify = net_notify,
 	.save = net_save,
+	.restore = net_restore,
+	.throttle = net_throttle,
 };
 
 void net_mac_from_id(uint32_t id, uint8_t mac[6])
@@ -177,6 +188,7 @@ static int check_opts(const struct net_opts *o, struct tvm_err *e)
 int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tvm_err *e)
 {
 	static const uint8_t zero[6];
+	struct vq_limit lim[NET_LIM_NR];
 	struct virtio_net *n;
 	int r = check_opts(o, e);
 
@@ -188,13 +200,15 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 		free(n);
 		return tvm_errf(e, ENOMEM, "net: out of memory");
 	}
+	lim[NET_LIM_RX] = (struct vq_limit){ NET_RXQ, "rx", o->rx_limit };
+	lim[NET_LIM_TX] = (struct vq_limit){ NET_TXQ, "tx", o->tx_limit };
+	r = vq_throttle_init(&n->thr, lim, NET_LIM_NR, &o->io, o->clock, "net", e);
+	if (r)
+		goto fail;
 	if (o->fd >= 0) {
 		r = net_tap_adopt(o->fd, n->ifname, e);
-		if (r < 0) {
-			free(n->scratch);
-			free(n);
-			return r;
-		}
+		if (r < 0)
+			goto fail;
 		n->fd = o->fd;
 		fcntl(n->fd, F_SETFL, fcntl(n->fd, F_GETFL) | O_NONBLOCK);
 		n->tap_offload = r == 1;
@@ -203,9 +217,7 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 		n->fd = net_tap_open(o->tap_name, n->ifname, e);
 		if (n->fd < 0) {
 			r = n->fd;
-			free(n->scratch);
-			free(n);
-			return r;
+			goto fail;
 		}
 		n->tap_offload = true;
 		n->offload = !o->no_offload;
@@ -228,12 +240,18 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 	n->cfg.mtu = htole16(n->mtu);
 	*out = n;
 	return 0;
+fail:
+	vq_throttle_close(&n->thr);
+	free(n->scratch);
+	free(n);
+	return r;
 }
 
 void virtio_net_close(struct virtio_net *n)
 {
 	if (!n)
 		return;
+	vq_throttle_close(&n->thr);
 	close(n->fd);
 	pthread_mutex_destroy(&n->lock);
 	free(n->scratch);

@@ -43,12 +43,21 @@
  * the fd callback takes only the device's small mutex (which guards the
  * watch state) and kicks after dropping it. Lock order: transport, device.
  *
+ * Rate limits (net_opts.rx_limit, tx_limit; devices/virtio/throttle.h),
+ * each costing a frame one operation and its bytes without the virtio-net
+ * header. Tx: a chain the limiter holds goes back on the ring (un-popped)
+ * and the tx queue stops until the limiter's timer kicks it. Rx: before
+ * each read the limiter must be out of debt with a token of each kind;
+ * the frame read is then paid for in full (in debt when it cost more),
+ * since its size is known only once read. While held, rx neither reads
+ * nor watches the backend; the timer kicks the rx queue.
+ *
  * Snapshots: the save hook gives the rx chains the device holds back to
  * the guest (un-popped when they were the last popped, else completed
- * empty), so the saved queue positions lose no buffer. The device keeps no
- * state of its own: its MAC and MTU are the VM's config (the snapshot's
- * network section), the backend and its offload flags belong to the VM
- * that restores (no restore hook).
+ * empty), so the saved queue positions lose no buffer. The device's own
+ * blob is its limiters' state (none without limits). Its MAC and MTU are
+ * the VM's config (the snapshot's network section), the backend and its
+ * offload flags belong to the VM that restores.
  */
 #ifndef TVM_VIRTIO_NET_H
 #define TVM_VIRTIO_NET_H
@@ -91,6 +100,8 @@ struct net_opts {
 	bool fd_offload;       /* with fd: offer offloads although fd is no TAP (a test
 				* backend taking and giving headers as a TAP would) */
 	struct fd_watch_ops io;          /* watch/unwatch the backend fd, kick a queue */
+	struct tvm_rate_limit rx_limit, tx_limit; /* frame bytes (no header) and frames; zero: none */
+	uint64_t (*clock)(void);         /* for the limits; NULL: CLOCK_MONOTONIC (tests: a fake one) */
 };
 
 /* Counters since open. Frames are counted without the virtio-net header. */

@@ -28,6 +28,8 @@
 #define VIRTIO_MMIO_MAX_QUEUES 8
 #define VIRTIO_MMIO_VENDOR 0x4d4d5654               /* VendorID register value: "TVMM" */
 
+struct vq_throttle; /* devices/virtio/throttle.h */
+
 /* What a device provides. Every callback gets the dev pointer given to
  * virtio_mmio_init() and runs with the transport lock held. */
 struct virtio_dev_ops {
@@ -66,6 +68,9 @@ struct virtio_dev_ops {
 	 * runs, and returns 0 or -errno for a blob it refuses. */
 	long (*save)(void *dev, void *buf, size_t cap);
 	int (*restore)(void *dev, const void *buf, size_t len);
+	/* The device's rate limiters (devices/virtio/throttle.h), for
+	 * metrics; optional (NULL: none). Any thread, no lock held. */
+	struct vq_throttle *(*throttle)(void *dev);
 };
 
 /* Raise the device's interrupt (irqfd write in the VMM; tests count). Called

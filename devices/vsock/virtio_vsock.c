@@ -38,6 +38,13 @@ static void unlock_and_kick(struct virtio_vsock *v, unsigned queue, bool kick)
 		v->io.kick(v->io.ctx, queue);
 }
 
+void vsock_unlock_kick_rx(struct virtio_vsock *v)
+{
+	bool kick = take_rx_wanted(v);
+
+	unlock_and_kick(v, VSOCK_RXQ, kick);
+}
+
 /* The eventfd written from transport callbacks: event-loop thread. */
 static void kick_cb(void *arg, uint32_t events)
 {
@@ -212,6 +219,8 @@ int virtio_vsock_open(struct virtio_vsock **out, const struct vsock_opts *o, str
 	v->cfg.guest_cid = htole64(cid);
 	v->io = o->io;
 	v->listen_fd = -1;
+	v->hs_timer_fd = -1;
+	v->handshake_ns = (uint64_t)(o->handshake_ms ? o->handshake_ms : VSOCK_HANDSHAKE_MS) * 1000000u;
 	v->next_host_port = VSOCK_HOST_PORT_BASE;
 	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++)
 		v->conns[i] = (struct vsock_conn){ .v = v, .fd = -1 };
@@ -259,7 +268,6 @@ int virtio_vsock_connect(struct virtio_vsock *v, uint32_t guest_port, int *fd_ou
 {
 	struct vsock_conn *c;
 	int sv[2], r = 0;
-	bool kick;
 
 	*fd_out = -1;
 	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
@@ -275,8 +283,7 @@ int virtio_vsock_connect(struct virtio_vsock *v, uint32_t guest_port, int *fd_ou
 	c = vsock_conn_new(v, sv[1], CONN_HANDSHAKE);
 	if (c)
 		vsock_conn_start(v, c, guest_port);
-	kick = take_rx_wanted(v);
-	unlock_and_kick(v, VSOCK_RXQ, kick);
+	vsock_unlock_kick_rx(v);
 	if (!c) {
 		close(sv[0]);
 		close(sv[1]);

@@ -7,9 +7,12 @@
  *  - hybrid Unix sockets, Firecracker compatible (uds_path set): a host
  *    client connects to uds_path and writes "CONNECT <port>\n"; the device
  *    asks the guest's port <port> and answers "OK <host_port>\n" once the
- *    guest accepted (the client socket is closed if it refused). A guest
- *    connecting to CID 2 port P is connected to the Unix socket "uds_path_P"
- *    (RST if nobody listens there).
+ *    guest accepted (the client socket is closed if it refused). A client
+ *    has handshake_ms to send its line, and while every connection slot is
+ *    in use the oldest client still sending it is closed to make room for a
+ *    new connection, so idle local clients cannot lock the agent out. A
+ *    guest connecting to CID 2 port P is connected to the Unix socket
+ *    "uds_path_P" (RST if nobody listens there).
  *  - in process: virtio_vsock_connect() returns one end of a socketpair.
  *
  * Data moves straight between host sockets and guest buffers; the only
@@ -43,6 +46,7 @@
 #define VSOCK_HOST_CID 2                 /* VMADDR_CID_HOST */
 #define VSOCK_DEFAULT_GUEST_CID 3
 #define VSOCK_MAX_CONNS 256              /* connections incl. hybrid clients still handshaking */
+#define VSOCK_HANDSHAKE_MS 5000          /* default time a hybrid client has for its CONNECT line */
 #define VSOCK_BUF_ALLOC (256u << 10)     /* bytes of receive credit advertised per connection */
 #define VSOCK_MAX_PKT (64u << 10)        /* payload bytes per packet, either way */
 #define VSOCK_HOST_PORT_BASE (1u << 30)  /* first host port handed to host-initiated connections */
@@ -56,6 +60,7 @@ enum { VSOCK_RXQ = 0, VSOCK_TXQ = 1, VSOCK_EVQ = 2 };
 struct vsock_opts {
 	uint64_t guest_cid;          /* 3..0xfffffffe; 0 means VSOCK_DEFAULT_GUEST_CID */
 	const char *uds_path;        /* hybrid backend's listening socket; NULL: none */
+	uint32_t handshake_ms;       /* a hybrid client's time for its CONNECT line; 0: VSOCK_HANDSHAKE_MS */
 	struct fd_watch_ops io;      /* devices/virtio/fd_watch.h */
 };
 
@@ -68,14 +73,17 @@ struct vsock_stats {
 
 struct virtio_vsock;
 
-/* Build the device; with uds_path, also listen there (a stale socket file
- * at the path is replaced; anything else there is an error). Returns 0 and
- * *out (free with virtio_vsock_close), or -errno with e set: -EINVAL for a
- * bad CID, a path too long for "path_4294967295", missing watch ops. */
+/* Build the device; with uds_path, also listen there: a stale socket file
+ * at the path (connecting is refused: its VM is gone) is replaced, a live
+ * one (it answers: another VM's) is refused with -EADDRINUSE, anything
+ * else there is an error. Returns 0 and *out (free with
+ * virtio_vsock_close), or -errno with e set: -EINVAL for a bad CID, a path
+ * too long for "path_4294967295", missing watch ops. */
 int virtio_vsock_open(struct virtio_vsock **out, const struct vsock_opts *o, struct tvm_err *e);
 
-/* Close every host socket and the listener (its path is unlinked) and free
- * v. The caller must first make sure no callback of v can run any more
+/* Close every host socket and the listener (its path is unlinked if it is
+ * still the socket file we bound, not one put there since) and free v.
+ * The caller must first make sure no callback of v can run any more
  * (event loop stopped or v's fds unwatched) and the transport is gone. */
 void virtio_vsock_close(struct virtio_vsock *v);
 
@@ -85,8 +93,8 @@ void virtio_vsock_close(struct virtio_vsock *v);
  * sent its CONNECT line, except that nothing is ever written to it but the
  * guest's bytes. A refused connection shows as EOF (or ECONNRESET) on
  * *fd_out; bytes written before the guest accepted are delivered after.
- * Any thread. Returns 0, -EAGAIN when VSOCK_MAX_CONNS are in use, or
- * -errno from socketpair; e may be NULL. */
+ * Any thread. Returns 0, -EAGAIN when VSOCK_MAX_CONNS are in use and no
+ * hybrid client is handshaking, or -errno from socketpair; e may be NULL. */
 int virtio_vsock_connect(struct virtio_vsock *v, uint32_t guest_port, int *fd_out, struct tvm_err *e);
 
 /* Drop every connection (host sockets closed, no RST sent) and post

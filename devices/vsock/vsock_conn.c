@@ -13,18 +13,39 @@
  * credit (and we have freed some): one update per ~3/4 buffer. */
 #define CREDIT_LOW (VSOCK_BUF_ALLOC / 4)
 
-struct vsock_conn *vsock_conn_new(struct virtio_vsock *v, int fd, enum conn_state st)
+/* Every slot is in use: free the one of the oldest hybrid client still
+ * writing its CONNECT line. Such a client has cost the guest nothing yet,
+ * and leaving it its slot would let any local process that can reach the
+ * socket hold them all. NULL when no client is handshaking. */
+static struct vsock_conn *evict_handshake(struct virtio_vsock *v)
 {
+	struct vsock_conn *old = NULL;
+
 	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++) {
 		struct vsock_conn *c = &v->conns[i];
 
-		if (c->state != CONN_FREE)
-			continue;
-		*c = (struct vsock_conn){ .v = v, .state = st, .fd = fd };
-		v->nconns++;
-		return c;
+		if (c->state == CONN_HANDSHAKE && (!old || c->deadline_ns < old->deadline_ns))
+			old = c;
 	}
-	return NULL;
+	if (old)
+		vsock_conn_drop(v, old);
+	return old;
+}
+
+struct vsock_conn *vsock_conn_new(struct virtio_vsock *v, int fd, enum conn_state st)
+{
+	struct vsock_conn *c = NULL;
+
+	for (unsigned i = 0; i < VSOCK_MAX_CONNS && !c; i++)
+		if (v->conns[i].state == CONN_FREE)
+			c = &v->conns[i];
+	if (!c)
+		c = evict_handshake(v);
+	if (!c)
+		return NULL;
+	*c = (struct vsock_conn){ .v = v, .state = st, .fd = fd };
+	v->nconns++;
+	return c;
 }
 
 struct vsock_conn *vsock_conn_find(struct virtio_vsock *v, uint32_t guest_port, uint32_t host_port)
@@ -242,7 +263,6 @@ void vsock_conn_cb(void *arg, uint32_t events)
 {
 	struct vsock_conn *c = arg;
 	struct virtio_vsock *v = c->v;
-	bool kick;
 
 	pthread_mutex_lock(&v->lock);
 	if (c->fd >= 0 && c->watching) {
@@ -260,9 +280,5 @@ void vsock_conn_cb(void *arg, uint32_t events)
 			vsock_conn_watch(v, c);
 		}
 	}
-	kick = v->rx_wanted;
-	v->rx_wanted = false;
-	pthread_mutex_unlock(&v->lock);
-	if (kick)
-		v->io.kick(v->io.ctx, VSOCK_RXQ);
+	vsock_unlock_kick_rx(v);
 }

@@ -12,6 +12,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "devices/vsock/virtio_vsock.h"
 #include "devices/virtio/virtqueue.h"
@@ -66,6 +67,7 @@ struct vsock_conn {
 	bool wr_shut;            /* shutdown(fd, SHUT_WR) done */
 	struct vsock_buf buf;    /* guest bytes fd has not taken yet */
 
+	uint64_t deadline_ns;    /* handshake: CLOCK_MONOTONIC time its line must be complete by */
 	uint8_t line_len;        /* handshake: bytes in line */
 	char line[VSOCK_LINE_MAX];
 };
@@ -83,6 +85,13 @@ struct virtio_vsock {
 	char *uds_path;                /* NULL without the hybrid backend */
 	int listen_fd;                 /* hybrid listener or -1 */
 	bool listen_paused;            /* unwatched while out of fds (see accept_cb) */
+	bool uds_bound;                /* uds_dev/uds_ino name the socket file we bound */
+	dev_t uds_dev;
+	ino_t uds_ino;
+	uint64_t handshake_ns;         /* a hybrid client's time to send its CONNECT line */
+	int hs_timer_fd;               /* timerfd for handshake deadlines, -1 without hybrid */
+	bool hs_timer_watched;
+	uint64_t hs_timer_at;          /* deadline it is armed for; 0: not armed */
 	int kick_fd;                   /* eventfd: rx work made inside transport callbacks */
 	bool rx_wanted;                /* something may now be sendable on rx */
 	struct virtqueue *vqs;         /* [3] while the driver runs the device, else NULL */
@@ -104,9 +113,13 @@ struct vsock_pkt {
 	uint16_t type, op;
 };
 
+/* virtio_vsock.c: drop v->lock, then kick rx if work was made for it. */
+void vsock_unlock_kick_rx(struct virtio_vsock *v);
+
 /* vsock_conn.c */
-/* A free slot for fd (owned from now on) in state st, or NULL when
- * VSOCK_MAX_CONNS are in use. */
+/* A free slot for fd (owned from now on) in state st. When VSOCK_MAX_CONNS
+ * are in use, the oldest hybrid client still handshaking is closed for it;
+ * NULL when none is. */
 struct vsock_conn *vsock_conn_new(struct virtio_vsock *v, int fd, enum conn_state st);
 /* The connection with these ports (not one still handshaking), or NULL. */
 struct vsock_conn *vsock_conn_find(struct virtio_vsock *v, uint32_t guest_port, uint32_t host_port);
@@ -153,7 +166,7 @@ int vsock_rx_run(struct virtio_vsock *v, struct virtqueue *vq);
 /* vsock_uds.c */
 /* Listen on v->uds_path and watch it (open time). 0 or -errno with e set. */
 int vsock_uds_listen(struct virtio_vsock *v, struct tvm_err *e);
-/* Stop listening and unlink the path. */
+/* Stop listening and unlink the path if it is still our socket file. */
 void vsock_uds_close(struct virtio_vsock *v);
 /* An fd was closed: watch a listener paused for lack of fds again. */
 void vsock_uds_resume(struct virtio_vsock *v);

@@ -4,7 +4,6 @@
  * in it through the agent, print its output, end the VM.
  * usage: embed VMLINUX ROOTFS.ext4 */
 #include <stdio.h>
-#include <string.h>
 #include <tinyvmm.h>
 
 static void on_output(void *ctx, int stream, const void *buf, size_t len)
@@ -44,9 +43,8 @@ int main(int argc, char **argv)
 		tvm_vm_destroy(vm);
 		return 1;
 	}
-	memset(&job, 0, sizeof(job));
+	tvm_job_init(&job); /* runs as the guest's unprivileged user */
 	job.argv = job_argv;
-	job.uid = job.gid = TVM_ID_DEFAULT;
 	job.on_output = on_output;
 	st = tvm_agent_exec(agent, &job, &r, &e);
 	if (st)

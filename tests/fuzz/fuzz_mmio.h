@@ -8,7 +8,9 @@
  *   fuzz_post_head    ring u8 (only with nrings > 1), then the head
  *   fuzz_event_idx    ring u8 (only with nrings > 1), value u16
  * plus fuzz_driver_init, the spec 3.1.1 sequence with the input's features
- * and ring layouts. */
+ * and ring layouts, and fuzz_tick: time passes for the device's rate
+ * limiters (a clock of the input's, so runs repeat) and their timer fires
+ * as the event loop would run it. */
 #ifndef TVM_FUZZ_MMIO_H
 #define TVM_FUZZ_MMIO_H
 
@@ -16,12 +18,34 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/virtio/throttle.h"
 #include "devices/virtio/virtio_mmio.h"
 #include "tests/fuzz/fuzz_input.h"
 
 #define FUZZ_RAM (64 * 1024)
 
 static uint8_t *fuzz_ram; /* FUZZ_RAM bytes, page aligned */
+
+/* The rate limiters' clock (struct blk_opts/net_opts .clock), ns. */
+static uint64_t fuzz_ns;
+
+static inline uint64_t fuzz_clock(void)
+{
+	return fuzz_ns;
+}
+
+/* Limits small enough that a few requests hit them: bytes and requests. */
+static const struct tvm_rate_limit fuzz_limit = { .bytes = { .size = 4096, .one_time_burst = 1024, .refill_ms = 10 },
+						  .ops = { .size = 3, .refill_ms = 10 } };
+
+/* Let 0..255 ms pass (u8), then run the callback of the device's limiter
+ * timer (th) if cb/arg watch it: what the event loop does when it fires. */
+static inline void fuzz_tick(struct in *in, const struct vq_throttle *th, fd_watch_cb cb, void *arg)
+{
+	fuzz_ns += (uint64_t)take(in, 1) * 1000000u;
+	if (th->fd >= 0 && cb)
+		cb(arg, 1);
+}
 
 /* A split virtqueue as the fuzzing driver laid it out. */
 struct fuzz_ring {

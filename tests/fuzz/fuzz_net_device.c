@@ -7,7 +7,8 @@
  * the fd callbacks. Guest RAM is 64 KiB.
  *
  * Header byte 0: bit 0 picks the policy (allow all, or an allow-list),
- * bit 1 has the device offer checksum/segmentation offload as over a TAP.
+ * bit 1 has the device offer checksum/segmentation offload as over a TAP,
+ * bit 3 sets rx and tx rate limits (fuzz_limit, on the input's clock).
  *
  * Beyond crashes (ASan/UBSan), it checks every frame that reaches the
  * backend: its virtio-net header is one net_offload_check_tx passes
@@ -39,6 +40,7 @@ static void init_once(void)
 
 struct drv {
 	struct virtio_mmio *t;
+	struct virtio_net *n;
 	struct fuzz_ring q[2];
 	int peer;
 	const struct net_policy *p;
@@ -116,9 +118,20 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 	case 3:
 		fuzz_post_head(in, d->q, 2);
 		break;
-	case 4:
-		virtio_mmio_notify(d->t, take(in, 1) % 3);
+	case 4: { /* notify (queue 2 does not exist), or time passes for the limiters */
+		unsigned q = take(in, 1) % 3;
+		const struct vq_throttle *th = virtio_net_ops.throttle(d->n);
+		int i = 0;
+
+		if (q < 2) {
+			virtio_mmio_notify(d->t, q);
+			break;
+		}
+		while (i < w->n && w->e[i].fd != th->fd)
+			i++;
+		fuzz_tick(in, th, i < w->n ? w->e[i].cb : NULL, i < w->n ? w->e[i].arg : NULL);
 		break;
+	}
 	case 5: /* any register access, any width */
 		fuzz_mmio_access(in, d->t);
 		break;
@@ -173,10 +186,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.fd_offload = mode & 2; /* the socket takes offload headers, as a TAP would */
 	o.policy = d.p;
 	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
+	if (mode & 8) {
+		o.rx_limit = o.tx_limit = fuzz_limit;
+		o.clock = fuzz_clock;
+		fuzz_ns = 0;
+	}
 	d.peer = sv[1];
 	net_mac_from_id(7, d.mac);
 	if (virtio_net_open(&n, &o, NULL))
 		abort();
+	d.n = n;
 	w.t = &t;
 	if (virtio_mmio_init(&t, &virtio_net_ops, n, &mem, NULL, NULL, NULL))
 		abort();

@@ -1,7 +1,9 @@
 /* libFuzzer target for the snapshot state-file parser and every section
  * decoder (vmm/snapshot/snapshot_format.c, snapshot_config.c, vcpu_state.c,
  * vm_state.c, dev_state.c, and the devices' own encodings it calls:
- * devices/legacy/uart_persist.c, devices/blk/blk_persist.c): whatever the
+ * devices/legacy/uart_persist.c, devices/blk/blk_persist.c, and the
+ * rate limiters' blob of virtio-blk and virtio-net,
+ * devices/virtio/throttle.c with vmm/core/token_bucket.c): whatever the
  * bytes, no crash, no read past the input, no allocation sized by an
  * unchecked count. Inputs that are not sealed with a valid CRC stop at the
  * checksum, so byte 0's low bit asks the target to seal the rest first
@@ -10,12 +12,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/virtio/throttle.h"
 #include "vmm/core/crc32c.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/vcpu_state.h"
 #include "vmm/snapshot/vm_state.h"
+
+/* A virtio device's own blob read as a drive (one limiter) and as a
+ * network device (two) read theirs. No watch ops: saved limits are
+ * decoded and checked, then refused for want of a timer. */
+static void throttle_blob(const uint8_t *p, size_t len)
+{
+	static const struct vq_limit none[VQ_THROTTLE_MAX] = { { .queue = 0, .name = "rx" },
+							       { .queue = 1, .name = "tx" } };
+	struct vq_throttle t;
+
+	for (unsigned n = 1; n <= VQ_THROTTLE_MAX; n++) {
+		vq_throttle_init(&t, none, n, NULL, NULL, "fuzz", NULL);
+		vq_throttle_restore(&t, p, len);
+		vq_throttle_close(&t);
+	}
+}
 
 static void decode_all(const struct snap_file *f)
 {
@@ -36,7 +55,10 @@ static void decode_all(const struct snap_file *f)
 		case SNAP_NET: snap_net_read(s, &sc, NULL); break;
 		case SNAP_VCPU: vcpu_state_read(s, &vs, NULL); break;
 		case SNAP_VM: vm_state_read(s, &vm, NULL); break;
-		case SNAP_VIRTIO: dev_state_read_virtio(s, &ds, &blob, &blob_len, NULL); break;
+		case SNAP_VIRTIO:
+			if (dev_state_read_virtio(s, &ds, &blob, &blob_len, NULL) == 0 && blob_len)
+				throttle_blob(blob, blob_len);
+			break;
 		case SNAP_UART: dev_state_read_uart(s, &u, NULL); break;
 		case SNAP_DISK:
 			if (dev_state_read_disk(s, 1u << 20, &map, &n, NULL) == 0)

@@ -1,9 +1,10 @@
 /* libFuzzer target: a hostile driver against virtio-mmio + virtqueue +
  * virtio-blk. The input is a program for a small interpreter: a header
- * choosing the drive mode (in place, read-only, copy-on-write), the ring
- * layout and features, then operations that poke guest memory, write
- * descriptors, post chains, notify and access registers. Guest RAM is
- * 64 KiB; the drive is a 256 KiB memfd restored before every run.
+ * choosing the drive mode (in place, read-only, copy-on-write; bit 3: a
+ * rate limit on the input's clock), the ring layout and features, then
+ * operations that poke guest memory, write descriptors, post chains,
+ * notify, let time pass for the limiter and access registers. Guest RAM
+ * is 64 KiB; the drive is a 256 KiB memfd restored before every run.
  *
  * Beyond crashes (ASan/UBSan), it checks after every run that a
  * copy-on-write or read-only drive left the image untouched.
@@ -51,7 +52,31 @@ static int image_changed(void)
 struct drv {
 	struct virtio_mmio *t;
 	struct fuzz_ring q;
+	struct virtio_blk *blk;
 };
+
+/* The limiter timer's watch (one fd at most) and the queue kick. */
+static fd_watch_cb timer_cb;
+static void *timer_arg;
+
+static int watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg)
+{
+	(void)ctx, (void)fd, (void)events;
+	timer_cb = cb;
+	timer_arg = arg;
+	return 0;
+}
+
+static void unwatch(void *ctx, int fd)
+{
+	(void)ctx, (void)fd;
+	timer_cb = NULL;
+}
+
+static void kick(void *ctx, unsigned q)
+{
+	virtio_mmio_notify(ctx, q);
+}
 
 static void step(struct drv *d, struct in *in, uint64_t features)
 {
@@ -76,9 +101,15 @@ static void step(struct drv *d, struct in *in, uint64_t features)
 	case 3:
 		fuzz_post_head(in, &d->q, 1);
 		break;
-	case 4:
-		virtio_mmio_notify(d->t, take(in, 1) % 3);
+	case 4: { /* notify (queue 1 does not exist), or time passes for the limiter */
+		unsigned q = take(in, 1) % 3;
+
+		if (q == 2)
+			fuzz_tick(in, virtio_blk_ops.throttle(d->blk), timer_cb, timer_arg);
+		else
+			virtio_mmio_notify(d->t, q);
 		break;
+	}
 	case 5: /* any register access, any width */
 		fuzz_mmio_access(in, d->t);
 		break;
@@ -115,11 +146,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.read_only = mode & 1;
 	o.cow = mode & 2;
 	o.overlay_limit = (mode & 4) ? 16 * 1024 : 0;
+	if (mode & 8) {
+		o.limit = fuzz_limit;
+		o.io = (struct fd_watch_ops){ watch, unwatch, kick, &t };
+		o.clock = fuzz_clock;
+		fuzz_ns = 0;
+		timer_cb = NULL;
+	}
 	fuzz_ring_take(&in, &d.q);
 	features = (uint32_t)take(&in, 4) | ((uint64_t)take(&in, 1) << 32);
 
 	if (virtio_blk_open(&blk, &o, NULL))
 		abort();
+	d.blk = blk;
 	if (virtio_mmio_init(&t, &virtio_blk_ops, blk, &mem, NULL, NULL, NULL))
 		abort();
 	fuzz_driver_init(&t, features, &d.q, 1);

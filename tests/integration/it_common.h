@@ -102,12 +102,13 @@ static inline void it_out_free(struct it_out *o)
 	memset(o, 0, sizeof(*o));
 }
 
-/* Run ./tinyvmm with argv (NULL-terminated, argv[0] ignored); stdout and
- * stderr go to the given files, stdin is /dev/null; with alarm_s > 0 a run
- * longer than that many seconds ends with SIGALRM (the alarm survives
+/* Run the program bin with argv (NULL-terminated, argv[0] ignored); stdout
+ * and stderr go to the given files, stdin is /dev/null; with alarm_s > 0 a
+ * run longer than that many seconds ends with SIGALRM (the alarm survives
  * exec). Returns the exit status, or 1000 + signal number when it was
  * killed. */
-static inline int it_run_cli(char *const argv[], const char *out, const char *err, unsigned alarm_s)
+static inline int it_run_bin(const char *bin, char *const argv[], const char *out, const char *err,
+			     unsigned alarm_s)
 {
 	pid_t pid = fork();
 	int st;
@@ -117,11 +118,17 @@ static inline int it_run_cli(char *const argv[], const char *out, const char *er
 		if (!freopen("/dev/null", "r", stdin) || !freopen(out, "w", stdout) || !freopen(err, "w", stderr))
 			_exit(99);
 		alarm(alarm_s);
-		execv("./tinyvmm", argv);
+		execv(bin, argv);
 		_exit(98);
 	}
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+/* it_run_bin of ./tinyvmm. */
+static inline int it_run_cli(char *const argv[], const char *out, const char *err, unsigned alarm_s)
+{
+	return it_run_bin("./tinyvmm", argv, out, err, alarm_s);
 }
 
 #endif

@@ -194,6 +194,12 @@ START_TEST(drive_specs)
 	E("unknown option 'bogus'", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,overlay-limit=x", p("img"));
 	E("--drive: 'x' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,bw=2X", p("img"));
+	E("--drive bw: '2X' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,bw=17179869184G", p("img")); /* 2^64 */
+	E("--drive bw: '17179869184G' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
+	snprintf(spec, sizeof(spec), "%s,iops=0", p("img"));
+	E("--drive iops: the rate must be positive", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,ro,overlay=%s", p("img"), p("new"));
 	E("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,id=123456789012345678901", p("img"));
@@ -225,7 +231,11 @@ START_TEST(net_values)
 	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-mac", "01:00:00:00:00:01");
-	E("unknown option 'bogus=1' (tap=, mac=, mtu=)", "run", "--kernel", p("garbage"), "--net", "tap=x,bogus=1");
+	E("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net", "tap=x,bogus=1");
+	/* Rate limits: a count with K, M or G, positive. */
+	E("--net tx-bw: 'abc' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--net",
+	  "auto,tx-bw=abc");
+	E("--net rx-pps: the rate must be positive", "run", "--kernel", p("garbage"), "--net", "auto,rx-pps=0");
 	E("--net tap=: empty TAP name", "run", "--kernel", p("garbage"), "--net", "tap=");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net",
 	  "auto,mac=01:00:00:00:00:01");
@@ -271,6 +281,28 @@ START_TEST(user_files_survive)
 	s = it_slurp(p("precious"));
 	ck_assert_str_eq(s, "precious\n");
 	free(s);
+}
+END_TEST
+
+/* --vsock-uds where a VM (here: the test) listens is refused and leaves
+ * that socket alone; a stale socket file (nobody listens) is replaced, and
+ * removed when the run ends. */
+START_TEST(vsock_uds_in_use)
+{
+	struct sockaddr_un a = { .sun_family = AF_UNIX };
+	int l = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), c;
+	struct stat st;
+
+	snprintf(a.sun_path, sizeof(a.sun_path), "%s", p("sock"));
+	ck_assert_int_eq(bind(l, (struct sockaddr *)&a, sizeof(a)), 0);
+	ck_assert_int_eq(listen(l, 8), 0);
+	E("address in use (another VM listens there)", "run", "--kernel", p("garbage"), "--vsock-uds", p("sock"));
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_eq(connect(c, (struct sockaddr *)&a, sizeof(a)), 0); /* still ours */
+	close(c);
+	close(l); /* the file stays: stale */
+	E("not an ELF vmlinux or bzImage", "run", "--kernel", p("garbage"), "--vsock-uds", p("sock"));
+	ck_assert_int_ne(lstat(p("sock"), &st), 0);
 }
 END_TEST
 
@@ -642,6 +674,7 @@ static Suite *cli_errors_suite(void)
 	tcase_add_test(tc, net_values);
 	tcase_add_test(tc, snapshot_dir_fifo);
 	tcase_add_test(tc, user_files_survive);
+	tcase_add_test(tc, vsock_uds_in_use);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("hostile_agent");

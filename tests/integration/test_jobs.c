@@ -4,6 +4,7 @@
  * same base, checks isolation; a third, read-only. No wall-clock asserts. */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -40,6 +41,7 @@ static void boot(struct vm_handle *h, const char *tag, int read_only)
 	struct tvm_err e = { 0 };
 
 	tvm_config_init(&c);
+	c.seccomp = TVM_SECCOMP_KILL;
 	c.kernel_path = it_guest("vmlinux");
 	c.cmdline = "console=ttyS0 reboot=k panic=-1 quiet";
 	c.serial_out_fd = -1;
@@ -63,13 +65,13 @@ static struct tvm_agent *agent(struct vm_handle *h)
 	return a;
 }
 
-/* Run argv (uid: 0 root, else the default user) and collect its output. */
+/* Run argv (root: as root, else as the default user) and collect its output. */
 static struct tvm_job_result run(struct vm_handle *h, const char *const *argv, struct it_out *o, int root)
 {
 	struct tvm_agent *a = agent(h);
 	struct tvm_err e = { 0 };
 	struct tvm_job j = { .argv = argv, .on_output = it_collect, .ctx = o,
-			     .uid = root ? 0 : TVM_ID_DEFAULT, .gid = root ? 0 : TVM_ID_DEFAULT };
+			     .uid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT, .gid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT };
 	struct tvm_job_result r;
 
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec %s: %s", argv[0], e.msg);
@@ -139,6 +141,29 @@ START_TEST(stdin_env_workdir)
 	ck_assert_int_eq(r.exit_code, 0);
 	/* The default user is unprivileged. */
 	ck_assert_str_eq(it_str(&o, 1), "hello there\n/tmp\n1000\nfrom stdin\n");
+	it_out_free(&o);
+}
+END_TEST
+
+/* Secure by default: a job that leaves uid and gid zero ({ .argv = argv })
+ * runs as the agent's unprivileged user; root only when asked for. */
+START_TEST(zero_job_unprivileged_root_when_asked)
+{
+	const char *argv[] = { "sh", "-c", "id -u; id -g", NULL };
+	struct tvm_agent *a = agent(&main_vm);
+	struct it_out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_job j = { .argv = argv, .on_output = it_collect, .ctx = &o };
+	struct tvm_job_result r;
+
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(it_str(&o, 1), "1000\n1000\n");
+	it_out_free(&o);
+	r = run(&main_vm, argv, &o, 1); /* TVM_ID_ROOT */
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(it_str(&o, 1), "0\n0\n");
 	it_out_free(&o);
 }
 END_TEST
@@ -294,6 +319,49 @@ START_TEST(disk_write_sync_read_and_isolation)
 	run(&main_vm, look, &o, 1);
 	ck_assert_str_eq(it_str(&o, 1), "main-vm\n");
 	it_out_free(&o);
+}
+END_TEST
+
+/* Local clients that connect to the hybrid socket and never finish their
+ * CONNECT line, one per connection slot of the device, do not lock the
+ * agent out: a normal exec works, and the device closes them at their
+ * deadline. */
+START_TEST(half_open_clients_do_not_lock_out_exec)
+{
+	enum { SLOTS = 256 }; /* the device's connection slots (VSOCK_MAX_CONNS) */
+	const char *argv[] = { "echo", "through", NULL };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct it_out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_job j = { .argv = argv, .on_output = it_collect, .ctx = &o };
+	struct tvm_job_result r;
+	struct tvm_agent *a;
+	int fds[SLOTS], left = SLOTS;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", main_vm.uds);
+	for (int i = 0; i < SLOTS; i++) {
+		fds[i] = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		ck_assert_int_eq(connect(fds[i], (struct sockaddr *)&sa, sizeof(sa)), 0);
+		ck_assert_int_eq(write(fds[i], "CONNECT", 7), 7);
+	}
+	/* Accepted in order: ours comes after all of them. */
+	ck_assert_msg(tvm_agent_connect_uds(main_vm.uds, TVM_AGENT_PORT, 10000, &a, &e) == 0, "uds: %s", e.msg);
+	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	tvm_agent_close(a);
+	ck_assert_int_eq(r.exit_code, 0);
+	ck_assert_str_eq(it_str(&o, 1), "through\n");
+	it_out_free(&o);
+	/* Every one of them ends with EOF, evicted or at its deadline (no
+	 * wall-clock assert: up to a minute each). */
+	for (int i = 0; i < SLOTS; i++) {
+		struct pollfd pf = { .fd = fds[i], .events = POLLIN };
+		char b;
+
+		if (poll(&pf, 1, 60000) == 1 && read(fds[i], &b, 1) == 0)
+			left--;
+		close(fds[i]);
+	}
+	ck_assert_int_eq(left, 0);
 }
 END_TEST
 
@@ -497,11 +565,13 @@ int main(void)
 	tcase_add_test(tc, exit_codes_and_signals);
 	tcase_add_test(tc, streams_apart_and_in_order);
 	tcase_add_test(tc, stdin_env_workdir);
+	tcase_add_test(tc, zero_job_unprivileged_root_when_asked);
 	tcase_add_test(tc, timeout_kills_the_group);
 	tcase_add_test(tc, put_get_round_trip);
 	tcase_add_test(tc, two_jobs_at_once);
 	tcase_add_test(tc, disk_write_sync_read_and_isolation);
 	tcase_add_test(tc, hybrid_vsock_exec_and_guest_connects_out);
+	tcase_add_test(tc, half_open_clients_do_not_lock_out_exec);
 	tcase_add_test(tc, flood_is_truncated_and_bounded);
 	tcase_add_test(tc, cli_exec_on_running_vm);
 	tcase_add_test(tc, cli_run_job_with_files_and_json);

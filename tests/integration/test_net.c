@@ -73,6 +73,7 @@ static void setup(void)
 	}
 	netns_ok = 1;
 	tvm_config_init(&c);
+	c.seccomp = TVM_SECCOMP_KILL;
 	c.kernel_path = it_guest("vmlinux");
 	c.cmdline = "console=ttyS0 reboot=k panic=-1 quiet";
 	c.serial_out_fd = -1;
@@ -97,7 +98,7 @@ static void py(const char *code, const char *want)
 {
 	const char *argv[] = { "python3", "-c", code, NULL };
 	struct it_out o = { 0 };
-	struct tvm_job j = { .argv = argv, .uid = 0, .gid = 0, .timeout_ms = 600000, .on_output = it_collect, .ctx = &o };
+	struct tvm_job j = { .argv = argv, .uid = TVM_ID_ROOT, .gid = TVM_ID_ROOT, .timeout_ms = 600000, .on_output = it_collect, .ctx = &o };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
@@ -255,6 +256,7 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 	vm = NULL;
 
 	tvm_config_init(&c);
+	c.seccomp = TVM_SECCOMP_KILL;
 	c.serial_out_fd = -1;
 	c.ttl_ms = 1800000;
 	/* The allow-list is the restorer's, never the snapshot file's. */

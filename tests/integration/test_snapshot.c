@@ -38,6 +38,7 @@ static int count_fds(void)
 static void cfg_base(struct tvm_config *c)
 {
 	tvm_config_init(c);
+	c->seccomp = TVM_SECCOMP_KILL;
 	c->serial_out_fd = -1;
 	c->ttl_ms = 1800000; /* whatever happens to the test, the VM goes */
 }
@@ -46,7 +47,7 @@ static void cfg_base(struct tvm_config *c)
 static struct tvm_job_result run(struct tvm_vm *vm, const char *cmd, struct it_out *o)
 {
 	const char *argv[] = { "sh", "-c", cmd, NULL };
-	struct tvm_job j = { .argv = argv, .uid = 0, .gid = 0, .on_output = it_collect, .ctx = o };
+	struct tvm_job j = { .argv = argv, .uid = TVM_ID_ROOT, .gid = TVM_ID_ROOT, .on_output = it_collect, .ctx = o };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;

@@ -1,10 +1,12 @@
 /* The tinyvmm command: which subcommand runs (the parts are listed in
  * vmm/cli/cli.h), and `tinyvmm host`. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "vmm/cli/cli.h"
 #include "vmm/core/clock.h"
 #include "vmm/core/version.h"
+#include "vmm/sandbox/cgroup.h"
 
 /* What this host makes tinyvmm add to every guest (benchmarks give other
  * VMMs the same words). */
@@ -12,7 +14,18 @@ static int cmd_host(void)
 {
 	const char *q = tvm_quirk_cmdline(TVM_QUIRKS_AUTO);
 
+	struct cg_host *h = malloc(sizeof(*h));
+	static const char *const names[CG_NR_CTRL] = { "cpu", "memory", "pids", "cpuset" };
+
 	printf("quirks: %s\ncmdline: %s%s%s\n", *q ? "kvm_pvm" : "none", tvm_default_cmdline(), *q ? " " : "", q);
+	/* The hierarchies a VM's cgroup would use (vmm/sandbox/cgroup.h). */
+	printf("cgroup:");
+	for (unsigned i = 0; h && !cg_detect(NULL, h, NULL) && i < h->n; i++)
+		for (int c = 0; c < CG_NR_CTRL; c++)
+			if (h->h[i].ctrls & (1u << c))
+				printf(" %s=v%d:%s%s", names[c], h->h[i].v2 ? 2 : 1, h->h[i].mnt, h->h[i].own);
+	printf("%s\n", h && h->n ? "" : " none");
+	free(h);
 	return 0;
 }
 
@@ -30,6 +43,8 @@ int main(int argc, char **argv)
 		return cli_cmd_exec(argc - 1, argv + 1, t0);
 	if (argc == 2 && !strcmp(argv[1], "host"))
 		return cmd_host();
+	if (argc >= 2 && !strcmp(argv[1], "gc"))
+		return cli_cmd_gc(argc - 1, argv + 1);
 	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
 		printf("tinyvmm %s\n", TVM_VERSION);
 		return 0;
@@ -39,7 +54,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2)
-		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, version; see tinyvmm --help)\n",
+		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, gc, version; see tinyvmm --help)\n",
 			argv[1], argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? " " : "",
 			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
 	else

@@ -12,6 +12,7 @@
  *   cli_guest.c     the default kernel and base image
  *   cli_template.c  template snapshots made for the user
  *   cli_job.c       job options and running one job (cli_job.h)
+ *   cli_jail.c      --jail around any command that runs a VM; tinyvmm gc
  * Everything else is the library's (vmm/tinyvmm.h). */
 #ifndef TVM_CLI_H
 #define TVM_CLI_H
@@ -21,6 +22,8 @@
 
 #include "vmm/tinyvmm.h"
 #include "vmm/cli/cli_job.h"
+#include "vmm/sandbox/seccomp.h"
+#include "vmm/sandbox/jail.h"
 
 #define CLI_BOOT_TIMEOUT_MS 600000 /* agent ready after boot: minutes on the emulated-CPL0 host */
 
@@ -35,6 +38,11 @@ void cli_term_raw(void);
 /* Parse the decimal number s given to flag into *out. Returns 0, or -1
  * after printing "tinyvmm: FLAG: 'S' is not a number". */
 int cli_parse_u32(const char *flag, const char *s, uint32_t *out);
+
+/* Parse the count s given to flag into *out: decimal, optionally followed
+ * by K, M or G (either case: times 2^10, 2^20, 2^30), e.g. "2M". Returns 0,
+ * or -1 after printing "tinyvmm: FLAG: 'S' is not a number ...". */
+int cli_parse_size(const char *flag, const char *s, uint64_t *out);
 
 /* Parse a --drive/--rootfs SPEC (flag names which) into d; cow: whether
  * copy-on-write is the default mode. d's strings point into a copy of spec
@@ -60,8 +68,13 @@ struct cli_args {
 	const char *boot_only;      /* the last option given that a restore takes from the snapshot */
 	int no_snapshot;            /* --no-snapshot: boot cold, no template snapshot */
 	int die_with_parent;        /* --die-with-parent: stop the VM when our parent process ends */
+	int no_cgroup;              /* --no-cgroup */
+	const char *cgroup_flag;    /* the last cgroup limit option given (then a cgroup is required) */
 	int user_cmdline;           /* --cmdline was given */
 	char template_dir[4096];    /* the template snapshot a->snapshot points to, if any */
+	int jail;                   /* --jail: the VM runs jailed (cli_jail.c) */
+	struct jail_opts jail_opts; /* --jail-dir, --jail-uid, --jail-gid, --netns */
+	const char *jail_flag;      /* the last of those given (they need --jail) */
 };
 
 /* Parse argv (argv[0]: the subcommand) into a. Returns 0, -1 after --help
@@ -77,10 +90,26 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 
 /* Boot a VM from c, wait for its agent (seeded), run warmup if it has a
  * command, snapshot it into out, stop it. metrics: NULL or a file for the
- * booted VM's metrics. quiet: no success line. Returns 0 or
- * EXIT_VM_FAILED after printing why. */
+ * booted VM's metrics. quiet: no success line. jail: NULL, or run the VM
+ * jailed with these options. Returns 0 or EXIT_VM_FAILED after printing
+ * why. */
 int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
-		      uint64_t t0_ns, int quiet);
+		      uint64_t t0_ns, int quiet, const struct jail_opts *jail);
+
+/* Run body(ctx, j) in a jail with options o for the VM of c (cli_jail.c):
+ * c, *snapshot (restore directory; may be NULL), *out (snapshot output; may
+ * be NULL), *metrics (may be NULL) and job's --put/--get (job may be NULL)
+ * are rewritten to the jail's for body, which must call jail_lockdown(j)
+ * once the VM is built (and cli_job_open_puts before it); afterwards the
+ * staged outputs are moved to the host paths and the jail removed. Returns
+ * body's exit status, or EXIT_VM_FAILED after printing why. */
+int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **snapshot, const char **out,
+		const char **metrics, struct cli_job *job, int (*body)(void *ctx, struct jail *j), void *ctx);
+
+/* In body(), once the VM is built: job's --put files opened (job may be
+ * NULL), then jail_lockdown. j NULL (not jailed): nothing. Returns 0, or -1
+ * after printing why. */
+int cli_jail_lockdown(struct jail *j, struct cli_job *job);
 
 /* Without --kernel (and no --snapshot) use the guest kernel found next to
  * tinyvmm; for a job without --rootfs/--initrd (or with neither --kernel)
@@ -101,11 +130,17 @@ int cli_guest_defaults(struct cli_args *a);
  * leaves a to boot cold. */
 void cli_template_use(struct cli_args *a, uint64_t t0_ns);
 
+/* Confine the calling thread as role (vmm/sandbox/seccomp.h) for the VM
+ * built from c, as c->seccomp says (off: nothing). Returns 0, or
+ * EXIT_VM_FAILED after printing why. */
+int cli_confine(const struct tvm_config *c, enum sc_role role);
+
 /* The subcommands: argv[0] is the subcommand's name, t0_ns when tinyvmm
  * started (CLOCK_MONOTONIC). Each returns the exit status (README.md). */
 int cli_cmd_run(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_snapshot_create(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_exec(int argc, char **argv, uint64_t t0_ns);
+int cli_cmd_gc(int argc, char **argv); /* tinyvmm gc [--jail-dir DIR]: remove stale jails */
 /* tinyvmm image build (argv[0] "build"): runs tools/build-rootfs.sh. */
 int cli_cmd_image_build(int argc, char **argv);
 

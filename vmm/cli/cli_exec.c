@@ -12,14 +12,23 @@ int cli_cmd_exec(int argc, char **argv, uint64_t t0_ns)
 	int r;
 
 	a.job.uid = a.job.gid = TVM_ID_DEFAULT;
+	a.c.seccomp = TVM_SECCOMP_KILL; /* as run's (vmm/tinyvmm.h) */
 	r = cli_parse_args(argc, argv, &a);
 
 	if (r)
 		return r < 0 ? 0 : r;
+	if (a.jail) {
+		fprintf(stderr, "tinyvmm: --jail: exec runs no VM (jail the `run` that started it)\n");
+		return EXIT_VM_FAILED;
+	}
 	if (!a.c.vsock_uds || !a.job.argv) {
 		fprintf(stderr, "tinyvmm: exec needs --vsock-uds PATH and -- CMD\n");
 		return EXIT_VM_FAILED;
 	}
+	/* Confined before the first byte from the guest's agent is read. */
+	r = cli_confine(&a.c, SC_EXEC);
+	if (r)
+		return r;
 	/* A VM started just before may still be booting: its socket not there
 	 * yet, CONNECT unanswered until the guest's vsock driver is up, the
 	 * port refused until the agent listens. Wait for it, within reason.

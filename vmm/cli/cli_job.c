@@ -12,7 +12,7 @@
 #include "vmm/core/clock.h"
 #include "vmm/core/version.h"
 
-#define FILE_CAP (1ULL << 30)  /* largest file --put/--get moves */
+#define FILE_CAP CLI_FILE_CAP
 #define STDIN_CAP (256u << 20) /* largest stdin forwarded */
 
 int cli_job_seconds(const char *name, const char *arg, uint32_t *ms)
@@ -242,10 +242,12 @@ static int put_files(struct cli_job *j, struct tvm_agent *a)
 		}
 		guest = strchr(local, ':');
 		*guest++ = 0;
-		fd = open(local, O_RDONLY | O_CLOEXEC);
+		fd = j->puts_open ? j->put_fd[i] : open(local, O_RDONLY | O_CLOEXEC);
 		r = fd < 0 ? -errno : fstat(fd, &st) < 0 ? -errno : slurp(fd, FILE_CAP, &data, &len);
 		if (fd >= 0)
 			close(fd);
+		if (j->puts_open)
+			j->put_fd[i] = -1;
 		if (r) {
 			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(-r));
 			free(local);
@@ -259,6 +261,24 @@ static int put_files(struct cli_job *j, struct tvm_agent *a)
 		if (r)
 			return -1;
 	}
+	return 0;
+}
+
+int cli_job_open_puts(struct cli_job *j)
+{
+	for (unsigned i = 0; i < j->nput; i++) {
+		char local[4096];
+
+		snprintf(local, sizeof(local), "%.*s", (int)(strchr(j->puts[i], ':') - j->puts[i]), j->puts[i]);
+		j->put_fd[i] = open(local, O_RDONLY | O_CLOEXEC);
+		if (j->put_fd[i] < 0) {
+			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(errno));
+			while (i--)
+				close(j->put_fd[i]);
+			return -1;
+		}
+	}
+	j->puts_open = 1;
 	return 0;
 }
 
@@ -303,7 +323,7 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 	int failed = 0;
 
 	for (unsigned i = 0; i < j->nget; i++) {
-		char *guest = strdup(j->gets[i]), *local;
+		char *guest = strdup(j->gets[i]), *local, staged[4200];
 		struct tvm_err e = { 0 };
 		void *data;
 		size_t len;
@@ -316,6 +336,10 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 		}
 		local = strchr(guest, ':');
 		*local++ = 0;
+		if (j->get_stage) { /* jailed: moved to LOCAL from outside (cli_job_collect_gets) */
+			snprintf(staged, sizeof(staged), "%s/get%u", j->get_stage, i);
+			local = staged;
+		}
 		r = tvm_agent_get_file(a, guest, FILE_CAP, &data, &len, &e);
 		if (r) {
 			fprintf(stderr, "tinyvmm: --get %s: %s\n", j->gets[i], e.msg);
@@ -326,6 +350,44 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 		}
 		free(data); /* NULL after a failed get; also freed after a failed write */
 		free(guest);
+	}
+	return failed;
+}
+
+int cli_move_staged(const char *staged, const char *target)
+{
+	int fd = open(staged, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC), r;
+	uint8_t *data = NULL;
+	struct stat st;
+	size_t len = 0;
+
+	/* Written by the jailed process: only a regular file, within the cap. */
+	if (fd < 0)
+		return -errno;
+	r = fstat(fd, &st) < 0 ? -errno : !S_ISREG(st.st_mode) ? -EINVAL : slurp(fd, FILE_CAP, &data, &len);
+	close(fd);
+	if (!r)
+		r = write_local(target, data, len);
+	free(data);
+	unlink(staged);
+	return r;
+}
+
+int cli_job_collect_gets(const struct cli_job *j, const char *host_stage)
+{
+	int failed = 0;
+
+	for (unsigned i = 0; i < j->nget; i++) {
+		const char *local = strchr(j->gets[i], ':') + 1;
+		char staged[4200];
+		int r;
+
+		snprintf(staged, sizeof(staged), "%s/get%u", host_stage, i);
+		r = cli_move_staged(staged, local);
+		if (r && r != -ENOENT) {
+			fprintf(stderr, "tinyvmm: --get %s: writing %s: %s\n", j->gets[i], local, strerror(-r));
+			failed = -1;
+		}
 	}
 	return failed;
 }
@@ -454,11 +516,15 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		return status;
 	}
 	status = status_of(&res);
-	if (get_files(j, a) && status == 0)
+	/* After the host gave up on the guest, the connection only closes. */
+	if (res.host_timed_out)
+		fprintf(stderr, "tinyvmm: job %s: no result from the guest %llu ms after its --timeout: gave up on it\n",
+			j->argv[0], (unsigned long long)TVM_JOB_HOST_GRACE_MS(j->timeout_ms));
+	else if (get_files(j, a) && status == 0)
 		status = EXIT_VM_FAILED;
 	if (j->json) {
-		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"stdout\":", res.exit_code, res.signal,
-		       res.timed_out ? "true" : "false");
+		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"host_timed_out\":%s,\"stdout\":", res.exit_code,
+		       res.signal, res.timed_out ? "true" : "false", res.host_timed_out ? "true" : "false");
 		json_string(stdout, cap.buf[1] ? cap.buf[1] : "", cap.len[1]);
 		printf(",\"stderr\":");
 		json_string(stdout, cap.buf[2] ? cap.buf[2] : "", cap.len[2]);
@@ -478,7 +544,7 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		}
 		printf(",\"version\":\"%s\"}\n", TVM_VERSION);
 	} else {
-		if (res.timed_out)
+		if (res.timed_out && !res.host_timed_out)
 			fprintf(stderr, "tinyvmm: job timed out after %u ms\n", j->timeout_ms);
 		/* Said once, so a cut output is never mistaken for the whole. */
 		if (res.stdout_truncated || res.stderr_truncated)

@@ -15,6 +15,7 @@
 
 #define CLI_MAX_LIST 64
 #define CLI_DEFAULT_OUTPUT_CAP (1u << 20) /* the agent's default per stream (guest/PROTOCOL.md) */
+#define CLI_FILE_CAP (1ULL << 30)         /* largest file --put/--get moves */
 
 struct cli_job {
 	const char *env[CLI_MAX_LIST + 1];
@@ -33,6 +34,9 @@ struct cli_job {
 	const char *started; /* for --json: "boot" or "restore"; NULL: not known (exec) */
 	const char *snapshot; /* for --json: the snapshot restored from */
 	int template_made;    /* for --json: this run made the template snapshot it restored */
+	const char *get_stage; /* --jail: --get i is written to <get_stage>/get<i>, moved out after */
+	int put_fd[CLI_MAX_LIST]; /* --jail: --put files opened before the lockdown */
+	int puts_open;            /* put_fd holds them */
 };
 
 /* Parse a number of seconds (fractions allowed) for --name into *ms.
@@ -46,6 +50,20 @@ int cli_job_option(struct cli_job *j, const char *name, const char *arg);
 /* Check before the VM starts that every --put source can be read, so a
  * typo costs no boot. Returns 0, or -1 after printing which and why. */
 int cli_job_check_puts(const struct cli_job *j);
+
+/* Open every --put file now (--jail: before the jailed VMM may open
+ * nothing). Returns 0, or -1 after printing which and why. */
+int cli_job_open_puts(struct cli_job *j);
+
+/* After a jailed run: move each --get file staged as <host_stage>/get<i>
+ * (see get_stage) to its LOCAL path, as a --get writes it. One missing was
+ * not fetched (said by the run). Returns 0, or -1 after printing why. */
+int cli_job_collect_gets(const struct cli_job *j, const char *host_stage);
+
+/* Move the file the jail wrote at staged (a regular file, never followed
+ * through a symlink) to target, written next to it and renamed. Returns 0
+ * or -errno (-ENOENT: nothing was staged). */
+int cli_move_staged(const char *staged, const char *target);
 
 /* Run the job over an open agent connection: files in, job, files out.
  * Prints output (or the JSON object) and returns the exit status. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/sandbox/cgroup.h"
 
 #define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
 
@@ -17,6 +18,9 @@ enum {
 	OPT_QUIRKS, OPT_HELP, OPT_ROOTFS, OPT_DRIVE, OPT_VSOCK_CID, OPT_VSOCK_UDS, OPT_TTL, OPT_CONSOLE, OPT_STDIN,
 	OPT_JSON, OPT_CAP, OPT_JOB, OPT_SNAPSHOT, OPT_OUT, OPT_NET, OPT_NET_ALLOW, OPT_NET_DNS, OPT_NET_DENY,
 	OPT_NET_MAC, OPT_NET_MTU, OPT_NET_IP, OPT_NET_GW, OPT_NET_NO_OFFLOAD, OPT_NO_SNAPSHOT, OPT_DIE_WITH_PARENT,
+	OPT_CPU_QUOTA, OPT_CPUSET, OPT_MEM_ALLOWANCE, OPT_PIDS_MAX, OPT_CGROUP_PARENT, OPT_NO_CGROUP,
+	OPT_JAIL, OPT_JAIL_DIR, OPT_JAIL_UID, OPT_JAIL_GID, OPT_NETNS,
+	OPT_SECCOMP, OPT_NO_SECCOMP,
 };
 
 static const struct option opts[] = {
@@ -41,6 +45,14 @@ static const struct option opts[] = {
 	{ "snapshot", required_argument, 0, OPT_SNAPSHOT }, { "out", required_argument, 0, OPT_OUT },
 	{ "env-file", required_argument, 0, OPT_JOB },	    { "no-snapshot", no_argument, 0, OPT_NO_SNAPSHOT },
 	{ "die-with-parent", no_argument, 0, OPT_DIE_WITH_PARENT },
+	{ "cpu-quota", required_argument, 0, OPT_CPU_QUOTA }, { "cpuset", required_argument, 0, OPT_CPUSET },
+	{ "mem-allowance", required_argument, 0, OPT_MEM_ALLOWANCE },
+	{ "pids-max", required_argument, 0, OPT_PIDS_MAX },
+	{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT }, { "no-cgroup", no_argument, 0, OPT_NO_CGROUP },
+	{ "jail", no_argument, 0, OPT_JAIL },		    { "jail-dir", required_argument, 0, OPT_JAIL_DIR },
+	{ "jail-uid", required_argument, 0, OPT_JAIL_UID }, { "jail-gid", required_argument, 0, OPT_JAIL_GID },
+	{ "netns", required_argument, 0, OPT_NETNS },
+	{ "seccomp", required_argument, 0, OPT_SECCOMP },  { "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
 	{ 0, 0, 0, 0 },
 };
 
@@ -55,6 +67,29 @@ static const char *bad_option(char **argv)
 		return shortopt;
 	}
 	return argv[optind - 1];
+}
+
+/* --cpu-quota CPUS: a decimal number of cores with at most 3 decimals
+ * (0.5, 2, 1.25) into thousandths of a core; its range is the library's
+ * to check. */
+static int parse_quota(const char *s, uint32_t *mcpu)
+{
+	uint64_t v = 0, scale = 1000;
+	const char *p = s;
+
+	while (*p >= '0' && *p <= '9' && v <= UINT32_MAX)
+		v = v * 10 + (uint64_t)(*p++ - '0');
+	v *= 1000;
+	if (p != s && *p == '.' && p[1])
+		for (p++; *p >= '0' && *p <= '9' && scale > 1; p++)
+			v += (uint64_t)(*p - '0') * (scale /= 10);
+	if (p == s || *p || !v || v > UINT32_MAX) {
+		fprintf(stderr, "tinyvmm: --cpu-quota: '%s' is not a number of CPUs like 0.5 or 2 (at most 3 decimals)\n",
+			s);
+		return -1;
+	}
+	*mcpu = (uint32_t)v;
+	return 0;
 }
 
 int cli_parse_args(int argc, char **argv, struct cli_args *a)
@@ -116,6 +151,47 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_OUT: a->out = optarg; break;
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
 		case OPT_DIE_WITH_PARENT: a->die_with_parent = 1; break;
+		case OPT_NO_CGROUP: a->no_cgroup = 1; break;
+		case OPT_JAIL: a->jail = 1; break;
+		case OPT_JAIL_DIR: a->jail_opts.dir = optarg; a->jail_flag = opts[idx].name; break;
+		case OPT_NETNS: a->jail_opts.netns = optarg; a->jail_flag = opts[idx].name; break;
+		case OPT_JAIL_UID:
+		case OPT_JAIL_GID: {
+			uint32_t *id = o == OPT_JAIL_UID ? &a->jail_opts.uid : &a->jail_opts.gid;
+
+			if (cli_parse_u32(o == OPT_JAIL_UID ? "--jail-uid" : "--jail-gid", optarg, id))
+				return EXIT_VM_FAILED;
+			if (!*id) {
+				fprintf(stderr, "tinyvmm: --%s 0: the jail never keeps root's ids\n", opts[idx].name);
+				return EXIT_VM_FAILED;
+			}
+			a->jail_flag = opts[idx].name;
+			break;
+		}
+		case OPT_CPU_QUOTA:
+			if (parse_quota(optarg, &a->c.cgroup.cpu_quota_mcpu))
+				return EXIT_VM_FAILED;
+			a->cgroup_flag = opts[idx].name;
+			break;
+		case OPT_CPUSET: a->c.cgroup.cpuset = optarg; a->cgroup_flag = opts[idx].name; break;
+		case OPT_CGROUP_PARENT: a->c.cgroup.parent = optarg; a->cgroup_flag = opts[idx].name; break;
+		case OPT_MEM_ALLOWANCE:
+		case OPT_PIDS_MAX:
+			if (cli_parse_u32(o == OPT_PIDS_MAX ? "--pids-max" : "--mem-allowance", optarg,
+					  o == OPT_PIDS_MAX ? &a->c.cgroup.pids_max : &a->c.cgroup.mem_allowance_mib))
+				return EXIT_VM_FAILED;
+			a->cgroup_flag = opts[idx].name;
+			break;
+		case OPT_NO_SECCOMP: a->c.seccomp = TVM_SECCOMP_OFF; break;
+		case OPT_SECCOMP:
+			if (!strcmp(optarg, "kill")) a->c.seccomp = TVM_SECCOMP_KILL;
+			else if (!strcmp(optarg, "log")) a->c.seccomp = TVM_SECCOMP_LOG;
+			else if (!strcmp(optarg, "off")) a->c.seccomp = TVM_SECCOMP_OFF;
+			else {
+				fprintf(stderr, "tinyvmm: --seccomp: '%s' is not kill, log or off\n", optarg);
+				return EXIT_VM_FAILED;
+			}
+			break;
 		case OPT_METRICS: a->metrics = optarg; break;
 		case OPT_CONSOLE: a->console = 1; break;
 		case OPT_STDIN: case 'i': a->job.forward_stdin = 1; break;
@@ -170,6 +246,18 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		fprintf(stderr, "tinyvmm: --net-* options need --net TAP|auto (without it the VM has no network)\n");
 		return EXIT_VM_FAILED;
 	}
+	if (!a->jail && a->jail_flag) {
+		fprintf(stderr, "tinyvmm: --%s needs --jail\n", a->jail_flag);
+		return EXIT_VM_FAILED;
+	}
+	if (a->jail && a->cgroup_flag) { /* the jail shows no cgroup file system (README.md, Security) */
+		fprintf(stderr, "tinyvmm: --%s: a jailed VM gets no host cgroup yet\n", a->cgroup_flag);
+		return EXIT_VM_FAILED;
+	}
+	if (a->no_cgroup && a->cgroup_flag) {
+		fprintf(stderr, "tinyvmm: --%s needs a cgroup, --no-cgroup says none\n", a->cgroup_flag);
+		return EXIT_VM_FAILED;
+	}
 	if (optind < argc && strcmp(argv[optind - 1], "--")) {
 		fprintf(stderr, "tinyvmm: unexpected argument '%s' (put the command after --)\n", argv[optind]);
 		return EXIT_VM_FAILED;
@@ -183,12 +271,25 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	int r;
 
 	tvm_config_init(&a->c);
+	a->c.seccomp = TVM_SECCOMP_KILL; /* one VM per process: the hardened form (vmm/tinyvmm.h) */
 	a->c.serial_out_fd = 1; /* the console is ours to show (the library's default is none) */
 	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
 	a->c.t0_ns = t0_ns;
 	r = cli_parse_args(argc, argv, a);
+	/* A cgroup when the host allows one; required once a limit is asked. */
+	a->c.cgroup.mode = a->no_cgroup || a->jail ? TVM_CGROUP_OFF : a->cgroup_flag ? TVM_CGROUP_ON : TVM_CGROUP_AUTO;
 	if (!r && cli_job_check_puts(&a->job))
 		r = EXIT_VM_FAILED;
+	if (!r && a->cgroup_flag) {
+		/* Before a template snapshot is made with them: one line, once. */
+		struct cg_limits l = { .cpu_quota_mcpu = a->c.cgroup.cpu_quota_mcpu, .cpuset = a->c.cgroup.cpuset };
+		struct tvm_err e = { 0 };
+
+		if (cg_check(a->c.cgroup.parent ? a->c.cgroup.parent : "tinyvmm", &l, &e)) {
+			fprintf(stderr, "tinyvmm: %s\n", e.msg);
+			r = EXIT_VM_FAILED;
+		}
+	}
 	if (r)
 		return r;
 	r = cli_guest_defaults(a);

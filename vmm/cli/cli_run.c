@@ -9,18 +9,29 @@
 #include "vmm/cli/cli.h"
 
 /* SIGINT/SIGTERM/SIGHUP stop the VM; the signal is kept for the exit
- * status. */
+ * status. TVM_KICK_SIGNAL, blocked like them, ends the wait when the VM
+ * ended otherwise: the one signal besides SIGABRT that our seccomp
+ * filters let a thread send. */
 struct stopper {
 	struct tvm_vm *vm;
+	const struct tvm_config *c;
 	sigset_t set;
 	int sig;
+	int unconfined; /* its filter could not be loaded: the VM is stopped */
 };
 
 static void *signal_waiter(void *arg)
 {
 	struct stopper *s = arg;
+	int sig;
 
-	if (sigwait(&s->set, &s->sig) == 0) {
+	if (cli_confine(s->c, SC_SIGNALS)) {
+		s->unconfined = 1;
+		tvm_vm_stop(s->vm);
+		return NULL;
+	}
+	if (sigwait(&s->set, &sig) == 0 && sig != TVM_KICK_SIGNAL) {
+		s->sig = sig;
 		tvm_vm_stop(s->vm);
 	}
 	return NULL;
@@ -59,21 +70,81 @@ static int run_job_in_vm(struct cli_args *a, struct tvm_vm *vm, uint64_t t0)
 	return status;
 }
 
-int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
+/* Build the VM of a (jailed: in the jail, then locked down before it
+ * runs), run it and its job, and return the exit status. */
+static int run_vm(void *ctx, struct jail *j)
 {
-	struct cli_args a = { 0 };
+	struct cli_args *a = ctx;
 	struct tvm_err err = { 0 };
 	struct tvm_vm *vm;
 	struct stopper stop = { 0 };
 	pthread_t waiter;
 	int r, status;
 
+	/* SIGINT/SIGTERM stop the VM from a thread of our own, so that every
+	 * other thread (the library's) runs with them blocked. */
+	sigemptyset(&stop.set);
+	sigaddset(&stop.set, SIGINT);
+	sigaddset(&stop.set, SIGTERM);
+	sigaddset(&stop.set, SIGHUP);
+	sigaddset(&stop.set, TVM_KICK_SIGNAL);
+	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
+
+	r = a->snapshot ? tvm_vm_restore(&a->c, a->snapshot, &vm, &err) : tvm_vm_create(&a->c, &vm, &err);
+	if (r) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		return EXIT_VM_FAILED;
+	}
+	/* Jailed: built, nothing of the guest has run, one thread. */
+	if (cli_jail_lockdown(j, &a->job)) {
+		tvm_vm_destroy(vm);
+		return EXIT_VM_FAILED;
+	}
+	stop.vm = vm;
+	stop.c = &a->c;
+	pthread_create(&waiter, NULL, signal_waiter, &stop);
+	r = tvm_vm_start(vm, &err);
+	status = 0;
+	/* Every thread exists now: the last filter, ours. */
+	if (!r && cli_confine(&a->c, SC_MAIN)) {
+		tvm_vm_stop(vm);
+		status = EXIT_VM_FAILED;
+	} else if (!r && a->job.argv)
+		status = run_job_in_vm(a, vm, a->c.t0_ns);
+	if (!r)
+		r = tvm_vm_wait(vm, &err);
+	if (r == -ETIME) {
+		fprintf(stderr, "tinyvmm: VM stopped: its --ttl of %.1f s expired\n", a->c.ttl_ms / 1000.0);
+		status = EXIT_TIMED_OUT;
+	} else if (r) {
+		fprintf(stderr, "tinyvmm: guest failed: %s\n", err.msg);
+		status = EXIT_VM_FAILED;
+	}
+	pthread_kill(waiter, TVM_KICK_SIGNAL);
+	pthread_join(waiter, NULL);
+	if (stop.sig)
+		status = 128 + stop.sig;
+	if (stop.unconfined)
+		status = EXIT_VM_FAILED;
+	if (a->metrics && tvm_vm_write_metrics(vm, a->metrics, &err)) {
+		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		status = status ? status : EXIT_VM_FAILED;
+	}
+	tvm_vm_destroy(vm);
+	return status;
+}
+
+int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
+{
+	struct cli_args a = { 0 };
+	int r;
+
 	r = cli_setup_vm(argc, argv, t0_ns, &a, 0);
 	if (r)
 		return r < 0 ? 0 : r;
 	if (a.die_with_parent) {
 		/* SIGTERM stops the VM like a user's; a parent gone before the
-		 * prctl is caught by the second look. */
+		 * prctl is caught by the second look. (Jailed, it is forwarded.) */
 		pid_t parent = getppid();
 		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent) {
 			fprintf(stderr, "tinyvmm: --die-with-parent: the parent process has ended\n");
@@ -83,43 +154,7 @@ int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
 	cli_template_use(&a, t0_ns);
 	a.job.started = a.snapshot ? "restore" : "boot";
 	a.job.snapshot = a.snapshot;
-
-	/* SIGINT/SIGTERM stop the VM from a thread of our own, so that every
-	 * other thread (the library's) runs with them blocked. */
-	sigemptyset(&stop.set);
-	sigaddset(&stop.set, SIGINT);
-	sigaddset(&stop.set, SIGTERM);
-	sigaddset(&stop.set, SIGHUP);
-	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
-
-	r = a.snapshot ? tvm_vm_restore(&a.c, a.snapshot, &vm, &err) : tvm_vm_create(&a.c, &vm, &err);
-	if (r) {
-		fprintf(stderr, "tinyvmm: %s\n", err.msg);
-		return EXIT_VM_FAILED;
-	}
-	stop.vm = vm;
-	pthread_create(&waiter, NULL, signal_waiter, &stop);
-	r = tvm_vm_start(vm, &err);
-	status = 0;
-	if (!r && a.job.argv)
-		status = run_job_in_vm(&a, vm, t0_ns);
-	if (!r)
-		r = tvm_vm_wait(vm, &err);
-	if (r == -ETIME) {
-		fprintf(stderr, "tinyvmm: VM stopped: its --ttl of %.1f s expired\n", a.c.ttl_ms / 1000.0);
-		status = EXIT_TIMED_OUT;
-	} else if (r) {
-		fprintf(stderr, "tinyvmm: guest failed: %s\n", err.msg);
-		status = EXIT_VM_FAILED;
-	}
-	pthread_cancel(waiter);
-	pthread_join(waiter, NULL);
-	if (stop.sig)
-		status = 128 + stop.sig;
-	if (a.metrics && tvm_vm_write_metrics(vm, a.metrics, &err)) {
-		fprintf(stderr, "tinyvmm: %s\n", err.msg);
-		status = status ? status : EXIT_VM_FAILED;
-	}
-	tvm_vm_destroy(vm);
-	return status;
+	if (!a.jail)
+		return run_vm(&a, NULL);
+	return cli_jail_vm(&a.jail_opts, &a.c, &a.snapshot, NULL, &a.metrics, &a.job, run_vm, &a);
 }

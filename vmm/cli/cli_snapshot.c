@@ -5,9 +5,23 @@
 #include "vmm/core/clock.h"
 #include "vmm/core/err.h"
 
-int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
-		      uint64_t t0_ns, int quiet)
+struct snap_make {
+	const struct tvm_config *c;
+	struct cli_job *warmup;
+	const char *out, *metrics;
+	uint64_t t0_ns;
+	int quiet;
+	int sole_vm; /* the process ends with this VM (not a template made before a run's own) */
+};
+
+static int snapshot_vm(void *ctx, struct jail *j)
 {
+	struct snap_make *x = ctx;
+	const struct tvm_config *c = x->c;
+	struct cli_job *warmup = x->warmup;
+	const char *out = x->out, *metrics = x->metrics;
+	uint64_t t0_ns = x->t0_ns;
+	int quiet = x->quiet;
 	struct tvm_err err = { 0 };
 	struct tvm_agent *agent;
 	struct tvm_vm *vm;
@@ -18,7 +32,17 @@ int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const 
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
 	}
+	/* Jailed: built, nothing of the guest has run, one thread. */
+	if (cli_jail_lockdown(j, warmup)) {
+		tvm_vm_destroy(vm);
+		return EXIT_VM_FAILED;
+	}
 	r = tvm_vm_start(vm, &err);
+	/* Every thread exists now (the event loop is restarted by the
+	 * snapshot: SC_SNAPSHOT allows that one thread). A jailed VM has its
+	 * own process, whatever comes after. */
+	if (!r && (x->sole_vm || j) && cli_confine(c, SC_SNAPSHOT))
+		r = tvm_errf(&err, EPERM, "seccomp: the main thread is not confined");
 	/* SEED, so the warm-up runs with the host's clock (every restore is
 	 * seeded again). */
 	if (!r)
@@ -53,6 +77,20 @@ int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const 
 	return r ? EXIT_VM_FAILED : 0;
 }
 
+int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
+		      uint64_t t0_ns, int quiet, const struct jail_opts *jail)
+{
+	struct snap_make x = { .c = c, .warmup = warmup, .out = out, .metrics = metrics, .t0_ns = t0_ns, .quiet = quiet,
+			      .sole_vm = !quiet };
+	struct tvm_config jc;
+
+	if (!jail)
+		return snapshot_vm(&x, NULL);
+	jc = *c;
+	x.c = &jc;
+	return cli_jail_vm(jail, &jc, NULL, &x.out, &x.metrics, warmup, snapshot_vm, &x);
+}
+
 /* Boot, wait for the agent, run the warm-up command if any, snapshot,
  * stop. No connection stays open across the snapshot: the restored guest
  * would only see it reset. */
@@ -63,5 +101,5 @@ int cli_cmd_snapshot_create(int argc, char **argv, uint64_t t0_ns)
 
 	if (r)
 		return r < 0 ? 0 : r;
-	return cli_snapshot_make(&a.c, &a.job, a.out, a.metrics, t0_ns, 0);
+	return cli_snapshot_make(&a.c, &a.job, a.out, a.metrics, t0_ns, 0, a.jail ? &a.jail_opts : NULL);
 }

@@ -123,14 +123,20 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		c.serial_in_fd = -1;
 		c.vsock_uds = NULL;
 		c.ttl_ms = 0;
+		/* The run's own cgroup error would be said twice. */
+		if (c.cgroup.mode == TVM_CGROUP_ON)
+			c.cgroup.mode = TVM_CGROUP_AUTO;
 		c.drives[0].overlay_path = NULL;
 		c.drives[0].overlay_limit = 0;
+		/* The run's rate limit is given again at the restore: the
+		 * template boots at full speed and serves every limit. */
+		c.drives[0].limit = (struct tvm_rate_limit){ 0 };
 		/* The warm-up's JSON result would land on our stdout. */
 		fflush(stdout);
 		int saved = dup(1), devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (saved >= 0 && devnull >= 0)
 			dup2(devnull, 1);
-		r = cli_snapshot_make(&c, &warm, tmp, NULL, t0_ns, 1);
+		r = cli_snapshot_make(&c, &warm, tmp, NULL, t0_ns, 1, a->jail ? &a->jail_opts : NULL);
 		fflush(stdout);
 		if (saved >= 0) {
 			dup2(saved, 1);

@@ -37,6 +37,18 @@ struct tvm_err {
  * doc, "immediate_exit"). Its handler does nothing. */
 #define TVM_KICK_SIGNAL (SIGRTMIN + 3)
 
+/* Seccomp filters on a VM's own threads (struct tvm_config.seccomp; see
+ * vmm/tinyvmm.h, "Seccomp"). */
+enum tvm_seccomp {
+	TVM_SECCOMP_OFF = 0, /* no filter (the library's default: it must not confine its host's threads) */
+	TVM_SECCOMP_KILL,    /* a call outside a thread's allow-list kills the process (SIGSYS) */
+	TVM_SECCOMP_LOG,     /* debug: one line naming the thread and the call, then exit(TVM_SECCOMP_EXIT) */
+};
+
+/* Exit status of a process that TVM_SECCOMP_LOG ended: 128 + SIGSYS, what a
+ * shell shows for TVM_SECCOMP_KILL's kill too. */
+#define TVM_SECCOMP_EXIT 159
+
 enum tvm_quirks {
 	TVM_QUIRKS_AUTO = 0, /* detect the nested kvm_pvm host (default) */
 	TVM_QUIRKS_ON,       /* apply its quirks whatever the host */
@@ -45,6 +57,26 @@ enum tvm_quirks {
 
 #define TVM_MAX_DRIVES 8
 
+/* A token bucket (Firecracker's rate-limiter model): it holds up to size
+ * tokens (bytes, or operations) and refills at size tokens per refill_ms,
+ * continuously; it starts full. A request waits (its buffers stay on the
+ * ring, untouched) until the bucket holds what it costs; one costing more
+ * than size passes at once and then nothing passes until the refill has
+ * made up for what it overdrew. one_time_burst: extra tokens spent before
+ * the bucket's, once, never refilled. All zero: no limit. */
+struct tvm_bucket {
+	uint64_t size;           /* tokens; 0: unlimited (then one_time_burst must be 0) */
+	uint64_t one_time_burst; /* tokens, 0: none */
+	uint32_t refill_ms;      /* ms to refill an empty bucket; 0: 1000 */
+};
+
+/* Limits of one direction of a device: bytes, and operations (virtio-blk
+ * requests, network frames), each its own bucket; a request passes when
+ * both allow it. */
+struct tvm_rate_limit {
+	struct tvm_bucket bytes, ops;
+};
+
 /* A virtio-blk drive backed by a raw image file (virtio 1.2 section 5.2). */
 struct tvm_drive {
 	const char *path;         /* image file, size a multiple of 512 bytes */
@@ -52,7 +84,11 @@ struct tvm_drive {
 	int read_only;            /* guest writes fail (VIRTIO_BLK_F_RO) */
 	int cow;                  /* image opened read-only; writes go to a private overlay */
 	const char *overlay_path; /* cow: keep the overlay in this new file; NULL: discard at exit */
-	uint64_t overlay_limit;   /* cow: most bytes the overlay may hold; 0: no limit */
+	uint64_t overlay_limit;   /* cow: most bytes the overlay may hold (whole 4 KiB blocks); 0: the
+				   * drive's size. Writes past it fail with VIRTIO_BLK_S_IOERR (the
+				   * guest sees EIO) */
+	struct tvm_rate_limit limit; /* bytes (data moved) and requests; zero: unlimited. A restore
+				      * that gives any replaces the snapshot's, else keeps them */
 };
 
 #define TVM_MAX_NET_RULES 32
@@ -75,6 +111,10 @@ struct tvm_net {
 	const char *guest_gw;   /* default route for the guest; NULL: none */
 	int no_offload;         /* 1: offer the guest no checksum/TCP segmentation offload
 				 * (fewer host-kernel paths for guest frames, slower) */
+	struct tvm_rate_limit rx, tx; /* TAP -> guest and guest -> TAP: frame bytes (without the
+				       * virtio-net header) and frames; zero: unlimited. A restore
+				       * that gives any (rx or tx) replaces both of the snapshot's,
+				       * else keeps them */
 };
 
 /* Why a frame was dropped: the index into tvm_net_stats.dropped. */
@@ -102,6 +142,34 @@ struct tvm_net_stats {
 	int backend_down;               /* the TAP hit EOF or an error: no more rx */
 };
 
+/* How a VM uses a host cgroup (one per VM: cgroup v2, or the v1 cpu,
+ * memory, pids and cpuset hierarchies; vmm/sandbox/cgroup.h). The whole
+ * calling process is moved into it from tvm_vm_create until
+ * tvm_vm_destroy, which moves it back and removes it: so one VM with a
+ * cgroup per process at a time (another gets -EBUSY). */
+enum tvm_cgroup_mode {
+	TVM_CGROUP_OFF = 0, /* no cgroup (the library's default) */
+	TVM_CGROUP_ON,      /* required: tvm_vm_create fails with one line when the host has no usable
+			     * controller (-ENOTSUP) or refuses (-EACCES, -EBUSY, ...) */
+	TVM_CGROUP_AUTO,    /* when the host allows it, else the VM runs without (a refusal other than
+			     * "no controllers" or "not permitted" is said on log_fd); tinyvmm's default */
+};
+
+#define TVM_CGROUP_MEM_ALLOWANCE_MIB 64 /* default VMM allowance over guest RAM */
+#define TVM_CGROUP_PIDS_BASE 64         /* default pids.max: this + cpus */
+
+struct tvm_cgroup {
+	enum tvm_cgroup_mode mode;
+	const char *parent;         /* "a/b": below the process's own cgroup (it stays inside it); "/a/b":
+				     * from the hierarchy's root; NULL: "tinyvmm". The VM's is PARENT/PID */
+	uint32_t cpu_quota_mcpu;    /* CPU time of the whole VMM in thousandths of a core per 100 ms period
+				     * (500: half a core, 2000: two cores), 10..1000000; 0: no quota */
+	const char *cpuset;         /* host CPUs the VMM may run on ("0-1,3"); NULL: any */
+	uint32_t mem_allowance_mib; /* memory limit = mem_mib + this (VMM, page tables, buffers, page
+				     * cache); 0: TVM_CGROUP_MEM_ALLOWANCE_MIB */
+	uint32_t pids_max;          /* threads of the VMM process; 0: TVM_CGROUP_PIDS_BASE + cpus */
+};
+
 /* Everything needed to build a VM. Start from tvm_config_init(); strings are
  * borrowed (copied by tvm_vm_create where they must outlive the call). */
 struct tvm_config {
@@ -123,6 +191,8 @@ struct tvm_config {
 	uint32_t ttl_ms;            /* lifetime: the VM is stopped this long after start; 0: none */
 	struct tvm_net net;         /* network: off unless net.enabled */
 	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
+	enum tvm_seccomp seccomp;   /* filters on the VM's threads; default TVM_SECCOMP_OFF */
+	struct tvm_cgroup cgroup;   /* host cgroup and its limits: none unless cgroup.mode says */
 };
 
 /* How a VM ended. */

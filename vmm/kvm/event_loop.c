@@ -70,6 +70,8 @@ static void *loop_thread(void *arg)
 	/* Signals belong to the embedding program's own threads. */
 	sigfillset(&set);
 	pthread_sigmask(SIG_SETMASK, &set, NULL);
+	if (l->thread_init && l->thread_init(l->thread_init_arg))
+		return NULL;
 	for (;;) {
 		int n = epoll_wait(l->epfd, evs, 16, -1);
 

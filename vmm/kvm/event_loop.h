@@ -29,6 +29,11 @@ struct event_loop {
 	bool running;
 	pthread_mutex_t lock; /* guards h[] against add/remove from other threads */
 	struct ev_handler h[EV_MAX_HANDLERS];
+	/* First thing on the loop's thread, each time it starts (the VM
+	 * confines the thread there); nonzero: the thread ends at once. NULL:
+	 * nothing. Set after ev_init. */
+	int (*thread_init)(void *arg);
+	void *thread_init_arg;
 };
 
 /* Create the epoll set (no thread yet). -errno on failure. */

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmm/core/tvm_types.h"
@@ -278,6 +279,15 @@ static bool handle_exit(struct vcpu *v)
 	}
 }
 
+static uint64_t cpu_clock_ns(clockid_t id)
+{
+	struct timespec ts;
+
+	if (clock_gettime(id, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 static void *vcpu_thread(void *arg)
 {
 	struct vcpu *v = arg;
@@ -290,6 +300,8 @@ static void *vcpu_thread(void *arg)
 	sigfillset(&set);
 	sigdelset(&set, TVM_KICK_SIGNAL);
 	pthread_sigmask(SIG_SETMASK, &set, NULL);
+	if (h->thread_init && h->thread_init(h->ctx))
+		return NULL;
 
 	while (!atomic_load(h->stopping)) {
 		metrics_mark(h->metrics, MARK_FIRST_KVM_RUN);
@@ -309,7 +321,23 @@ static void *vcpu_thread(void *arg)
 		if (!handle_exit(v))
 			break;
 	}
+	/* Its CPU clock dies with the thread: keep what it used for metrics. */
+	atomic_store(&v->cpu_ns_at_end, cpu_clock_ns(CLOCK_THREAD_CPUTIME_ID));
+	atomic_store(&v->ended, true);
 	return NULL;
+}
+
+uint64_t vcpu_cpu_ns(struct vcpu *v)
+{
+	clockid_t id;
+	uint64_t ns;
+
+	if (!v->thread_started || atomic_load(&v->ended) || pthread_getcpuclockid(v->thread, &id))
+		return atomic_load(&v->cpu_ns_at_end);
+	ns = cpu_clock_ns(id);
+	/* Read while it still ran (it sets ended before exiting), else the
+	 * clock may already have named another thread. */
+	return atomic_load(&v->ended) ? atomic_load(&v->cpu_ns_at_end) : ns;
 }
 
 int vcpu_start(struct vcpu *v, struct tvm_err *e)

@@ -48,6 +48,10 @@ struct vcpu_host {
 	/* A terminal event: reason is an enum tvm_exit, msg one line. */
 	void (*on_end)(void *ctx, int reason, const char *msg);
 	void (*log)(void *ctx, const char *msg); /* unhandled I/O and such */
+	/* First thing on each vCPU thread once its signal mask is set (the VM
+	 * confines the thread there); nonzero: the thread ends at once (the
+	 * VM was ended). NULL: nothing. */
+	int (*thread_init)(void *ctx);
 	void *ctx;
 };
 
@@ -62,6 +66,8 @@ struct vcpu {
 	bool thread_started;
 	const struct vcpu_host *host;
 	_Atomic uint64_t exits[VEXIT_COUNT];
+	_Atomic uint64_t cpu_ns_at_end; /* its thread's CPU time, set as the thread ends... */
+	atomic_bool ended;              /* ...then this: its CPU clock is gone */
 	unsigned unhandled_logged;         /* distinct unhandled addresses logged */
 	uint64_t unhandled_seen[VCPU_UNHANDLED_LOG]; /* ...which ones (space tag in bit 63) */
 };
@@ -84,6 +90,10 @@ void vcpu_kick(struct vcpu *v);
 
 /* Join the thread if started, unmap and close. */
 void vcpu_destroy(struct vcpu *v);
+
+/* CPU time (user + system) of the vCPU's thread in ns: while it runs,
+ * from its CPU clock; after it ended, what it used; 0 if never started. */
+uint64_t vcpu_cpu_ns(struct vcpu *v);
 
 /* JSON name of an exit kind, e.g. "io". */
 const char *vcpu_exit_kind_name(enum vcpu_exit_kind k);

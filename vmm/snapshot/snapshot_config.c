@@ -133,6 +133,8 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 		c->serial_in_fd = o->serial_in_fd;
 		c->log_fd = o->log_fd;
 		c->ttl_ms = o->ttl_ms;
+		c->seccomp = o->seccomp; /* how the new VM's threads are confined */
+		c->cgroup = o->cgroup; /* the host's limits belong to the new VM */
 		c->t0_ns = o->t0_ns;
 		c->vsock_uds = o->vsock_uds;
 		if (o->nr_drives && o->nr_drives != s->nr_drives)
@@ -156,6 +158,8 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 					 .overlay_limit = s->d[i].overlay_limit };
 		if (od && od->path)
 			d->path = od->path;
+		if (od) /* the device keeps its saved limits when these are none */
+			d->limit = od->limit;
 		if (od && d->cow) {
 			d->overlay_path = od->overlay_path;
 			if (od->overlay_limit)

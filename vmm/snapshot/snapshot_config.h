@@ -59,10 +59,11 @@ int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct 
 
 /* The config of a restored VM: s, with from o (may be NULL) the serial and
  * log fds, ttl, t0, vsock_uds, and when o->nr_drives == s->nr_drives each
- * drive's path (if set), overlay_path and overlay_limit. With a network
- * (s->net.present) o must enable one: the snapshot's MAC, MTU and offload
- * setting, with o's TAP (NULL: a new one) and o's egress policy (none:
- * allow all, as at boot). Strings point into s and o. Returns 0 or
+ * drive's path (if set), overlay_path, overlay_limit and rate limit. With
+ * a network (s->net.present) o must enable one: the snapshot's MAC, MTU
+ * and offload setting, with o's TAP (NULL: a new one), o's egress policy
+ * (none: allow all, as at boot) and o's rate limits. (A device given no
+ * rate limit takes back the one saved in its own state.) Strings point into s and o. Returns 0 or
  * -EINVAL: o has another number of drives, asks for a network the
  * snapshot has none of, gives none for one it has, or sets what the guest
  * already has (guest_ip, guest_gw, mac, mtu, no_offload). */

@@ -1,0 +1,515 @@
+/* Host cgroups of `tinyvmm run` (issue 13) and the host's backstop for a
+ * job's --timeout, on the real host and guest:
+ *  - --cpu-quota 0.5: the VM's cgroup holds the quota, the memory limit
+ *    (RAM + allowance) and pids.max, read back from the cgroup files while
+ *    a busy loop runs in the guest; over 10 s the VMM's threads get at most
+ *    60 % of one host core (their CPU time from /proc/PID/task/TID/stat,
+ *    not wall time), while the same loop without a cgroup gets more;
+ *  - the cgroup directory is gone after every way a VM ends: the job's
+ *    timeout, --ttl, the guest job SIGKILLed, SIGTERM to tinyvmm; a stale
+ *    one of a dead pid is removed by the next start;
+ *  - `tinyvmm exec --timeout 30` to a VM whose VMM is stopped (SIGSTOP:
+ *    the guest cannot answer) returns 124 once the grace has passed.
+ * The VMM's cgroups are found from its /proc/PID/cgroup, the way any
+ * operator would. Skipped on a host without cpu, memory and pids
+ * controllers. Times are printed, never asserted. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <time.h>
+
+#include "tests/integration/it_common.h"
+#include "vmm/sandbox/cgroup.h"
+
+static char parent[64], out[128], err[128], metrics[128];
+static int have_cgroups;
+
+static void stop_running(void);
+
+/* The directory of pid's cgroup holding ctrl ("" when it has none). */
+static void vmm_dir(pid_t pid, enum cg_ctrl ctrl, char *buf)
+{
+	char proc[64];
+	struct cg_sources src = { NULL, proc };
+	struct cg_host h;
+	struct tvm_err e = { 0 };
+
+	*buf = 0;
+	snprintf(proc, sizeof(proc), "/proc/%d/cgroup", (int)pid);
+	if (cg_detect(&src, &h, &e))
+		return;
+	for (unsigned i = 0; i < h.n; i++)
+		if ((h.h[i].ctrls & (1u << ctrl)) && (h.h[i].v2 || !*buf))
+			snprintf(buf, CG_PATH_MAX, "%s%s", h.h[i].mnt, h.h[i].own);
+}
+
+/* Our own directory for ctrl, plus the test's parent. */
+static void parent_dir(enum cg_ctrl ctrl, char *buf)
+{
+	vmm_dir(getpid(), ctrl, buf);
+	strncat(buf, "/", CG_PATH_MAX - strlen(buf) - 1);
+	strncat(buf, parent, CG_PATH_MAX - strlen(buf) - 1);
+}
+
+static void setup(void)
+{
+	struct cg_host h;
+	struct tvm_err e = { 0 };
+	unsigned all = 0;
+
+	snprintf(parent, sizeof(parent), "tinyvmm-it-%d", (int)getpid());
+	it_tmp(out, sizeof(out), "cg-out");
+	it_tmp(err, sizeof(err), "cg-err");
+	it_tmp(metrics, sizeof(metrics), "cg-metrics");
+	ck_assert_int_eq(cg_detect(NULL, &h, &e), 0);
+	for (unsigned i = 0; i < h.n; i++)
+		all |= h.h[i].ctrls;
+	have_cgroups = (all & 7) == 7 && geteuid() == 0;
+	if (!have_cgroups)
+		printf("cgroup: this host offers no cpu, memory and pids controllers to root: skipped\n");
+}
+
+static void teardown(void)
+{
+	char d[CG_PATH_MAX];
+
+	stop_running();
+	for (int c = 0; c < CG_NR_CTRL; c++) {
+		parent_dir(c, d);
+		rmdir(d);
+	}
+	unlink(out);
+	unlink(err);
+	unlink(metrics);
+}
+
+/* ./tinyvmm ARGS in the background, output to out/err; SIGALRM after
+ * 900 s in case it hangs. */
+static pid_t spawn(const char *const *args, const char *o, const char *e)
+{
+	char *argv[40] = { "tinyvmm" };
+	int n = 1;
+	pid_t pid;
+
+	while (*args)
+		argv[n++] = (char *)*args++;
+	argv[n] = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (!freopen("/dev/null", "r", stdin) || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
+			_exit(99);
+		alarm(900);
+		execv("./tinyvmm", argv);
+		_exit(98);
+	}
+	return pid;
+}
+
+#define SPAWN(...) spawn((const char *const[]){ __VA_ARGS__, NULL }, out, err)
+
+static int wait_exit(pid_t pid)
+{
+	int st;
+
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Wait (at most 600 s) until file holds text; 0 if pid ended first. */
+static int wait_text(const char *file, const char *text, pid_t pid)
+{
+	for (double end = now_s() + 600; now_s() < end; usleep(50000)) {
+		char *s = it_slurp(file);
+		int found = strstr(s, text) != NULL;
+
+		free(s);
+		if (found)
+			return 1;
+		if (waitpid(pid, NULL, WNOHANG) == pid)
+			return 0;
+	}
+	return 0;
+}
+
+/* Wait until tinyvmm pid is in its own cgroup; its directory for ctrl in
+ * buf. */
+static void wait_cgroup(pid_t pid, enum cg_ctrl ctrl, char *buf)
+{
+	char tail[96];
+
+	snprintf(tail, sizeof(tail), "/%s/%d", parent, (int)pid);
+	for (int i = 0; i < 12000; i++, usleep(50000)) {
+		vmm_dir(pid, ctrl, buf);
+		if (strlen(buf) > strlen(tail) && !strcmp(buf + strlen(buf) - strlen(tail), tail))
+			return;
+	}
+	ck_abort_msg("tinyvmm %d never entered a cgroup ending in %s (last: %s)", (int)pid, tail, buf);
+}
+
+static int gone(const char *dir)
+{
+	struct stat st;
+
+	return stat(dir, &st) < 0 && errno == ENOENT;
+}
+
+/* A control file's first line (its size reads as 0: read to EOF). */
+static void cg_file(const char *dir, const char *file, char *buf, size_t cap)
+{
+	char path[CG_PATH_MAX + 64];
+	size_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "r");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	n = fread(buf, 1, cap - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	buf[strcspn(buf, "\n")] = 0;
+}
+
+static void assert_file(const char *dir, const char *file, const char *want)
+{
+	char s[256];
+
+	cg_file(dir, file, s, sizeof(s));
+	ck_assert_msg(!strcmp(s, want), "%s/%s: '%s', expected '%s'", dir, file, s, want);
+}
+
+/* tinyvmm processes a failed test left running. */
+static pid_t running[2];
+
+static void stop_running(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (running[i] > 0 && waitpid(running[i], NULL, WNOHANG) == 0) {
+			kill(running[i], SIGCONT);
+			kill(running[i], SIGKILL);
+			waitpid(running[i], NULL, 0);
+		}
+		running[i] = 0;
+	}
+}
+
+/* Whether the host has a core to spare: the 1-minute load average below
+ * its CPUs. */
+static int host_idle_enough(void)
+{
+	double load = 99;
+	FILE *f = fopen("/proc/loadavg", "r");
+
+	if (f) {
+		if (fscanf(f, "%lf", &load) != 1)
+			load = 99;
+		fclose(f);
+	}
+	printf("host load average %.2f on %ld CPUs\n", load, sysconf(_SC_NPROCESSORS_ONLN));
+	return load + 1 <= (double)sysconf(_SC_NPROCESSORS_ONLN);
+}
+
+/* CPU time (user + system) of every thread of pid, in s. */
+static double threads_cpu_s(pid_t pid)
+{
+	char path[320], line[1024];
+	unsigned long long sum = 0;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		unsigned long long ut, st;
+		const char *p;
+		FILE *f;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, de->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue; /* the thread ended */
+		if (fgets(line, sizeof(line), f) && (p = strrchr(line, ')')) &&
+		    sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) == 2)
+			sum += ut + st;
+		fclose(f);
+	}
+	closedir(d);
+	return (double)sum / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Share of one host core the VMM's threads used over 10 s. */
+static double busy_share(pid_t pid)
+{
+	double c0 = threads_cpu_s(pid), t0 = now_s(), c1, t1;
+
+	sleep(10);
+	c1 = threads_cpu_s(pid);
+	t1 = now_s();
+	return (c1 - c0) / (t1 - t0);
+}
+
+/* A dead pid: a child that has exited. */
+static int dead_pid(void)
+{
+	pid_t p = fork();
+
+	if (p == 0)
+		_exit(0);
+	waitpid(p, NULL, 0);
+	return (int)p;
+}
+
+#define GUEST "--kernel", it_guest("vmlinux"), "--rootfs", getenv("TINYVMM_ROOTFS")
+#define BUSY "sh", "-c", "echo go; while :; do :; done"
+
+/* First: the template snapshot of this kernel, image and tinyvmm, made
+ * without limits (a later run restores it). */
+START_TEST(template_made)
+{
+	double t0 = now_s();
+	pid_t pid = SPAWN("run", GUEST, "--", "true");
+	int st = wait_exit(pid);
+	char *e = it_slurp(err);
+
+	ck_assert_msg(st == 0, "status %d: %s", st, e);
+	printf("template ready (made or found) in %.1f s\n", now_s() - t0);
+	free(e);
+}
+END_TEST
+
+START_TEST(cpu_quota_holds)
+{
+	char cpu[CG_PATH_MAX], mem[CG_PATH_MAX], pids[CG_PATH_MAX], stale[3][CG_PATH_MAX + 16], path[CG_PATH_MAX + 16];
+	char *m, *e;
+	static const enum cg_ctrl ctrls[3] = { CG_CPU, CG_MEMORY, CG_PIDS };
+	int dead = dead_pid(), st;
+	double share;
+	pid_t pid;
+
+	if (!have_cgroups)
+		return;
+	/* Empty cgroups a killed VMM would have left. */
+	for (int i = 0; i < 3; i++) {
+		char d[CG_PATH_MAX];
+
+		parent_dir(ctrls[i], d);
+		mkdir(d, 0755);
+		snprintf(stale[i], sizeof(stale[i]), "%s/%d", d, dead);
+		ck_assert_int_eq(mkdir(stale[i], 0755), 0);
+	}
+	pid = running[0] = SPAWN("run", GUEST, "--cpu-quota", "0.5", "--cgroup-parent", parent, "--metrics", metrics,
+				 "--timeout", "40", "--", BUSY);
+	wait_cgroup(pid, CG_CPU, cpu);
+	vmm_dir(pid, CG_MEMORY, mem);
+	vmm_dir(pid, CG_PIDS, pids);
+	for (int i = 0; i < 3; i++)
+		ck_assert_msg(gone(stale[i]), "stale %s still there", stale[i]);
+	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
+	/* The limits, from the kernel's files, while the job runs. */
+	snprintf(path, sizeof(path), "%s/cpu.max", cpu);
+	if (access(path, F_OK) == 0) { /* cgroup v2 */
+		assert_file(cpu, "cpu.max", "50000 100000");
+		assert_file(mem, "memory.max", "335544320");
+	} else {
+		assert_file(cpu, "cpu.cfs_quota_us", "50000");
+		assert_file(cpu, "cpu.cfs_period_us", "100000");
+		assert_file(mem, "memory.limit_in_bytes", "335544320"); /* 256 MiB RAM + 64 MiB */
+	}
+	assert_file(pids, "pids.max", "65");
+	share = busy_share(pid);
+	cg_file(cpu, "cpu.stat", path, sizeof(path));
+	printf("--cpu-quota 0.5: the VMM's threads used %.2f of a host core over 10 s (cpu.stat: %s)\n", share, path);
+	ck_assert_msg(share <= 0.6, "%.2f of a core under --cpu-quota 0.5", share);
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	ck_assert_msg(st == 124, "status %d: %s", st, e);
+	free(e);
+	ck_assert_msg(gone(cpu) && gone(mem) && gone(pids), "%s, %s or %s left", cpu, mem, pids);
+	m = it_slurp(metrics);
+	ck_assert_msg(strstr(m, "\"cgroup\":{\"version\":") && strstr(m, "\"memory_max_bytes\":335544320,") &&
+			      strstr(m, "\"cpu_quota_mcpu\":500,") && strstr(m, "\"vcpu_cpu_us\":["),
+		      "metrics: %s", m);
+	printf("metrics: %s", m);
+	free(m);
+}
+END_TEST
+
+/* The same loop, no cgroup: it gets more than the quota allowed (else the
+ * test above proves nothing on this host), and no cgroup is made. */
+START_TEST(no_cgroup_baseline)
+{
+	char ours[CG_PATH_MAX], its[CG_PATH_MAX], *e;
+	double share;
+	pid_t pid;
+
+	if (!have_cgroups)
+		return;
+	pid = running[0] = SPAWN("run", GUEST, "--no-cgroup", "--metrics", metrics, "--timeout", "25", "--", BUSY);
+	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
+	vmm_dir(getpid(), CG_MEMORY, ours);
+	vmm_dir(pid, CG_MEMORY, its);
+	ck_assert_str_eq(its, ours);
+	share = busy_share(pid);
+	printf("--no-cgroup: the VMM's threads used %.2f of a host core over 10 s\n", share);
+	ck_assert_int_eq(wait_exit(pid), 124);
+	e = it_slurp(metrics);
+	ck_assert_msg(strstr(e, "\"cgroup\":null"), "metrics: %s", e);
+	free(e);
+	/* On a host busy with other work the loop gets less than the quota
+	 * would allow anyway: then there is nothing to compare. */
+	if (host_idle_enough())
+		ck_assert_msg(share > 0.6, "only %.2f of a core without a quota", share);
+	else
+		printf("host too busy to compare with the quota's share\n");
+}
+END_TEST
+
+/* Run ARGS, wait for its cgroup, then for its end: status; the cgroup
+ * must be gone. */
+static int ends_without_cgroup(const char *const *args, const char *what)
+{
+	char mem[CG_PATH_MAX], pids[CG_PATH_MAX], *e;
+	pid_t pid = running[0] = spawn(args, out, err);
+	int st;
+
+	wait_cgroup(pid, CG_MEMORY, mem);
+	vmm_dir(pid, CG_PIDS, pids);
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	printf("%s: status %d\n", what, st);
+	ck_assert_msg(gone(mem) && gone(pids), "%s: %s or %s left; stderr: %s", what, mem, pids, e);
+	free(e);
+	return st;
+}
+
+START_TEST(gone_after_ttl)
+{
+	if (!have_cgroups)
+		return;
+	ck_assert_int_eq(ends_without_cgroup((const char *const[]){ "run", GUEST, "--cgroup-parent", parent, "--ttl",
+								    "20", "--", "sleep", "1000", NULL },
+					     "--ttl 20"),
+			 124);
+}
+END_TEST
+
+START_TEST(gone_after_job_sigkill)
+{
+	if (!have_cgroups)
+		return;
+	ck_assert_int_eq(ends_without_cgroup((const char *const[]){ "run", GUEST, "--cgroup-parent", parent, "--", "sh",
+								    "-c", "kill -9 $$", NULL },
+					     "job SIGKILLed"),
+			 128 + SIGKILL);
+}
+END_TEST
+
+/* A VM whose VMM is stopped cannot answer: exec gives up on its job at
+ * timeout + grace (status 124); SIGTERM then ends the VM, and its cgroup. */
+START_TEST(exec_backstop_and_sigterm)
+{
+	char sock[64], xout[128], xerr[128], mem[CG_PATH_MAX], *s;
+	double t0;
+	pid_t vm, ex;
+	int st;
+
+	if (!have_cgroups)
+		return;
+	snprintf(sock, sizeof(sock), "/tmp/tinyvmm-it-cg-%d.sock", (int)getpid());
+	it_tmp(xout, sizeof(xout), "cg-xout");
+	it_tmp(xerr, sizeof(xerr), "cg-xerr");
+	vm = running[0] = SPAWN("run", GUEST, "--cgroup-parent", parent, "--vsock-uds", sock, "--ttl", "600", "--",
+				"sh", "-c", "echo up; sleep 1000");
+	wait_cgroup(vm, CG_MEMORY, mem);
+	ck_assert_msg(wait_text(out, "up", vm), "the VM's job never started: %s", s = it_slurp(err));
+	/* A timeout the slow guest cannot reach before we stop it. */
+	ex = running[1] = spawn((const char *const[]){ "exec", "--vsock-uds", sock, "--timeout", "30", "--", "sh", "-c",
+						       "echo started; sleep 100", NULL },
+				xout, xerr);
+	ck_assert_msg(wait_text(xout, "started", ex), "exec's job never started: %s", s = it_slurp(xerr));
+	kill(vm, SIGSTOP);
+	t0 = now_s();
+	st = wait_exit(ex);
+	s = it_slurp(xerr);
+	printf("exec --timeout 30 against a VM stopped once the job ran: status %d %.1f s later\n", st, now_s() - t0);
+	ck_assert_msg(st == 124, "exec status %d: %s", st, s);
+	ck_assert_msg(strstr(s, "gave up on it"), "exec stderr: %s", s);
+	free(s);
+	kill(vm, SIGCONT);
+	kill(vm, SIGTERM);
+	st = wait_exit(vm);
+	ck_assert_msg(st == 128 + SIGTERM, "tinyvmm run status %d", st);
+	ck_assert_msg(gone(mem), "%s left after SIGTERM", mem);
+	unlink(sock);
+	unlink(xout);
+	unlink(xerr);
+}
+END_TEST
+
+/* Asked for a limit on a host (here: a cgroup parent) that refuses it:
+ * one line, status 125, no VM. */
+START_TEST(refused_limit_is_one_line)
+{
+	char *e;
+	pid_t pid;
+	int st;
+
+	pid = SPAWN("run", GUEST, "--cpuset", "0-1;", "--", "true");
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	ck_assert_msg(st == 125 && !strcmp(e, "tinyvmm: cpuset '0-1;': expected a CPU list like 0-1,3\n"),
+		      "status %d: %s", st, e);
+	free(e);
+	pid = SPAWN("run", GUEST, "--cpu-quota", "0.5", "--no-cgroup", "--", "true");
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	ck_assert_msg(st == 125 && !strcmp(e, "tinyvmm: --cpu-quota needs a cgroup, --no-cgroup says none\n"),
+		      "status %d: %s", st, e);
+	free(e);
+	pid = SPAWN("run", GUEST, "--cpu-quota", "0.0001", "--", "true");
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	ck_assert_msg(st == 125 && strstr(e, "--cpu-quota: '0.0001' is not a number of CPUs"), "status %d: %s", st, e);
+	free(e);
+}
+END_TEST
+
+static Suite *cgroup_suite(void)
+{
+	Suite *s = suite_create("cgroup");
+	TCase *limits = tcase_create("limits"), *ends = tcase_create("ends");
+
+	/* Each case starts with the template (CK_RUN_CASE runs one alone). */
+	tcase_add_checked_fixture(limits, setup, teardown);
+	tcase_set_timeout(limits, 1800);
+	tcase_add_test(limits, template_made);
+	tcase_add_test(limits, refused_limit_is_one_line);
+	tcase_add_test(limits, cpu_quota_holds);
+	tcase_add_test(limits, no_cgroup_baseline);
+	suite_add_tcase(s, limits);
+	tcase_add_checked_fixture(ends, setup, teardown);
+	tcase_set_timeout(ends, 1800);
+	tcase_add_test(ends, template_made);
+	tcase_add_test(ends, gone_after_ttl);
+	tcase_add_test(ends, gone_after_job_sigkill);
+	tcase_add_test(ends, exec_backstop_and_sigterm);
+	suite_add_tcase(s, ends);
+	return s;
+}
+
+int main(void)
+{
+	return it_run_suite(cgroup_suite());
+}

@@ -1,0 +1,174 @@
+/* --jail for every command that runs a VM (run, snapshot create, and the
+ * template snapshot a run makes): the VM's config planned into a jail
+ * (vmm/sandbox/jail.h), the VM run by body() in the jailed child; then, on
+ * the host, the staged --metrics and --get files moved where the user
+ * asked, a snapshot and kept overlays published, the jail removed.
+ *
+ * What the jailed VMM can no longer reach is read or written for it:
+ * --put files are shown read-only in the jail and opened before the
+ * lockdown; --get files and the metrics are written into the jail's /run
+ * and moved out by this process once the VM has ended. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmm/cli/cli.h"
+#include "vmm/core/err.h"
+#include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_format.h"
+#include "vmm/snapshot/snapshot_io.h"
+
+#define METRICS_STAGED JAIL_RUN_DIR "/metrics.json"
+
+/* A restore without --rootfs/--drive opens the images its snapshot names:
+ * the jail must show them, so they are named here as if given. */
+static int snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err *e)
+{
+	static struct snap_config sc; /* its paths live as long as the process */
+	const struct snap_section *s = NULL;
+	struct snap_file f = { 0 };
+	char path[PATH_MAX];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int r = snap_path(path, sizeof(path), dir, SNAP_STATE_FILE, e);
+
+	if (!r)
+		r = snap_read_file(path, SNAP_MAX_FILE, &buf, &len, e);
+	if (!r)
+		r = snap_parse(buf, len, path, &f, e);
+	if (!r && !(s = snap_find(&f, SNAP_CONFIG, 0)))
+		r = tvm_errf(e, EINVAL, "%s: no config section", path);
+	if (!r)
+		r = snap_config_read(s, &sc, e);
+	for (unsigned i = 0; !r && i < sc.nr_drives; i++)
+		c->drives[i] = (struct tvm_drive){ .path = sc.d[i].path,
+						   .cow = (int)sc.d[i].cow,
+						   .read_only = (int)sc.d[i].read_only };
+	if (!r)
+		c->nr_drives = sc.nr_drives;
+	snap_file_free(&f);
+	free(buf);
+	return r;
+}
+
+/* Each --put LOCAL:GUEST shown read-only; LOCAL becomes its path in the
+ * jail (resolved: the jail's working directory is /). */
+static int plan_puts(struct jail *j, struct cli_job *job, struct tvm_err *e)
+{
+	for (unsigned i = 0; i < job->nput; i++) {
+		const char *colon = strchr(job->puts[i], ':'), *p;
+		char local[PATH_MAX], *s;
+
+		snprintf(local, sizeof(local), "%.*s", (int)(colon - job->puts[i]), job->puts[i]);
+		if (!(p = jail_add_file(j, "--put", local, e)))
+			return -1;
+		if (asprintf(&s, "%s%s", p, colon) < 0)
+			return tvm_errf(e, ENOMEM, "jail: out of memory");
+		job->puts[i] = s; /* lives as long as the process */
+	}
+	return 0;
+}
+
+int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **snapshot, const char **out,
+		const char **metrics, struct cli_job *job, int (*body)(void *ctx, struct jail *j), void *ctx)
+{
+	const char *host_metrics = metrics ? *metrics : NULL;
+	struct jail_opts jo = *o;
+	struct tvm_err e = { 0 };
+	struct jail *j;
+	char staged[PATH_MAX];
+	int r, status;
+
+	jo.min_fsize = CLI_FILE_CAP; /* a --get, staged in the jail */
+	j = jail_new(&jo, &e);
+	r = j ? 0 : -1;
+
+	/* The snapshot directory is checked and made as without the jail;
+	 * the jail writes into a stage inside it. */
+	if (!r && out && *out)
+		r = snap_mkdir(*out, &e);
+	if (!r && snapshot && *snapshot && !c->nr_drives)
+		r = snapshot_drives(*snapshot, c, &e);
+	if (!r)
+		r = jail_plan_vm(j, c, snapshot, out, &e);
+	if (!r && job)
+		r = plan_puts(j, job, &e);
+	if (r) {
+		fprintf(stderr, "tinyvmm: %s\n", e.msg);
+		jail_free(j);
+		return EXIT_VM_FAILED;
+	}
+	if (host_metrics)
+		*metrics = METRICS_STAGED;
+	if (job && job->nget)
+		job->get_stage = JAIL_RUN_DIR;
+	status = jail_run(j, body, ctx, &e);
+	if (status < 0 || e.code)
+		fprintf(stderr, "tinyvmm: %s\n", e.msg);
+	if (status < 0)
+		status = EXIT_VM_FAILED;
+	if (host_metrics) {
+		*metrics = host_metrics;
+		r = jail_outside(j, METRICS_STAGED, staged, sizeof(staged));
+		if (!r)
+			r = cli_move_staged(staged, host_metrics);
+		if (r && r != -ENOENT) { /* ENOENT: no VM to report on, said already */
+			fprintf(stderr, "tinyvmm: --metrics %s: %s\n", host_metrics, strerror(-r));
+			status = status ? status : EXIT_VM_FAILED;
+		}
+	}
+	if (job && job->nget) {
+		job->get_stage = NULL;
+		if (jail_outside(j, JAIL_RUN_DIR, staged, sizeof(staged)) || cli_job_collect_gets(job, staged))
+			status = status ? status : EXIT_VM_FAILED;
+	}
+	e.code = 0;
+	if (jail_finish(j, status == 0, &e)) {
+		fprintf(stderr, "tinyvmm: %s\n", e.msg);
+		status = status ? status : EXIT_VM_FAILED;
+	}
+	jail_free(j);
+	return status;
+}
+
+int cli_jail_lockdown(struct jail *j, struct cli_job *job)
+{
+	struct tvm_err e = { 0 };
+
+	if (!j)
+		return 0;
+	if (job && cli_job_open_puts(job))
+		return -1;
+	if (jail_lockdown(j, &e)) {
+		fprintf(stderr, "tinyvmm: %s\n", e.msg);
+		return -1;
+	}
+	return 0;
+}
+
+static void removed(const char *dir)
+{
+	printf("removed %s\n", dir);
+}
+
+int cli_cmd_gc(int argc, char **argv)
+{
+	struct tvm_err e = { 0 };
+	const char *dir = NULL;
+	int n;
+
+	if (argc == 3 && !strcmp(argv[1], "--jail-dir"))
+		dir = argv[2];
+	else if (argc != 1) {
+		fprintf(stderr, "tinyvmm: usage: tinyvmm gc [--jail-dir DIR]\n");
+		return EXIT_VM_FAILED;
+	}
+	n = jail_gc(dir, removed, &e);
+	if (n < 0) {
+		fprintf(stderr, "tinyvmm: %s\n", e.msg);
+		return EXIT_VM_FAILED;
+	}
+	return 0;
+}
