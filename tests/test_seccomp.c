@@ -23,6 +23,7 @@
 
 #include "tests/unit.h"
 #include "vmm/sandbox/seccomp.h"
+#include "vmm/snapshot/snapshot_io.h"
 
 #define ALL_F (SC_F_UDS | SC_F_NET)
 #define X32_BIT 0x40000000L
@@ -311,6 +312,28 @@ static void clone3_call(const void *arg)
 		_exit(4);
 }
 
+/* snapshot create --out an existing directory (a jail's stage is one):
+ * it is listed to see that it holds nothing else. */
+static void snapshot_into_existing_dir(const void *arg)
+{
+	struct tvm_err e = { 0 };
+
+	if (snap_mkdir(arg, &e))
+		_exit(4);
+}
+
+START_TEST(snapshot_lists_an_existing_output_dir)
+{
+	char dir[] = "/tmp/tvm-seccomp-XXXXXX";
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	ck_assert(exited_ok(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, snapshot_into_existing_dir, dir)));
+	/* main never writes a snapshot */
+	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, snapshot_into_existing_dir, dir)));
+	rmdir(dir);
+}
+END_TEST
+
 START_TEST(threads_only_where_the_event_loop_restarts)
 {
 	ck_assert(killed_by_sigsys(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, fork_by_clone, NULL)));
@@ -570,6 +593,7 @@ int main(void)
 	tcase_add_loop_test(tc, other_abis_kill, 0, nroles);
 	tcase_add_test(tc, sockets_are_unix_only);
 	tcase_add_test(tc, threads_only_where_the_event_loop_restarts);
+	tcase_add_test(tc, snapshot_lists_an_existing_output_dir);
 	tcase_add_test(tc, only_the_kick_and_abort_are_sent);
 	tcase_add_test(tc, ioctls_are_the_roles_own);
 	tcase_add_test(tc, log_mode_names_the_role_and_the_call);

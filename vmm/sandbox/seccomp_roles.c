@@ -181,6 +181,7 @@ static const struct sc_rule snapshot[] = {
 	       KVM_GET_MSRS, KVM_GET_MSR_INDEX_LIST, KVM_CHECK_EXTENSION, KVM_GET_DEBUGREGS, KVM_GET_VCPU_EVENTS,
 	       KVM_GET_MP_STATE, KVM_GET_TSC_KHZ, KVM_GET_IRQCHIP, KVM_GET_PIT2, KVM_GET_CLOCK),
 	ALLOW(mkdir),
+	ALLOW(getdents64), /* an existing output directory must hold no other files */
 	ALLOW(ftruncate),
 	ALLOW(copy_file_range),
 	WITH(clone, 0, CLONE_THREAD),
