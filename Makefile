@@ -158,7 +158,8 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
 	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done; \
 	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
-	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"
+	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
+	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"
 
 test: check-layers check-symbols unit integration
 

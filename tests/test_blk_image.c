@@ -331,6 +331,78 @@ START_TEST(cow_kept_overlay)
 }
 END_TEST
 
+/* A copy-on-write drive larger than its image: the image's bytes, then
+ * zeros until written; a block straddling the image's end keeps its
+ * image part when partly written; the image is never written. */
+START_TEST(cow_grown)
+{
+	uint64_t base = 3 * B + 512, size = 8 * B, h;
+	struct blk_opts o = { .cow = true, .overlay_dir = tb.dir, .size = size };
+	struct tvm_err e = { 0 };
+
+	strcpy(img, tb_image(&tb, "small.img", base));
+	h = tb_hash(img);
+	o.path = img;
+	ck_assert_msg(blk_image_open(&im, &o, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(im.size, size);
+	ck_assert_uint_eq(im.base_size, base);
+	ck_assert_uint_eq(im.nblocks, 8);
+	/* One read across the image's end: pattern, then zeros. */
+	memset(out, 0xee, sizeof(out));
+	ck_assert_int_eq(rd(&im, 2 * B, out, 2 * B), 0);
+	ck_assert(tb_is_pattern(out, 2 * B, B + 512));
+	ck_assert(tb_is_fill(out + B + 512, 0, B - 512));
+	/* Wholly past the end. */
+	memset(out, 0xee, sizeof(out));
+	ck_assert_int_eq(rd(&im, 6 * B, out, 2 * B), 0);
+	ck_assert(tb_is_fill(out, 0, 2 * B));
+	/* 512 bytes into the straddling block, past the image's part. */
+	ck_assert_int_eq(wr(&im, 3 * B + 1024, 0x5a, 512), 0);
+	ck_assert_int_eq(rd(&im, 3 * B, out, B), 0);
+	ck_assert(tb_is_pattern(out, 3 * B, 512));
+	ck_assert(tb_is_fill(out + 512, 0, 512));
+	ck_assert(tb_is_fill(out + 1024, 0x5a, 512));
+	ck_assert(tb_is_fill(out + 1536, 0, B - 1536));
+	/* A partial write far past the end copies up zeros. */
+	ck_assert_int_eq(wr(&im, 7 * B + 512, 0x6b, 512), 0);
+	ck_assert_int_eq(rd(&im, 7 * B, out, B), 0);
+	ck_assert(tb_is_fill(out, 0, 512));
+	ck_assert(tb_is_fill(out + 512, 0x6b, 512));
+	ck_assert(tb_is_fill(out + 1024, 0, B - 1024));
+	/* The last byte of the drive, and no further. */
+	ck_assert_int_eq(wr(&im, size - 512, 0x7c, 512), 0);
+	ck_assert_int_eq(rd(&im, size, out, 512), -ERANGE);
+	/* Discarded past the end: zeros again. */
+	ck_assert_int_eq(blk_image_discard(&im, 7 * B, B), 0);
+	ck_assert_int_eq(rd(&im, 7 * B, out, B), 0);
+	ck_assert(tb_is_fill(out, 0, B));
+	ck_assert_uint_eq(tb_hash(img), h);
+}
+END_TEST
+
+/* Only a copy-on-write drive may be larger, never smaller, and in whole
+ * sectors; the same size is the image's. */
+START_TEST(cow_size_checked)
+{
+	struct blk_opts o = { .path = img, .cow = true, .overlay_dir = tb.dir };
+	struct tvm_err e = { 0 };
+
+	o.size = SIZE - 512;
+	ck_assert_int_eq(blk_image_open(&im, &o, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "larger than its image"));
+	o.size = SIZE + 100;
+	ck_assert_int_eq(blk_image_open(&im, &o, &e), -EINVAL);
+	o.size = 2 * SIZE;
+	o.cow = false;
+	ck_assert_int_eq(blk_image_open(&im, &o, &e), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(e.msg, "copy-on-write"));
+	o.cow = true;
+	o.size = SIZE;
+	ck_assert_msg(blk_image_open(&im, &o, &e) == 0, "%s", e.msg);
+	ck_assert_uint_eq(im.size, SIZE);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("blk_image");
@@ -353,6 +425,8 @@ int main(void)
 	tcase_add_test(tc, cow_discard);
 	tcase_add_test(tc, cow_short_last_block);
 	tcase_add_test(tc, cow_kept_overlay);
+	tcase_add_test(tc, cow_grown);
+	tcase_add_test(tc, cow_size_checked);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

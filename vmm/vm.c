@@ -79,6 +79,7 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 	vm->input_stop_fd = -1;
 	vm->loop.epfd = vm->loop.stop_fd = -1;
 	vm->ttl_fd = -1;
+	vm->idle_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->ended, NULL);
 	vcpu_pause_init(&vm->pause);
@@ -199,7 +200,7 @@ int tvm_vm_wait(struct tvm_vm *vm, struct tvm_err *e)
 	reason = vm->exit_reason;
 	pthread_mutex_unlock(&vm->lock);
 	join_threads(vm);
-	if (reason == TVM_EXIT_RESET || reason == TVM_EXIT_STOPPED)
+	if (reason == TVM_EXIT_RESET || reason == TVM_EXIT_STOPPED || reason == TVM_EXIT_IDLE)
 		return 0;
 	if (reason == TVM_EXIT_TTL)
 		return tvm_errf(e, ETIME, "%s", vm->exit_msg);
@@ -237,6 +238,8 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 	ev_destroy(&vm->loop);
 	if (vm->ttl_fd >= 0)
 		close(vm->ttl_fd);
+	if (vm->idle_fd >= 0)
+		close(vm->idle_fd);
 	free(vm->vcpus);
 	if (vm->input_stop_fd >= 0)
 		close(vm->input_stop_fd);

@@ -67,6 +67,7 @@ int vm_add_drives(struct tvm_vm *vm, struct tvm_err *e)
 		struct blk_opts o = {
 			.path = d->path, .id = d->id, .read_only = d->read_only, .cow = d->cow,
 			.overlay_path = d->overlay_path, .overlay_limit = d->overlay_limit, .limit = d->limit,
+			.size = d->size,
 			.io = vdev_fd_watch(&vm->vdevs[vm->nr_vdevs]), /* the vdev it is attached as below */
 		};
 		struct virtio_blk *blk;

@@ -46,6 +46,8 @@ struct tvm_vm {
 	struct vdev *net_dev;       /* NULL without a network */
 	bool net_restricted;        /* its egress policy is an allow-list */
 	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
+	int idle_fd;                /* timerfd ticking each second for cfg.idle_ms, -1 when none */
+	uint64_t busy_ns;           /* CLOCK_MONOTONIC when a vsock connection was last seen open */
 	struct cgroup *cgroup;      /* host cgroup holding the process, NULL without (vm_cgroup.c) */
 
 	atomic_bool stopping;
@@ -129,7 +131,9 @@ int vm_create_vcpus(struct tvm_vm *vm, struct tvm_err *e);
 int vm_load_guest(struct tvm_vm *vm, struct tvm_err *e);
 
 /* vm_ttl.c: with cfg.ttl_ms, arm the timer that ends the VM with
- * TVM_EXIT_TTL (on the event loop; ttl_fd is closed by destroy). */
+ * TVM_EXIT_TTL; with cfg.idle_ms and a vsock device, the one that ends it
+ * with TVM_EXIT_IDLE (both on the event loop; their fds are closed by
+ * destroy). */
 int vm_arm_ttl(struct tvm_vm *vm, struct tvm_err *e);
 
 /* vm_cgroup.c: with cfg.cgroup on (or auto, and the host allows it), make

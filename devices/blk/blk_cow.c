@@ -110,9 +110,19 @@ int cow_read(struct blk_image *im, struct iovec *iov, int n, uint64_t off, uint6
 		while (b < im->nblocks && b * BLK < end && test(im, b) == over)
 			b++;
 		run_end = b * BLK < end ? b * BLK : end;
+		/* Past the image's end (a drive larger than its image) an
+		 * unwritten block reads zeros. */
+		if (!over && pos < im->base_size && run_end > im->base_size)
+			run_end = im->base_size;
 		k = iov_slice(iov, n, pos - off, run_end - pos, im->tmp, IOV_MAX);
 		if (k < 0)
 			return -EINVAL;
+		if (!over && pos >= im->base_size) {
+			for (int i = 0; i < k; i++)
+				memset(im->tmp[i].iov_base, 0, im->tmp[i].iov_len);
+			pos = run_end;
+			continue;
+		}
 		r = iov_pread_full(over ? im->ofd : im->fd, im->tmp, k, pos);
 		if (r)
 			return r;
@@ -123,11 +133,13 @@ int cow_read(struct blk_image *im, struct iovec *iov, int n, uint64_t off, uint6
 
 static int copy_up(struct blk_image *im, uint64_t b)
 {
-	uint8_t buf[BLK];
+	uint8_t buf[BLK] = { 0 };
 	uint64_t off = b * BLK;
 	size_t n = im->size - off < BLK ? im->size - off : BLK; /* the last block may be short */
-	struct iovec v = { .iov_base = buf, .iov_len = n };
-	int r = iov_pread_full(im->fd, &v, 1, off);
+	/* What of it the image has (none past its end: zeros). */
+	size_t from_image = off >= im->base_size ? 0 : im->base_size - off < n ? im->base_size - off : n;
+	struct iovec v = { .iov_base = buf, .iov_len = from_image };
+	int r = from_image ? iov_pread_full(im->fd, &v, 1, off) : 0;
 
 	if (r)
 		return r;

@@ -50,7 +50,17 @@ int blk_image_open(struct blk_image *im, const struct blk_opts *o, struct tvm_er
 			     o->path, (long long)end, BLK_SECTOR);
 		goto fail;
 	}
-	im->size = (uint64_t)end;
+	im->size = im->base_size = (uint64_t)end;
+	if (o->size && o->size != im->size) {
+		if (!cow || o->size < im->size || o->size % BLK_SECTOR) {
+			r = tvm_errf(e, EINVAL,
+				     "drive %s: size %llu bytes: only a copy-on-write drive may be larger than its "
+				     "image (%lld bytes), by whole %d-byte sectors",
+				     o->path, (unsigned long long)o->size, (long long)end, BLK_SECTOR);
+			goto fail;
+		}
+		im->size = o->size;
+	}
 	im->read_only = o->read_only;
 	im->cow = cow;
 	if (cow) {

@@ -4,7 +4,9 @@
  * Copy-on-write: the image is opened O_RDONLY and never written. Writes go
  * to a sparse overlay file of the same size, tracked in 4 KiB blocks by a
  * bitmap held in memory: a block is read from the overlay once written,
- * from the image before. A write covering part of a block first copies the
+ * from the image before. A copy-on-write drive may be larger than its
+ * image (blk_opts.size): past the image's end it reads zeros until written,
+ * and only what the guest writes there takes host disk. A write covering part of a block first copies the
  * block up from the image. Every drive has its own overlay, so VMs sharing
  * one image never see each other's writes.
  *
@@ -41,6 +43,9 @@ struct blk_opts {
 	uint64_t overlay_limit;   /* cow: most bytes of the disk the overlay may hold, counted in
 				   * whole 4 KiB blocks (rounded down); 0: the drive's size (what
 				   * the guest can fill, so its file system is full first) */
+	uint64_t size;            /* cow: bytes the guest sees, a multiple of 512 and at least
+				   * the image's size (past its end the drive reads zeros until
+				   * written); 0: the image's size */
 	/* virtio-blk only (devices/blk/virtio_blk.h): */
 	struct tvm_rate_limit limit; /* data bytes and requests; zero: none */
 	struct fd_watch_ops io;      /* with a limit: its timer's watch, the queue's kick */
@@ -54,6 +59,7 @@ struct blk_image {
 	bool cow;
 	bool keep_overlay;    /* overlay at a user path: flush syncs it */
 	uint64_t size;        /* bytes, a positive multiple of BLK_SECTOR */
+	uint64_t base_size;   /* bytes of the image file itself (cow: <= size) */
 	/* Copy-on-write state. */
 	uint64_t *map;        /* bit per BLK_COW_BLOCK block: lives in the overlay */
 	uint64_t nblocks;     /* blocks covering size (the last may be partial) */
@@ -65,7 +71,9 @@ struct blk_image {
 /* Open the drive o->path. The size must be a positive multiple of 512
  * bytes (images of other sizes are rejected, not rounded). Returns 0 or
  * -errno with "drive PATH: reason" in e: -ENOENT/-EACCES (open), -EBUSY
- * (locked by another user), -EINVAL (size), -EEXIST (overlay_path exists). */
+ * (locked by another user), -EINVAL (size, or o->size on a drive that is
+ * not copy-on-write or smaller than the image), -EEXIST (overlay_path
+ * exists). */
 int blk_image_open(struct blk_image *im, const struct blk_opts *o, struct tvm_err *e);
 void blk_image_close(struct blk_image *im);
 

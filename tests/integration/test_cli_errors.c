@@ -202,6 +202,12 @@ START_TEST(drive_specs)
 	E("--drive iops: the rate must be positive", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,ro,overlay=%s", p("img"), p("new"));
 	E("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
+	E("--disk-size: 'x' is not a number", "run", "--kernel", p("garbage"), "--disk-size", "x");
+	E("--disk-size 1000: not a positive multiple of 512", "run", "--kernel", p("garbage"), "--disk-size", "1000");
+	E("--disk-size 512 bytes: smaller than the root image", "run", "--kernel", p("garbage"), "--rootfs", p("img"),
+	  "--disk-size", "512");
+	snprintf(spec, sizeof(spec), "%s,rw", p("img"));
+	E("--disk-size: the root drive", "run", "--kernel", p("garbage"), "--rootfs", spec, "--disk-size", "1G");
 	snprintf(spec, sizeof(spec), "%s,id=123456789012345678901", p("img"));
 	E("is longer than 20 bytes", "run", "--kernel", p("garbage"), "--drive", spec);
 	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));

@@ -147,8 +147,30 @@ START_TEST(env_from_ours_and_from_a_file)
 }
 END_TEST
 
+/* The default sandbox: HOME and cwd are the unprivileged user's home, and
+ * / fills the 2 GiB copy-on-write drive (larger than the base image),
+ * grown by the agent at boot. */
+START_TEST(home_and_default_disk_size)
+{
+	char *o, *e;
+	long kib = 0;
+	int st;
+
+	st = CLI(&o, &e, "run", "--", "sh", "-c", "echo $HOME; pwd; df -kP / | awk 'NR == 2 {print $2}'");
+	ck_assert_msg(st == 0, "status %d, stderr: %s", st, e);
+	ck_assert_msg(!strncmp(o, "/home/sandbox\n/home/sandbox\n", 28), "stdout: %s", o);
+	kib = strtol(o + 28, NULL, 10);
+	printf("default sandbox: / is %ld KiB\n", kib);
+	fflush(stdout);
+	ck_assert_msg(kib > 1900000 && kib <= 2097152, "/ is %ld KiB, want about 2 GiB: %s", kib, o);
+	free(o);
+	free(e);
+}
+END_TEST
+
 /* README: exec waits while the guest still boots (it used to give up
- * after 10 s with "no answer to CONNECT 1024"). */
+ * after 10 s with "no answer to CONNECT 1024"); a VM whose backend went
+ * away ends after --idle-timeout (issue 11). */
 START_TEST(exec_right_after_start_waits_for_the_guest)
 {
 	char sock[64], *o, *e;
@@ -163,17 +185,20 @@ START_TEST(exec_right_after_start_waits_for_the_guest)
 		dup2(null, 0);
 		dup2(null, 1);
 		dup2(null, 2);
-		execl("./tinyvmm", "tinyvmm", "run", "--no-snapshot", "--vsock-uds", sock, "--ttl", "600", "--", "sleep",
+		execl("./tinyvmm", "tinyvmm", "run", "--no-snapshot", "--vsock-uds", sock, "--idle-timeout", "10", "--ttl",
 		      "600", (char *)NULL);
 		_exit(98);
 	}
-	st = CLI(&o, &e, "exec", "--vsock-uds", sock, "--", "echo", "ok");
-	kill(vm, SIGTERM);
-	waitpid(vm, NULL, 0);
+	st = CLI(&o, &e, "exec", "--vsock-uds", sock, "--", "sh", "-c", "sleep 12; echo ok");
 	ck_assert_msg(st == 0, "exec status %d, stderr: %s", st, e);
 	ck_assert_str_eq(o, "ok\n");
 	free(o);
 	free(e);
+	/* Nobody connects again: --idle-timeout ends the VM, a clean end
+	 * (before it, the exec's connection outlived the idle time). */
+	ck_assert_int_eq(waitpid(vm, &st, 0), vm);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "VM wait status 0x%x (124: its --ttl)", st);
+	ck_assert_int_eq(access(sock, F_OK), -1);
 }
 END_TEST
 
@@ -252,6 +277,7 @@ int main(void)
 	tcase_add_test(tc, console_vm_ttl_is_124);
 	tcase_add_test(tc, zero_flag_run_twice_second_restores);
 	tcase_add_test(tc, env_from_ours_and_from_a_file);
+	tcase_add_test(tc, home_and_default_disk_size);
 	tcase_add_test(tc, die_with_parent);
 	tcase_add_test(tc, exec_right_after_start_waits_for_the_guest);
 	suite_add_tcase(s, tc);

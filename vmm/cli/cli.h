@@ -67,6 +67,8 @@ struct cli_args {
 	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
 	const char *boot_only;      /* the last option given that a restore takes from the snapshot */
 	int no_snapshot;            /* --no-snapshot: boot cold, no template snapshot */
+	uint64_t disk_size;         /* --disk-size in bytes; 0: not given */
+	int default_root;           /* the root drive is the default base image */
 	int die_with_parent;        /* --die-with-parent: stop the VM when our parent process ends */
 	int no_cgroup;              /* --no-cgroup */
 	const char *cgroup_flag;    /* the last cgroup limit option given (then a cgroup is required) */

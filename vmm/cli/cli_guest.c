@@ -65,6 +65,7 @@ int cli_guest_defaults(struct cli_args *a)
 			/* As --rootfs IMAGE: copy-on-write, the image never written. */
 			a->root = (struct tvm_drive){ .path = image, .cow = 1 };
 			a->have_root = 1;
+			a->default_root = 1;
 		}
 		return 0;
 	}

@@ -4,10 +4,14 @@
 #include <getopt.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
 #include "vmm/sandbox/cgroup.h"
+
+/* The base image's drive without --disk-size: room for a few `pip install`s. */
+#define DEFAULT_DISK_SIZE (2ULL << 30)
 
 #define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
 
@@ -20,7 +24,7 @@ enum {
 	OPT_NET_MAC, OPT_NET_MTU, OPT_NET_IP, OPT_NET_GW, OPT_NET_NO_OFFLOAD, OPT_NO_SNAPSHOT, OPT_DIE_WITH_PARENT,
 	OPT_CPU_QUOTA, OPT_CPUSET, OPT_MEM_ALLOWANCE, OPT_PIDS_MAX, OPT_CGROUP_PARENT, OPT_NO_CGROUP,
 	OPT_JAIL, OPT_JAIL_DIR, OPT_JAIL_UID, OPT_JAIL_GID, OPT_NETNS,
-	OPT_SECCOMP, OPT_NO_SECCOMP,
+	OPT_SECCOMP, OPT_NO_SECCOMP, OPT_DISK_SIZE, OPT_IDLE_TIMEOUT,
 };
 
 static const struct option opts[] = {
@@ -53,6 +57,7 @@ static const struct option opts[] = {
 	{ "jail-uid", required_argument, 0, OPT_JAIL_UID }, { "jail-gid", required_argument, 0, OPT_JAIL_GID },
 	{ "netns", required_argument, 0, OPT_NETNS },
 	{ "seccomp", required_argument, 0, OPT_SECCOMP },  { "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
+	{ "disk-size", required_argument, 0, OPT_DISK_SIZE }, { "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 	{ 0, 0, 0, 0 },
 };
 
@@ -103,7 +108,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 	opterr = 0;
 	while ((o = getopt_long(argc, argv, "+:e:i", opts, &idx)) != -1) {
 		if (o == OPT_KERNEL || o == OPT_INITRD || o == OPT_CMDLINE || o == OPT_CMDLINE_APPEND || o == OPT_MEM ||
-		    o == OPT_CPUS || o == OPT_VSOCK_CID || o == OPT_QUIRKS)
+		    o == OPT_CPUS || o == OPT_VSOCK_CID || o == OPT_QUIRKS || o == OPT_DISK_SIZE)
 			a->boot_only = opts[idx].name;
 		switch (o) {
 		case OPT_KERNEL: a->c.kernel_path = optarg; break;
@@ -121,6 +126,10 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				return EXIT_VM_FAILED;
 			break;
 		case OPT_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
+		case OPT_IDLE_TIMEOUT:
+			if (cli_job_seconds("idle-timeout", optarg, &a->c.idle_ms))
+				return EXIT_VM_FAILED;
+			break;
 		case OPT_VSOCK_UDS: a->c.vsock_uds = optarg; break;
 		case OPT_NET: if (cli_parse_net(optarg, &a->c.net)) return EXIT_VM_FAILED; break;
 		case OPT_NET_ALLOW:
@@ -150,6 +159,14 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_SNAPSHOT: a->snapshot = optarg; break;
 		case OPT_OUT: a->out = optarg; break;
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
+		case OPT_DISK_SIZE:
+			if (cli_parse_size("--disk-size", optarg, &a->disk_size))
+				return EXIT_VM_FAILED;
+			if (!a->disk_size || a->disk_size % 512) {
+				fprintf(stderr, "tinyvmm: --disk-size %s: not a positive multiple of 512 bytes\n", optarg);
+				return EXIT_VM_FAILED;
+			}
+			break;
 		case OPT_DIE_WITH_PARENT: a->die_with_parent = 1; break;
 		case OPT_NO_CGROUP: a->no_cgroup = 1; break;
 		case OPT_JAIL: a->jail = 1; break;
@@ -266,6 +283,42 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 	return 0;
 }
 
+/* The root drive's size: --disk-size, or for the default base image
+ * DEFAULT_DISK_SIZE (room for `pip install`); the agent grows the image's
+ * file system into it at boot. Only a copy-on-write drive can be larger
+ * than its image; a restore keeps the snapshot's size. Returns 0 or -1
+ * after saying why. */
+static int disk_size(struct cli_args *a)
+{
+	struct stat st;
+	uint64_t want = a->disk_size;
+
+	if (!want && (!a->default_root || a->snapshot))
+		return 0;
+	if (stat(a->root.path, &st) < 0) {
+		if (!want)
+			return 0; /* said when the drive is opened */
+		fprintf(stderr, "tinyvmm: --disk-size: root drive %s: %s\n", a->root.path, strerror(errno));
+		return -1;
+	}
+	if (!want) {
+		a->root.size = (uint64_t)st.st_size < DEFAULT_DISK_SIZE ? DEFAULT_DISK_SIZE : 0;
+		return 0;
+	}
+	if (!a->root.cow || a->root.read_only) {
+		fprintf(stderr, "tinyvmm: --disk-size: the root drive %s is not copy-on-write (only an overlay can "
+				"be larger than its image)\n", a->root.path);
+		return -1;
+	}
+	if (want < (uint64_t)st.st_size) {
+		fprintf(stderr, "tinyvmm: --disk-size %llu bytes: smaller than the root image %s (%llu bytes)\n",
+			(unsigned long long)want, a->root.path, (unsigned long long)st.st_size);
+		return -1;
+	}
+	a->root.size = want;
+	return 0;
+}
+
 int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int create)
 {
 	int r;
@@ -305,6 +358,8 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 						    : "--out belongs to `tinyvmm snapshot create`");
 		return EXIT_VM_FAILED;
 	}
+	if (a->have_root && disk_size(a))
+		return EXIT_VM_FAILED;
 	/* The root drive is /dev/vda, then the others in order. */
 	if (a->have_root)
 		a->c.drives[a->c.nr_drives++] = a->root;

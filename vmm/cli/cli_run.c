@@ -116,6 +116,9 @@ static int run_vm(void *ctx, struct jail *j)
 	if (r == -ETIME) {
 		fprintf(stderr, "tinyvmm: VM stopped: its --ttl of %.1f s expired\n", a->c.ttl_ms / 1000.0);
 		status = EXIT_TIMED_OUT;
+	} else if (!r && tvm_vm_exit_reason(vm) == TVM_EXIT_IDLE) {
+		fprintf(stderr, "tinyvmm: VM stopped: no vsock connection for its --idle-timeout of %.1f s\n",
+			a->c.idle_ms / 1000.0);
 	} else if (r) {
 		fprintf(stderr, "tinyvmm: guest failed: %s\n", err.msg);
 		status = EXIT_VM_FAILED;

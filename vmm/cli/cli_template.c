@@ -79,8 +79,8 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		return;
 	if (!cache || !*cache)
 		cache = DEFAULT_CACHE;
-	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;", TVM_VERSION, a->c.mem_mib, a->c.cpus,
-		 a->c.vsock_cid, (int)a->c.quirks);
+	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;disk=%llu;", TVM_VERSION, a->c.mem_mib,
+		 a->c.cpus, a->c.vsock_cid, (int)a->c.quirks, (unsigned long long)a->c.drives[0].size);
 	if (ident(part, sizeof(part), a->c.kernel_path) == 0)
 		strncat(key, part, sizeof(key) - strlen(key) - 1);
 	if (ident(part, sizeof(part), a->c.drives[0].path) == 0)
@@ -123,6 +123,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		c.serial_in_fd = -1;
 		c.vsock_uds = NULL;
 		c.ttl_ms = 0;
+		c.idle_ms = 0;
 		/* The run's own cgroup error would be said twice. */
 		if (c.cgroup.mode == TVM_CGROUP_ON)
 			c.cgroup.mode = TVM_CGROUP_AUTO;

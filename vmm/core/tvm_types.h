@@ -89,6 +89,10 @@ struct tvm_drive {
 				   * guest sees EIO) */
 	struct tvm_rate_limit limit; /* bytes (data moved) and requests; zero: unlimited. A restore
 				      * that gives any replaces the snapshot's, else keeps them */
+	uint64_t size;            /* cow: bytes the guest sees, a multiple of 512, at least the
+				   * image's size (past its end: zeros until written, host disk
+				   * used only for what is written); 0: the image's size. A
+				   * restore keeps the snapshot's */
 };
 
 #define TVM_MAX_NET_RULES 32
@@ -189,6 +193,9 @@ struct tvm_config {
 	uint32_t vsock_cid;         /* guest CID of the virtio-vsock device (default 3); 0: no device */
 	const char *vsock_uds;      /* Firecracker-style hybrid vsock Unix socket path; NULL: none */
 	uint32_t ttl_ms;            /* lifetime: the VM is stopped this long after start; 0: none */
+	uint32_t idle_ms;           /* with vsock: the VM is stopped (TVM_EXIT_IDLE) once no vsock
+				     * connection has been open for this long (checked each second,
+				     * so up to a second later); 0: never */
 	struct tvm_net net;         /* network: off unless net.enabled */
 	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
 	enum tvm_seccomp seccomp;   /* filters on the VM's threads; default TVM_SECCOMP_OFF */
@@ -205,6 +212,7 @@ enum tvm_exit {
 	TVM_EXIT_FAIL_ENTRY,    /* KVM_EXIT_FAIL_ENTRY: invalid guest state */
 	TVM_EXIT_VMM_ERROR,     /* an ioctl or the VMM itself failed */
 	TVM_EXIT_TTL,           /* the VM's lifetime (ttl_ms) expired */
+	TVM_EXIT_IDLE,          /* no vsock connection for idle_ms: a clean end */
 };
 
 /* Fill c with the defaults documented in struct tvm_config. */

@@ -337,6 +337,7 @@ static int plan_drives(struct jail *j, struct tvm_config *c, struct tvm_err *e)
 			return k;
 		d->path = j->m[k].path;
 		grow_fsize(j, size);
+		grow_fsize(j, d->size); /* an overlay larger than its image */
 		if (d->cow && d->overlay_path) {
 			unsigned n = j->nst;
 			int r = add_stage(j, d->overlay_path, 0, j->st[n].in_jail, sizeof(j->st[n].in_jail), e);
@@ -364,9 +365,16 @@ int jail_plan_vm(struct jail *j, struct tvm_config *c, const char **snapshot, co
 		char mem[PATH_MAX + 8];
 		struct stat st;
 
+		/* Its memory and its drives' overlays (a drive may be larger
+		 * than its image): the files a restore writes as large. */
 		snprintf(mem, sizeof(mem), "%s/mem", *snapshot);
 		if (stat(mem, &st) == 0)
 			grow_fsize(j, (uint64_t)st.st_size);
+		for (unsigned i = 0; i < TVM_MAX_DRIVES; i++) {
+			snprintf(mem, sizeof(mem), "%s/disk%u", *snapshot, i);
+			if (stat(mem, &st) == 0)
+				grow_fsize(j, (uint64_t)st.st_size);
+		}
 	}
 	if (out && *out) {
 		if ((r = add_stage(j, *out, 1, NULL, 0, e)))

@@ -133,6 +133,7 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 		c->serial_in_fd = o->serial_in_fd;
 		c->log_fd = o->log_fd;
 		c->ttl_ms = o->ttl_ms;
+		c->idle_ms = o->idle_ms;
 		c->seccomp = o->seccomp; /* how the new VM's threads are confined */
 		c->cgroup = o->cgroup; /* the host's limits belong to the new VM */
 		c->t0_ns = o->t0_ns;
@@ -160,6 +161,10 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 			d->path = od->path;
 		if (od) /* the device keeps its saved limits when these are none */
 			d->limit = od->limit;
+		/* A copy-on-write drive may be larger than its image (its
+		 * file system grown into the rest): the same size again. */
+		if (d->cow)
+			d->size = s->d[i].size;
 		if (od && d->cow) {
 			d->overlay_path = od->overlay_path;
 			if (od->overlay_limit)
