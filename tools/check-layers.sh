@@ -28,6 +28,7 @@ vmm/snapshot      4
 vmm/sandbox       4
 vmm               5
 vmm/cli           6
+vmm/serve         6
 '
 # "sealed": the guest agent is its own program; the host side may include
 # from it only what EXCEPTIONS lists (whatever the ranks say).
