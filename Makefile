@@ -1,5 +1,5 @@
 # tinyvmm build. `make` builds libtinyvmm.a and the tinyvmm binary;
-# `make test` runs the layer and symbol checks, unit tests (ASan+UBSan) and the
+# `make test` runs the layer, symbol and format checks, unit tests (ASan+UBSan) and the
 # integration tests that boot the real guest; `make fuzz`, `make bench`,
 # `make guest`, `make check-layers`, `make check-symbols`, `make format-check`
 # as named.
@@ -161,11 +161,11 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
 	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"
 
-test: check-layers check-symbols unit integration
+test: check-layers check-symbols format-check unit integration
 
 # Under `make -j test` the checks still come first.
 ifneq ($(filter test,$(MAKECMDGOALS)),)
-unit integration: | check-layers check-symbols
+unit integration: | check-layers check-symbols format-check
 endif
 
 # No #include points up the layer table or sideways (tools/check-layers.sh).

@@ -29,15 +29,15 @@
 #define BOOT_PML4_ADDR 0x9000ULL      /* PML4, then PDPT at +0x1000, 4 PDs at +0x2000.. */
 #define BOOT_CMDLINE_ADDR 0x20000ULL  /* kernel command line */
 #define BOOT_CMDLINE_MAX 4096         /* bytes including the NUL (COMMAND_LINE_SIZE 2048 on 6.1; 4096 on newer) */
-#define BOOT_ELF_CMDLINE_SIZE 2047   /* cmdline_size assumed for an ELF vmlinux (x86 COMMAND_LINE_SIZE 2048 - 1) */
+#define BOOT_ELF_CMDLINE_SIZE 2047    /* cmdline_size assumed for an ELF vmlinux (x86 COMMAND_LINE_SIZE 2048 - 1) */
 /* The MP floating pointer must sit in the top 1 KiB of base memory (one of
  * the places Linux scans); the config table it points to is too big for that
  * 1 KiB with 64 CPUs, so it goes at the start of the reserved area, which is
  * also the start Linux itself reserves (BIOS_START_MAX, arch/x86/kernel/ebda.c). */
-#define BOOT_MPTABLE_ADDR 0x9fc00ULL  /* MP floating pointer (16 bytes) */
-#define BOOT_MPC_ADDR 0x9f000ULL      /* MP config table, up to BOOT_MPTABLE_ADDR */
-#define BOOT_EBDA_START 0x9f000ULL    /* e820: [0, EBDA) is RAM, [EBDA, 1 MiB) is reserved */
-#define BOOT_HIMEM_START 0x100000ULL  /* 1 MiB: where a bzImage's protected-mode code goes */
+#define BOOT_MPTABLE_ADDR 0x9fc00ULL     /* MP floating pointer (16 bytes) */
+#define BOOT_MPC_ADDR 0x9f000ULL         /* MP config table, up to BOOT_MPTABLE_ADDR */
+#define BOOT_EBDA_START 0x9f000ULL       /* e820: [0, EBDA) is RAM, [EBDA, 1 MiB) is reserved */
+#define BOOT_HIMEM_START 0x100000ULL     /* 1 MiB: where a bzImage's protected-mode code goes */
 #define BOOT_IDENTITY_MAP 0x100000000ULL /* page tables identity-map the first 4 GiB */
 
 #define BOOT_MAX_CPUS 64
@@ -52,19 +52,19 @@ struct boot_segment {
 
 /* What a kernel loader found and placed in guest memory. */
 struct boot_kernel {
-	uint64_t entry;     /* GPA of the 64-bit entry point */
+	uint64_t entry;      /* GPA of the 64-bit entry point */
 	uint64_t load_start; /* lowest GPA the kernel occupies (bytes) */
-	uint64_t load_end;  /* first GPA past it, including bzImage init_size/ELF memsz */
-	int is_bzimage;     /* 1: setup header below came from the image */
+	uint64_t load_end;   /* first GPA past it, including bzImage init_size/ELF memsz */
+	int is_bzimage;      /* 1: setup header below came from the image */
 	/* bzImage setup header (boot_params offset 0x1f1..) copied as-is into the
 	 * zero page; for an ELF vmlinux the zero page gets a synthesised header. */
 	uint8_t setup_header[0x290 - 0x1f1];
-	uint16_t protocol;  /* boot protocol version, e.g. 0x020f; 0 for ELF */
+	uint16_t protocol;        /* boot protocol version, e.g. 0x020f; 0 for ELF */
 	uint32_t initrd_addr_max; /* highest byte address the initrd may occupy */
 	uint32_t cmdline_size;    /* max command line length without NUL */
-	uint64_t pvh_entry; /* ELF: XEN_ELFNOTE_PHYS32_ENTRY (32-bit PVH entry GPA)
+	uint64_t pvh_entry;       /* ELF: XEN_ELFNOTE_PHYS32_ENTRY (32-bit PVH entry GPA)
 			     * when present and inside a loaded segment; else 0 */
-	int nsegs;          /* ELF: its checked PT_LOAD segments; bzImage: 0 */
+	int nsegs;                /* ELF: its checked PT_LOAD segments; bzImage: 0 */
 	struct boot_segment segs[BOOT_MAX_SEGS];
 };
 
@@ -76,22 +76,21 @@ struct boot_kernel {
  * low RAM. -ENOEXEC if neither format, -EINVAL for a malformed image. On
  * error *k is zeroed and guest memory is untouched: every check runs before
  * anything is copied. */
-int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
-		     struct boot_kernel *k, struct tvm_err *e);
+int boot_load_kernel(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k,
+		     struct tvm_err *e);
 
 /* Like boot_load_kernel, but an ELF's segments are only checked and listed
  * in k->segs, not copied: the caller places them (for example by mapping
  * page-aligned file ranges instead of copying). A bzImage is loaded as by
  * boot_load_kernel (k->nsegs = 0). Same errors. */
-int boot_plan_kernel(const struct guest_mem *m, const uint8_t *img, size_t len,
-		     struct boot_kernel *k, struct tvm_err *e);
+int boot_plan_kernel(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k,
+		     struct tvm_err *e);
 
 /* Load an uncompressed ELF64 x86-64 ET_EXEC vmlinux: copy each PT_LOAD
  * segment to its p_paddr (zero-filling p_memsz beyond p_filesz); entry =
  * e_entry, which must be inside a loaded segment. Segments must not overlap
  * each other; at most 32 PT_LOAD segments. All checks run before any copy. */
-int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
-		  struct boot_kernel *k, struct tvm_err *e);
+int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k, struct tvm_err *e);
 
 /* Load a bzImage (boot protocol >= 2.12 so that xloadflags exists, with
  * XLF_KERNEL_64 and LOADED_HIGH): protected-mode part at 1 MiB, entry =
@@ -99,8 +98,8 @@ int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
  * [runtime_start, runtime_start + init_size) with runtime_start =
  * max(pref_address, relocatable ? align_up(1 MiB, kernel_alignment) : 0)
  * (arch/x86/boot/compressed/head_64.S). */
-int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
-		      struct boot_kernel *k, struct tvm_err *e);
+int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k,
+		      struct tvm_err *e);
 
 /* Where boot_load_initrd would put an initrd of len bytes (page aligned,
  * checked to be guest RAM), without copying it: the caller places it. */
@@ -111,8 +110,8 @@ int boot_place_initrd(const struct guest_mem *m, const struct boot_kernel *k, si
  * the end of low RAM and k->initrd_addr_max, without overlapping the kernel
  * (k->load_end) or the boot area below 1 MiB. Stores its GPA in *gpa.
  * len 0 places nothing and sets *gpa = 0. -ENOSPC if it does not fit. */
-int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
-		     const uint8_t *initrd, size_t len, uint64_t *gpa, struct tvm_err *e);
+int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k, const uint8_t *initrd, size_t len,
+		     uint64_t *gpa, struct tvm_err *e);
 
 /* Write the command line (at BOOT_CMDLINE_ADDR) and the zero page
  * (boot_params at BOOT_ZERO_PAGE_ADDR): setup header (from the bzImage, or
@@ -122,9 +121,8 @@ int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
  * longer than min(k->cmdline_size, BOOT_CMDLINE_MAX - 1) bytes; -EINVAL if
  * the initrd range is not guest RAM; -EFAULT if RAM is too small for the
  * zero page or command line. */
-int boot_write_zero_page(const struct guest_mem *m, const struct boot_kernel *k,
-			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len,
-			 struct tvm_err *e);
+int boot_write_zero_page(const struct guest_mem *m, const struct boot_kernel *k, const char *cmdline,
+			 uint64_t initrd_gpa, uint64_t initrd_len, struct tvm_err *e);
 
 /* One e820 entry (Linux struct boot_e820_entry layout). */
 struct boot_e820 {

@@ -50,8 +50,7 @@ static inline uint64_t rd64(const uint8_t *p)
  * identity-mapped) at or above BOOT_HIMEM_START; what names it in the
  * message ("ELF program header 2 segment"). Returns 0, or -EINVAL (below
  * 1 MiB) or -ENOSPC (not low RAM) with e set. */
-int boot_check_kernel_range(const struct guest_mem *m, uint64_t gpa, uint64_t len,
-			    const char *what, struct tvm_err *e);
+int boot_check_kernel_range(const struct guest_mem *m, uint64_t gpa, uint64_t len, const char *what, struct tvm_err *e);
 
 /* The ELF loader behind boot_load_elf (copy = true) and boot_plan_kernel
  * (copy = false: segments checked and listed in k->segs only). */

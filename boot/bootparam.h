@@ -11,15 +11,15 @@
 
 #include "boot/boot.h"
 
-#define BP_HDR_OFFSET 0x1f1       /* setup header inside the image and the zero page */
-#define BP_HDR_END_MAX 0x290      /* boot_params reserves 0x1f1..0x290 for it */
+#define BP_HDR_OFFSET 0x1f1  /* setup header inside the image and the zero page */
+#define BP_HDR_END_MAX 0x290 /* boot_params reserves 0x1f1..0x290 for it */
 #define BP_BOOT_FLAG 0xAA55
-#define BP_HDRS_MAGIC "HdrS"      /* at 0x202 */
-#define BP_E820_MAX 128           /* E820_MAX_ENTRIES_ZEROPAGE */
+#define BP_HDRS_MAGIC "HdrS" /* at 0x202 */
+#define BP_E820_MAX 128      /* E820_MAX_ENTRIES_ZEROPAGE */
 
-#define BP_LOADED_HIGH 0x01       /* loadflags */
-#define BP_XLF_KERNEL_64 0x0001   /* xloadflags: 64-bit entry at +0x200 */
-#define BP_LOADER_UNDEFINED 0xff  /* type_of_loader for an unregistered loader */
+#define BP_LOADED_HIGH 0x01      /* loadflags */
+#define BP_XLF_KERNEL_64 0x0001  /* xloadflags: 64-bit entry at +0x200 */
+#define BP_LOADER_UNDEFINED 0xff /* type_of_loader for an unregistered loader */
 
 /* struct setup_header: zero page 0x1f1..0x26c (protocol 2.15). */
 struct tvm_setup_header {
@@ -71,7 +71,7 @@ struct tvm_boot_params {
 	uint32_t ext_ramdisk_size;  /* 0x0c4 */
 	uint32_t ext_cmd_line_ptr;  /* 0x0c8 */
 	uint8_t _pad1[0x1e8 - 0xcc];
-	uint8_t e820_entries;       /* 0x1e8 */
+	uint8_t e820_entries; /* 0x1e8 */
 	uint8_t _pad2[BP_HDR_OFFSET - 0x1e9];
 	struct tvm_setup_header hdr; /* 0x1f1 */
 	uint8_t _pad3[0x2d0 - BP_HDR_OFFSET - sizeof(struct tvm_setup_header)];

@@ -7,15 +7,15 @@
 #include "boot/boot_util.h"
 #include "boot/bootparam.h"
 
-#define BZ_MIN_PROTOCOL 0x0206   /* cmdline_size */
-#define BZ_XLF_PROTOCOL 0x020c   /* xloadflags: says whether a 64-bit entry exists */
+#define BZ_MIN_PROTOCOL 0x0206 /* cmdline_size */
+#define BZ_XLF_PROTOCOL 0x020c /* xloadflags: says whether a 64-bit entry exists */
 #define BZ_SECTOR 512
 #define BZ_DEFAULT_SETUP_SECTS 4 /* setup_sects 0 means 4 */
 #define BZ_ENTRY64_OFFSET 0x200  /* 64-bit entry: start of protected-mode code + 0x200 */
 /* The header must reach at least to the end of init_size (2.10+). */
 #define BZ_HDR_NEEDED (BP_HDR_OFF(init_size) + 4)
 
-#define PROTO(v) (v) >> 8, (v) & 0xff
+#define PROTO(v) (v) >> 8, (v)&0xff
 
 static size_t min_sz(size_t a, size_t b)
 {
@@ -23,15 +23,15 @@ static size_t min_sz(size_t a, size_t b)
 }
 
 /* Validate the setup header and copy it (zero-extended) into h and k. */
-static int read_header(const uint8_t *img, size_t len, struct tvm_setup_header *h,
-		       struct boot_kernel *k, struct tvm_err *e)
+static int read_header(const uint8_t *img, size_t len, struct tvm_setup_header *h, struct boot_kernel *k,
+		       struct tvm_err *e)
 {
 	size_t hdr_end;
 	uint16_t version;
 
 	if (len < BP_HDR_OFF(version) + 2)
-		return tvm_errf(e, EINVAL, "bzImage setup header truncated (%zu bytes, need 0x%zx)",
-				len, BP_HDR_OFF(version) + 2);
+		return tvm_errf(e, EINVAL, "bzImage setup header truncated (%zu bytes, need 0x%zx)", len,
+				BP_HDR_OFF(version) + 2);
 	if (rd16(img + BP_HDR_OFF(boot_flag)) != BP_BOOT_FLAG)
 		return tvm_errf(e, EINVAL, "bzImage boot_flag 0x%04x at 0x1fe is not 0xaa55",
 				rd16(img + BP_HDR_OFF(boot_flag)));
@@ -39,8 +39,7 @@ static int read_header(const uint8_t *img, size_t len, struct tvm_setup_header *
 		return tvm_errf(e, EINVAL, "bzImage has no \"HdrS\" magic at 0x202");
 	version = rd16(img + BP_HDR_OFF(version));
 	if (version < BZ_MIN_PROTOCOL)
-		return tvm_errf(e, EINVAL, "bzImage boot protocol %u.%02u is older than 2.06",
-				PROTO(version));
+		return tvm_errf(e, EINVAL, "bzImage boot protocol %u.%02u is older than 2.06", PROTO(version));
 	if (version < BZ_XLF_PROTOCOL)
 		return tvm_errf(e, EINVAL,
 				"bzImage boot protocol %u.%02u has no xloadflags (2.12+), so no 64-bit entry",
@@ -85,8 +84,8 @@ static int runtime_start(const struct tvm_setup_header *h, uint64_t *start, stru
 	return 0;
 }
 
-int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
-		      struct boot_kernel *k, struct tvm_err *e)
+int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k,
+		      struct tvm_err *e)
 {
 	struct tvm_setup_header h;
 	uint64_t pm_off, pm_size, rt = 0;
@@ -101,9 +100,10 @@ int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
 
 	pm_off = ((uint64_t)(h.setup_sects ? h.setup_sects : BZ_DEFAULT_SETUP_SECTS) + 1) * BZ_SECTOR;
 	if (pm_off >= len) {
-		r = tvm_errf(e, EINVAL,
-			     "bzImage setup_sects %u puts the protected-mode code at 0x%llx, past the end of the %zu-byte file",
-			     h.setup_sects, (unsigned long long)pm_off, len);
+		r = tvm_errf(
+			e, EINVAL,
+			"bzImage setup_sects %u puts the protected-mode code at 0x%llx, past the end of the %zu-byte file",
+			h.setup_sects, (unsigned long long)pm_off, len);
 		goto fail;
 	}
 	pm_size = len - pm_off;
@@ -116,8 +116,7 @@ int boot_load_bzimage(const struct guest_mem *m, const uint8_t *img, size_t len,
 	r = boot_check_kernel_range(m, BOOT_HIMEM_START, pm_size, "bzImage protected-mode code", e);
 	if (!r)
 		r = boot_check_kernel_range(m, rt, h.init_size,
-					    "bzImage decompression area (pref_address/kernel_alignment, init_size)",
-					    e);
+					    "bzImage decompression area (pref_address/kernel_alignment, init_size)", e);
 	if (r)
 		goto fail;
 

@@ -10,34 +10,29 @@
 /* A vmlinux has about five PT_LOAD segments; the cap bounds the pairwise
  * overlap check. */
 
-#define XEN_NOTE_NAME "Xen"            /* with its NUL: namesz 4 */
-#define XEN_ELFNOTE_PHYS32_ENTRY 18    /* include/xen/interface/elfnote.h */
-
+#define XEN_NOTE_NAME "Xen"         /* with its NUL: namesz 4 */
+#define XEN_ELFNOTE_PHYS32_ENTRY 18 /* include/xen/interface/elfnote.h */
 
 static int check_ehdr(const Elf64_Ehdr *eh, size_t len, struct tvm_err *e)
 {
 	if (eh->e_ident[EI_CLASS] != ELFCLASS64)
 		return tvm_errf(e, EINVAL, "ELF class %u is not ELFCLASS64", eh->e_ident[EI_CLASS]);
 	if (eh->e_ident[EI_DATA] != ELFDATA2LSB)
-		return tvm_errf(e, EINVAL, "ELF data encoding %u is not little-endian",
-				eh->e_ident[EI_DATA]);
+		return tvm_errf(e, EINVAL, "ELF data encoding %u is not little-endian", eh->e_ident[EI_DATA]);
 	if (eh->e_ident[EI_VERSION] != EV_CURRENT)
 		return tvm_errf(e, EINVAL, "ELF version %u is not EV_CURRENT", eh->e_ident[EI_VERSION]);
 	if (eh->e_machine != EM_X86_64)
-		return tvm_errf(e, EINVAL, "ELF machine %u is not EM_X86_64 (%u)", eh->e_machine,
-				EM_X86_64);
+		return tvm_errf(e, EINVAL, "ELF machine %u is not EM_X86_64 (%u)", eh->e_machine, EM_X86_64);
 	if (eh->e_type != ET_EXEC)
 		return tvm_errf(e, EINVAL, "ELF type %u is not ET_EXEC", eh->e_type);
 	if (eh->e_phentsize != sizeof(Elf64_Phdr))
-		return tvm_errf(e, EINVAL, "ELF e_phentsize %u is not %zu", eh->e_phentsize,
-				sizeof(Elf64_Phdr));
+		return tvm_errf(e, EINVAL, "ELF e_phentsize %u is not %zu", eh->e_phentsize, sizeof(Elf64_Phdr));
 	/* PN_XNUM (0xffff) would move the count to section 0; no kernel needs it. */
 	if (eh->e_phnum == 0 || eh->e_phnum == PN_XNUM)
 		return tvm_errf(e, EINVAL, "ELF e_phnum %u: no usable program headers", eh->e_phnum);
 	/* e_phnum < 2^16 and e_phentsize is 56: the product cannot overflow. */
 	if (!span_ok(eh->e_phoff, (uint64_t)eh->e_phnum * sizeof(Elf64_Phdr), len))
-		return tvm_errf(e, EINVAL,
-				"ELF program headers [0x%llx, +%u * %zu) are outside the %zu-byte file",
+		return tvm_errf(e, EINVAL, "ELF program headers [0x%llx, +%u * %zu) are outside the %zu-byte file",
 				(unsigned long long)eh->e_phoff, eh->e_phnum, sizeof(Elf64_Phdr), len);
 	return 0;
 }
@@ -56,8 +51,8 @@ static int check_load(const struct guest_mem *m, const Elf64_Phdr *ph, int i, si
 
 	if (!span_ok(ph->p_offset, ph->p_filesz, len))
 		return tvm_errf(e, EINVAL,
-				"ELF program header %d: file range [0x%llx, +0x%llx) is outside the %zu-byte file",
-				i, (unsigned long long)ph->p_offset, (unsigned long long)ph->p_filesz, len);
+				"ELF program header %d: file range [0x%llx, +0x%llx) is outside the %zu-byte file", i,
+				(unsigned long long)ph->p_offset, (unsigned long long)ph->p_filesz, len);
 	if (ph->p_filesz > ph->p_memsz)
 		return tvm_errf(e, EINVAL, "ELF program header %d: p_filesz 0x%llx > p_memsz 0x%llx", i,
 				(unsigned long long)ph->p_filesz, (unsigned long long)ph->p_memsz);
@@ -66,14 +61,14 @@ static int check_load(const struct guest_mem *m, const Elf64_Phdr *ph, int i, si
 	if (r)
 		return r;
 	if (nsegs == BOOT_MAX_SEGS)
-		return tvm_errf(e, EINVAL, "ELF program header %d: more than %d PT_LOAD segments", i,
-				BOOT_MAX_SEGS);
+		return tvm_errf(e, EINVAL, "ELF program header %d: more than %d PT_LOAD segments", i, BOOT_MAX_SEGS);
 	for (int j = 0; j < nsegs; j++)
 		if (ranges_overlap(ph->p_paddr, ph->p_memsz, segs[j].gpa, segs[j].memsz))
-			return tvm_errf(e, EINVAL,
-					"ELF program header %d: segment [0x%llx, +0x%llx) overlaps an earlier one at [0x%llx, +0x%llx)",
-					i, (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz,
-					(unsigned long long)segs[j].gpa, (unsigned long long)segs[j].memsz);
+			return tvm_errf(
+				e, EINVAL,
+				"ELF program header %d: segment [0x%llx, +0x%llx) overlaps an earlier one at [0x%llx, +0x%llx)",
+				i, (unsigned long long)ph->p_paddr, (unsigned long long)ph->p_memsz,
+				(unsigned long long)segs[j].gpa, (unsigned long long)segs[j].memsz);
 	return 0;
 }
 
@@ -117,8 +112,8 @@ static uint64_t note_pvh_entry(const uint8_t *img, size_t len, const Elf64_Phdr 
 	return 0;
 }
 
-static uint64_t find_pvh_entry(const uint8_t *img, size_t len, const Elf64_Ehdr *eh,
-			       const struct boot_segment *segs, int nsegs)
+static uint64_t find_pvh_entry(const uint8_t *img, size_t len, const Elf64_Ehdr *eh, const struct boot_segment *segs,
+			       int nsegs)
 {
 	for (int i = 0; i < eh->e_phnum; i++) {
 		Elf64_Phdr ph;
@@ -203,8 +198,7 @@ int boot_elf(const struct guest_mem *m, const uint8_t *img, size_t len, struct b
 	return r;
 }
 
-int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len,
-		  struct boot_kernel *k, struct tvm_err *e)
+int boot_load_elf(const struct guest_mem *m, const uint8_t *img, size_t len, struct boot_kernel *k, struct tvm_err *e)
 {
 	return boot_elf(m, img, len, k, true, e);
 }

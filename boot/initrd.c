@@ -23,19 +23,18 @@ int boot_place_initrd(const struct guest_mem *m, const struct boot_kernel *k, si
 		floor = BOOT_HIMEM_START;
 	if (len > ceiling || ((ceiling - len) & PAGE_MASK_4K) < floor)
 		return tvm_errf(e, ENOSPC,
-				"%zu bytes do not fit between the kernel end 0x%llx and 0x%llx (%llu bytes free)",
-				len, (unsigned long long)floor, (unsigned long long)ceiling,
+				"%zu bytes do not fit between the kernel end 0x%llx and 0x%llx (%llu bytes free)", len,
+				(unsigned long long)floor, (unsigned long long)ceiling,
 				(unsigned long long)(ceiling > floor ? ceiling - floor : 0));
 	start = (ceiling - len) & PAGE_MASK_4K;
 	if (!gm_ptr(m, start, len))
-		return tvm_errf(e, EFAULT, "[0x%llx, +0x%zx) is not guest RAM", (unsigned long long)start,
-				len);
+		return tvm_errf(e, EFAULT, "[0x%llx, +0x%zx) is not guest RAM", (unsigned long long)start, len);
 	*gpa = start;
 	return 0;
 }
 
-int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k,
-		     const uint8_t *initrd, size_t len, uint64_t *gpa, struct tvm_err *e)
+int boot_load_initrd(const struct guest_mem *m, const struct boot_kernel *k, const uint8_t *initrd, size_t len,
+		     uint64_t *gpa, struct tvm_err *e)
 {
 	int r = boot_place_initrd(m, k, len, gpa, e);
 

@@ -35,11 +35,16 @@ static void put(uint8_t *buf, size_t *off, const void *entry, size_t len)
 	*off += len;
 }
 
-static void put_int(uint8_t *buf, size_t *off, uint8_t type, uint8_t int_type, uint8_t src_irq,
-		    uint8_t dst_apic, uint8_t dst_pin)
+static void put_int(uint8_t *buf, size_t *off, uint8_t type, uint8_t int_type, uint8_t src_irq, uint8_t dst_apic,
+		    uint8_t dst_pin)
 {
-	struct mp_intsrc s = { .type = type, .int_type = int_type, .flags = 0, .src_bus = 0,
-			       .src_irq = src_irq, .dst_apic = dst_apic, .dst_pin = dst_pin };
+	struct mp_intsrc s = { .type = type,
+			       .int_type = int_type,
+			       .flags = 0,
+			       .src_bus = 0,
+			       .src_irq = src_irq,
+			       .dst_apic = dst_apic,
+			       .dst_pin = dst_pin };
 
 	put(buf, off, &s, sizeof(s));
 }
@@ -47,15 +52,20 @@ static void put_int(uint8_t *buf, size_t *off, uint8_t type, uint8_t int_type, u
 int boot_write_mptable(const struct guest_mem *m, int ncpus, struct tvm_err *e)
 {
 	uint8_t buf[MPC_MAX];
-	struct mp_config hdr = { .signature = MP_CONFIG_SIG, .spec_rev = MP_SPEC_REV,
-				 .oem_id = "TINYVMM ", .product_id = "TINYVMM 0001",
+	struct mp_config hdr = { .signature = MP_CONFIG_SIG,
+				 .spec_rev = MP_SPEC_REV,
+				 .oem_id = "TINYVMM ",
+				 .product_id = "TINYVMM 0001",
 				 .lapic_addr = MP_LAPIC_ADDR };
 	struct mp_bus bus = { .type = MP_ENTRY_BUS, .bus_id = 0, .bus_type = "ISA   " };
-	struct mp_ioapic ioapic = { .type = MP_ENTRY_IOAPIC, .id = (uint8_t)ncpus,
-				    .version = MP_IOAPIC_VERSION, .flags = MP_IOAPIC_ENABLED,
+	struct mp_ioapic ioapic = { .type = MP_ENTRY_IOAPIC,
+				    .id = (uint8_t)ncpus,
+				    .version = MP_IOAPIC_VERSION,
+				    .flags = MP_IOAPIC_ENABLED,
 				    .addr = MP_IOAPIC_ADDR };
-	struct mp_float fp = { .signature = MP_FLOAT_SIG, .physptr = (uint32_t)BOOT_MPC_ADDR,
-			       .length = 1, .spec_rev = MP_SPEC_REV };
+	struct mp_float fp = {
+		.signature = MP_FLOAT_SIG, .physptr = (uint32_t)BOOT_MPC_ADDR, .length = 1, .spec_rev = MP_SPEC_REV
+	};
 	size_t off = sizeof(hdr);
 
 	if (ncpus < 1 || ncpus > BOOT_MAX_CPUS)
@@ -63,10 +73,12 @@ int boot_write_mptable(const struct guest_mem *m, int ncpus, struct tvm_err *e)
 
 	memset(buf, 0, sizeof(buf));
 	for (int i = 0; i < ncpus; i++) {
-		struct mp_processor cpu = { .type = MP_ENTRY_PROCESSOR, .lapic_id = (uint8_t)i,
+		struct mp_processor cpu = { .type = MP_ENTRY_PROCESSOR,
+					    .lapic_id = (uint8_t)i,
 					    .lapic_version = MP_LAPIC_VERSION,
 					    .flags = MP_CPU_ENABLED | (i == 0 ? MP_CPU_BSP : 0),
-					    .signature = MP_CPU_SIGNATURE, .features = MP_CPU_FEATURES };
+					    .signature = MP_CPU_SIGNATURE,
+					    .features = MP_CPU_FEATURES };
 
 		put(buf, &off, &cpu, sizeof(cpu));
 	}

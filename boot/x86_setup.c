@@ -58,8 +58,7 @@ int boot_write_gdt_and_page_tables(const struct guest_mem *m, struct tvm_err *e)
 	for (uint64_t i = 0; i < PT_NR_PD; i++) {
 		put64(pt + 0x1000 + i * 8, (PT_PD + i * 0x1000) | PTE_P | PTE_RW);
 		for (uint64_t j = 0; j < 512; j++)
-			put64(pt + 0x2000 + i * 0x1000 + j * 8,
-			      ((i * 512 + j) * PAGE_2M) | PTE_P | PTE_RW | PTE_PS);
+			put64(pt + 0x2000 + i * 0x1000 + j * 8, ((i * 512 + j) * PAGE_2M) | PTE_P | PTE_RW | PTE_PS);
 	}
 	return 0;
 }

@@ -23,8 +23,7 @@ static void synth_header(const struct boot_kernel *k, struct tvm_setup_header *h
 	h->xloadflags = BP_XLF_KERNEL_64;
 }
 
-static int write_cmdline(const struct guest_mem *m, const struct boot_kernel *k, const char *cmdline,
-			 struct tvm_err *e)
+static int write_cmdline(const struct guest_mem *m, const struct boot_kernel *k, const char *cmdline, struct tvm_err *e)
 {
 	uint64_t max = k->cmdline_size < BOOT_CMDLINE_MAX - 1 ? k->cmdline_size : BOOT_CMDLINE_MAX - 1;
 	size_t len = strlen(cmdline);
@@ -39,9 +38,8 @@ static int write_cmdline(const struct guest_mem *m, const struct boot_kernel *k,
 	return 0;
 }
 
-int boot_write_zero_page(const struct guest_mem *m, const struct boot_kernel *k,
-			 const char *cmdline, uint64_t initrd_gpa, uint64_t initrd_len,
-			 struct tvm_err *e)
+int boot_write_zero_page(const struct guest_mem *m, const struct boot_kernel *k, const char *cmdline,
+			 uint64_t initrd_gpa, uint64_t initrd_len, struct tvm_err *e)
 {
 	struct tvm_boot_params bp;
 	int n, r;

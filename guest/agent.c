@@ -301,8 +301,9 @@ static void dispatch(struct conn *c, const struct tvp_msg *m)
 	switch (m->type) {
 	case TVP_HELLO:
 		if (m->hello.version != TVP_VERSION) {
-			conn_send_error(c, 0, TVP_ERR_UNSUPPORTED, 0, "protocol version %u unsupported (agent speaks %u)",
-					m->hello.version, TVP_VERSION);
+			conn_send_error(c, 0, TVP_ERR_UNSUPPORTED, 0,
+					"protocol version %u unsupported (agent speaks %u)", m->hello.version,
+					TVP_VERSION);
 			conn_flush(c);
 			conn_kill(c, "unsupported protocol version");
 		}

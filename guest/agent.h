@@ -40,31 +40,31 @@ struct conn {
 	struct watch w;
 	struct conn *next;
 	struct tvp_decoder dec;
-	uint8_t *obuf;          /* queued frames: obuf[ooff..olen) */
+	uint8_t *obuf; /* queued frames: obuf[ooff..olen) */
 	size_t ooff, olen, ocap;
 	struct xfer *xfers;
 	unsigned njobs;
-	bool eof;               /* host closed (or shut down writing): cancel everything */
-	bool dead;              /* closed; freed at the end of the iteration */
+	bool eof;  /* host closed (or shut down writing): cancel everything */
+	bool dead; /* closed; freed at the end of the iteration */
 };
 
 struct job_pipe {
-	struct watch w;         /* W_JOB_OUT (stdout/stderr) or W_JOB_IN (stdin) */
+	struct watch w; /* W_JOB_OUT (stdout/stderr) or W_JOB_IN (stdin) */
 	struct job *job;
-	uint8_t type;           /* TVP_STDOUT / TVP_STDERR */
-	uint32_t cap;           /* bytes to forward */
-	uint64_t total;         /* bytes read */
+	uint8_t type;   /* TVP_STDOUT / TVP_STDERR */
+	uint32_t cap;   /* bytes to forward */
+	uint64_t total; /* bytes read */
 };
 
 struct job {
-	struct conn *conn;      /* NULL once the connection is gone */
+	struct conn *conn; /* NULL once the connection is gone */
 	uint32_t id;
-	pid_t pid;              /* also the process group id */
+	pid_t pid; /* also the process group id */
 	uint8_t exec_flags, result_flags;
 	struct job_pipe out, err, in;
-	uint8_t *in_buf;        /* stdin not yet taken by the pipe: in_buf[in_off..in_len) */
+	uint8_t *in_buf; /* stdin not yet taken by the pipe: in_buf[in_off..in_len) */
 	size_t in_off, in_len;
-	bool in_close;          /* close stdin once in_buf is written */
+	bool in_close; /* close stdin once in_buf is written */
 	bool exited, done;
 	int status;
 	struct rusage ru;
@@ -74,13 +74,13 @@ struct job {
 struct agent {
 	int epfd;
 	struct watch listen, sig;
-	bool system;            /* PID 1: mounts done, SEED applied, SHUTDOWN reboots */
+	bool system; /* PID 1: mounts done, SEED applied, SHUTDOWN reboots */
 	bool can_setuid;
 	bool quit;
 	uint32_t def_uid, def_gid;
 	unsigned port;
 	const char *unix_path;
-	char **base_env;        /* environment every job starts from */
+	char **base_env; /* environment every job starts from */
 	size_t base_envc;
 	struct conn *conns;
 	unsigned nconns;
@@ -120,7 +120,7 @@ bool agent_identity(uint32_t *uid, uint32_t *gid);
 /* agent_job.c. Handlers take a parsed message of their type from c; their
  * answers (STDOUT/STDERR/RESULT/ERROR) are queued on c. */
 void job_exec(struct conn *c, const struct tvp_msg *m);
-void job_stdin(struct conn *c, const struct tvp_msg *m);    /* STDIN and STDIN_CLOSE */
+void job_stdin(struct conn *c, const struct tvp_msg *m); /* STDIN and STDIN_CLOSE */
 void job_kill(struct conn *c, const struct tvp_msg *m);
 /* An epoll event on one of a job's pipes. */
 void job_on_event(struct job_pipe *p, uint32_t events);
@@ -165,7 +165,7 @@ void net_setup_from_cmdline(void);
  * agent adds as the guest's init (in test mode jobs get the agent's own). */
 #define IDENT_NAME_MAX 256
 #define IDENT_SHELL_MAX 256
-#define IDENT_PATH_MAX 4096  /* PATH= value */
+#define IDENT_PATH_MAX 4096 /* PATH= value */
 /* A passwd entry's fields that jobs see. */
 struct ident_pw {
 	char name[IDENT_NAME_MAX];
@@ -175,8 +175,8 @@ struct ident_pw {
 /* HOME=, USER=, LOGNAME=, SHELL=, LANG=C.UTF-8 and PATH= (~/.local/bin
  * first) for one uid, and its home as the default cwd. */
 struct job_ident {
-	char *env[7];           /* the entries above that apply; NULL-terminated */
-	const char *cwd;        /* home, or "/" for a uid without a passwd entry */
+	char *env[7];    /* the entries above that apply; NULL-terminated */
+	const char *cwd; /* home, or "/" for a uid without a passwd entry */
 	struct ident_pw pw;
 	char e_home[PATH_MAX + 8], e_user[IDENT_NAME_MAX + 8], e_logname[IDENT_NAME_MAX + 8];
 	char e_shell[IDENT_SHELL_MAX + 8], e_path[IDENT_PATH_MAX + 8];
@@ -195,10 +195,10 @@ void ident_init(struct job_ident *id, uint32_t uid, const char *path, const char
 #define DISK_ROOT_LABEL "tinyvmm-root" /* tools/build-rootfs.sh's mke2fs -L */
 /* What growing an ext4 file system needs from its superblock. */
 struct ext4_geom {
-	uint32_t block_size;    /* bytes */
-	uint64_t blocks;        /* s_blocks_count */
-	bool is_64bit;          /* 64bit feature: block numbers past 2^32 */
-	bool resizable;         /* no feature the kernel cannot resize online */
+	uint32_t block_size; /* bytes */
+	uint64_t blocks;     /* s_blocks_count */
+	bool is_64bit;       /* 64bit feature: block numbers past 2^32 */
+	bool resizable;      /* no feature the kernel cannot resize online */
 	char label[17];
 };
 /* Parse the len-byte superblock sb (read at EXT4_SB_OFFSET); false if it

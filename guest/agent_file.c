@@ -17,11 +17,11 @@ struct xfer {
 	struct xfer *next;
 	uint32_t id;
 	bool put;
-	bool failed;    /* PUT: error already reported, data is dropped until FILE_END */
+	bool failed; /* PUT: error already reported, data is dropped until FILE_END */
 	int fd;
-	uint64_t done;  /* bytes moved */
-	uint64_t max;   /* GET: cap */
-	uint32_t mode;  /* GET: the file's mode bits */
+	uint64_t done; /* bytes moved */
+	uint64_t max;  /* GET: cap */
+	uint32_t mode; /* GET: the file's mode bits */
 };
 
 static struct xfer *xfer_find(struct conn *c, uint32_t id)
@@ -136,8 +136,8 @@ static void xfer_add(struct conn *c, const struct tvp_msg *m, int fd, uint64_t m
 void file_put(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
-	int fd = xfer_open(c, m, m->put.path, m->put.uid, m->put.gid, O_WRONLY | O_CREAT | O_TRUNC,
-			   m->put.mode & 07777, &st);
+	int fd = xfer_open(c, m, m->put.path, m->put.uid, m->put.gid, O_WRONLY | O_CREAT | O_TRUNC, m->put.mode & 07777,
+			   &st);
 
 	if (fd >= 0)
 		xfer_add(c, m, fd, 0, 0);

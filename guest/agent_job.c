@@ -29,7 +29,7 @@ struct spawn {
 	int fds[3];
 	uint32_t uid, gid;
 	bool set_ids;
-	bool cwd_default;       /* cwd is the user's home: "/" if it cannot be entered */
+	bool cwd_default; /* cwd is the user's home: "/" if it cannot be entered */
 	int err;
 	const char *stage;
 };
@@ -325,7 +325,11 @@ static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, 
 		return; /* a failed child is reaped like any other */
 	}
 	*j = (struct job){
-		.conn = c, .id = m->id, .pid = pid, .exec_flags = m->flags, .start_ns = start,
+		.conn = c,
+		.id = m->id,
+		.pid = pid,
+		.exec_flags = m->flags,
+		.start_ns = start,
 		.out = { { W_JOB_OUT, p[1][0], 0 }, j, TVP_STDOUT, e->stdout_cap, 0 },
 		.err = { { W_JOB_OUT, p[2][0], 0 }, j, TVP_STDERR, e->stderr_cap, 0 },
 		.in = { { W_JOB_IN, p[0][1], 0 }, j, TVP_STDIN, 0, 0 },

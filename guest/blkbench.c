@@ -30,8 +30,7 @@ static uint64_t next(uint64_t *s)
 	return *s;
 }
 
-static int run(int fd, const char *name, int write_, size_t bs, uint64_t span, unsigned ops, int random_,
-	       void *buf)
+static int run(int fd, const char *name, int write_, size_t bs, uint64_t span, unsigned ops, int random_, void *buf)
 {
 	uint64_t seed = 0x9e3779b97f4a7c15ULL, blocks = span / bs;
 	double t0 = now(), dt;

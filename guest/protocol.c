@@ -40,6 +40,8 @@ struct msgdef {
 	const struct field *fields;
 };
 
+/* The message tables read as tables: one field or message per line. */
+/* clang-format off */
 #define FLD(kind, check, member, max) { kind, check, offsetof(struct tvp_msg, member), max, #member }
 #define MSG(name, flags, fields) { name, flags, sizeof(fields) / sizeof(fields[0]), fields }
 
@@ -132,6 +134,7 @@ static const struct msgdef msgdefs[] = {
 	[TVP_SEED] = MSG("SEED", 0, seed_f),
 	[TVP_SHUTDOWN] = { "SHUTDOWN", 0, 0, NULL },
 };
+/* clang-format on */
 
 static const struct msgdef *msgdef(uint8_t type)
 {
@@ -356,12 +359,8 @@ int tvp_encode(const struct tvp_msg *m, void *buf, size_t cap, size_t *len)
 			memcpy(&u64, fp, 8);
 			w_u64(&w, u64);
 			break;
-		case F_STR:
-			rc = w_str(&w, *(const struct tvp_str *)fp, f->max, f->check);
-			break;
-		case F_STRVEC:
-			rc = w_strvec(&w, fp, f->max, f->check);
-			break;
+		case F_STR: rc = w_str(&w, *(const struct tvp_str *)fp, f->max, f->check); break;
+		case F_STRVEC: rc = w_strvec(&w, fp, f->max, f->check); break;
 		case F_BYTES:
 		case F_REST:
 			b = *(const struct tvp_bytes *)fp;
@@ -455,8 +454,7 @@ static int r_field(struct reader *r, const struct field *f, void *fp, const char
 		*(uint64_t *)fp = get_le32(r->p + r->off) | (uint64_t)get_le32(r->p + r->off + 4) << 32;
 		r->off += 8;
 		return 0;
-	case F_STR:
-		return r_str(r, fp, f->max, f->check, why);
+	case F_STR: return r_str(r, fp, f->max, f->check, why);
 	case F_BYTES:
 		rc = r_str(r, &s, f->max, C_NONE, why);
 		if (rc == TVP_E_BAD_STRING) /* bytes may hold NULs */
@@ -558,7 +556,8 @@ static size_t dec_frame_size(struct tvp_decoder *d)
 	if (h[0] != TVP_MAGIC)
 		return dec_fail(d, TVP_E_BAD_MAGIC, "bad frame magic 0x%02x (want 0x%02x)", h[0], TVP_MAGIC), 0;
 	if (h[1] != TVP_VERSION)
-		return dec_fail(d, TVP_E_BAD_VERSION, "unsupported protocol version %u (want %u)", h[1], TVP_VERSION), 0;
+		return dec_fail(d, TVP_E_BAD_VERSION, "unsupported protocol version %u (want %u)", h[1], TVP_VERSION),
+		       0;
 	len = get_le32(h + 8);
 	if (len > d->max_payload)
 		return dec_fail(d, TVP_E_TOO_BIG, "frame payload length %u over limit %u", len, d->max_payload), 0;

@@ -20,14 +20,14 @@
 #define TVP_HDR_SIZE 12
 
 /* Limits (bytes unless said otherwise). */
-#define TVP_MAX_PAYLOAD (1u << 20)  /* per frame */
-#define TVP_MAX_ARGC 4096           /* argv entries */
-#define TVP_MAX_ENVC 4096           /* env entries */
-#define TVP_MAX_ARG_LEN 131072      /* one argv/env string (Linux MAX_ARG_STRLEN) */
-#define TVP_MAX_PATH 4095           /* paths, cwd */
-#define TVP_MAX_NAME 256            /* HELLO name, READY agent version */
-#define TVP_MAX_MESSAGE 1024        /* ERROR text */
-#define TVP_MAX_ENTROPY 4096        /* SEED entropy */
+#define TVP_MAX_PAYLOAD (1u << 20) /* per frame */
+#define TVP_MAX_ARGC 4096          /* argv entries */
+#define TVP_MAX_ENVC 4096          /* env entries */
+#define TVP_MAX_ARG_LEN 131072     /* one argv/env string (Linux MAX_ARG_STRLEN) */
+#define TVP_MAX_PATH 4095          /* paths, cwd */
+#define TVP_MAX_NAME 256           /* HELLO name, READY agent version */
+#define TVP_MAX_MESSAGE 1024       /* ERROR text */
+#define TVP_MAX_ENTROPY 4096       /* SEED entropy */
 
 /* uid/gid value meaning "the agent's default identity". */
 #define TVP_ID_DEFAULT 0xFFFFFFFFu
@@ -53,14 +53,14 @@ enum tvp_type {
 };
 
 /* Header flags, per type (any other bit set is an error). */
-#define TVP_EXEC_STDIN_STREAM 0x01  /* stdin stays open for STDIN frames */
-#define TVP_EXEC_KEEP_GROUP 0x02    /* don't kill the process group when the job's process exits */
+#define TVP_EXEC_STDIN_STREAM 0x01 /* stdin stays open for STDIN frames */
+#define TVP_EXEC_KEEP_GROUP 0x02   /* don't kill the process group when the job's process exits */
 #define TVP_RESULT_TIMED_OUT 0x01
 #define TVP_RESULT_STDOUT_TRUNC 0x02
 #define TVP_RESULT_STDERR_TRUNC 0x04
 #define TVP_RESULT_CORE_DUMPED 0x08
-#define TVP_RESULT_KILLED 0x10      /* a KILL request signalled it */
-#define TVP_PUT_MKDIRS 0x01         /* create missing parent directories */
+#define TVP_RESULT_KILLED 0x10 /* a KILL request signalled it */
+#define TVP_PUT_MKDIRS 0x01    /* create missing parent directories */
 
 /* READY capability bits. */
 #define TVP_CAP_SYSTEM 0x01 /* agent is PID 1: SEED is applied, SHUTDOWN reboots */
@@ -81,16 +81,16 @@ enum tvp_err_code {
 
 /* Status codes returned by the codec functions: 0 or one of these. */
 enum tvp_status {
-	TVP_E_NOSPACE = -1,      /* encode: buffer too small (*len says how much is needed) */
-	TVP_E_TOO_BIG = -2,      /* payload length over the limit */
+	TVP_E_NOSPACE = -1, /* encode: buffer too small (*len says how much is needed) */
+	TVP_E_TOO_BIG = -2, /* payload length over the limit */
 	TVP_E_BAD_MAGIC = -3,
 	TVP_E_BAD_VERSION = -4,
 	TVP_E_UNKNOWN_TYPE = -5,
 	TVP_E_BAD_FLAGS = -6,
-	TVP_E_TRUNCATED = -7,    /* payload ends inside a field */
-	TVP_E_TRAILING = -8,     /* bytes after the last field */
-	TVP_E_LIMIT = -9,        /* a count or length over its limit */
-	TVP_E_BAD_STRING = -10,  /* NUL inside, bad path or env syntax */
+	TVP_E_TRUNCATED = -7,   /* payload ends inside a field */
+	TVP_E_TRAILING = -8,    /* bytes after the last field */
+	TVP_E_LIMIT = -9,       /* a count or length over its limit */
+	TVP_E_BAD_STRING = -10, /* NUL inside, bad path or env syntax */
 	TVP_E_NOMEM = -11,
 };
 
@@ -140,13 +140,13 @@ struct tvp_error {
 };
 
 struct tvp_exec {
-	uint32_t uid, gid;     /* TVP_ID_DEFAULT: agent default */
-	uint32_t timeout_ms;   /* 0: none */
+	uint32_t uid, gid;               /* TVP_ID_DEFAULT: agent default */
+	uint32_t timeout_ms;             /* 0: none */
 	uint32_t stdout_cap, stderr_cap; /* bytes forwarded per stream, the rest is counted and dropped */
-	struct tvp_str cwd;    /* empty: "/" */
-	struct tvp_strvec argv; /* 1..TVP_MAX_ARGC entries; argv[0] without '/' is looked up in PATH */
-	struct tvp_strvec env;  /* 0..TVP_MAX_ENVC "NAME=value" entries, over the agent's base env */
-	struct tvp_bytes stdin_data; /* written to stdin first */
+	struct tvp_str cwd;              /* empty: "/" */
+	struct tvp_strvec argv;          /* 1..TVP_MAX_ARGC entries; argv[0] without '/' is looked up in PATH */
+	struct tvp_strvec env;           /* 0..TVP_MAX_ENVC "NAME=value" entries, over the agent's base env */
+	struct tvp_bytes stdin_data;     /* written to stdin first */
 };
 
 struct tvp_data {
@@ -154,8 +154,8 @@ struct tvp_data {
 };
 
 struct tvp_result {
-	int32_t exit_code;  /* 0..255; 128 + signal when killed by a signal */
-	uint32_t signal;    /* 0 if the process exited */
+	int32_t exit_code; /* 0..255; 128 + signal when killed by a signal */
+	uint32_t signal;   /* 0 if the process exited */
 	uint64_t wall_us, user_us, sys_us;
 	uint64_t max_rss_kib;
 	uint64_t stdout_bytes, stderr_bytes; /* produced, including what was dropped */
@@ -166,8 +166,8 @@ struct tvp_kill {
 };
 
 struct tvp_put_file {
-	uint32_t mode;    /* permission bits (& 07777) */
-	uint32_t uid, gid; /* file system identity of the operation; TVP_ID_DEFAULT: agent default */
+	uint32_t mode;       /* permission bits (& 07777) */
+	uint32_t uid, gid;   /* file system identity of the operation; TVP_ID_DEFAULT: agent default */
 	struct tvp_str path; /* absolute */
 };
 
@@ -178,12 +178,12 @@ struct tvp_get_file {
 };
 
 struct tvp_file_end {
-	uint64_t size;  /* total bytes of the transfer */
-	uint32_t mode;  /* GET: the file's mode bits; PUT: 0 */
+	uint64_t size; /* total bytes of the transfer */
+	uint32_t mode; /* GET: the file's mode bits; PUT: 0 */
 };
 
 struct tvp_seed {
-	uint64_t realtime_ns; /* host CLOCK_REALTIME in ns since the epoch; 0: leave the clock */
+	uint64_t realtime_ns;     /* host CLOCK_REALTIME in ns since the epoch; 0: leave the clock */
 	struct tvp_bytes entropy; /* credited to the kernel RNG; up to TVP_MAX_ENTROPY */
 };
 

@@ -131,7 +131,8 @@ START_TEST(stdin_stream)
 	for (size_t i = 0; i < total; i++)
 		data[i] = (uint8_t)(i * 7 + i / 1000);
 	memset(o, 0, sizeof(o));
-	ac_exec(c, 1, &(struct ac_job){ .argv = AC_ARGV("cat"), .flags = TVP_EXEC_STDIN_STREAM, .in = data, .inlen = 10 });
+	ac_exec(c, 1,
+		&(struct ac_job){ .argv = AC_ARGV("cat"), .flags = TVP_EXEC_STDIN_STREAM, .in = data, .inlen = 10 });
 	for (size_t off = 10; off < total; off += chunk) {
 		m.data.data = (struct tvp_bytes){ data + off, (uint32_t)(total - off < chunk ? total - off : chunk) };
 		ac_send(c, &m);
@@ -146,14 +147,20 @@ END_TEST
 
 START_TEST(env_and_cwd)
 {
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "echo \"$FOO|$TINYVMM_TEST_QUIRK\"; pwd"),
-				    .env = AC_ARGV("FOO=bar baz"), .cwd = "/tmp" }, o);
+	ac_run(c,
+	       &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "echo \"$FOO|$TINYVMM_TEST_QUIRK\"; pwd"),
+				 .env = AC_ARGV("FOO=bar baz"),
+				 .cwd = "/tmp" },
+	       o);
 	ck_assert_str_eq(o[1].out, "bar baz|from-init\n/tmp\n");
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* A job entry replaces the inherited one. */
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "env | grep -c TINYVMM_TEST_QUIRK; echo $TINYVMM_TEST_QUIRK"),
-				    .env = AC_ARGV("TINYVMM_TEST_QUIRK=job") }, o);
+	ac_run(c,
+	       &(struct ac_job){
+		       .argv = AC_ARGV("/bin/sh", "-c", "env | grep -c TINYVMM_TEST_QUIRK; echo $TINYVMM_TEST_QUIRK"),
+		       .env = AC_ARGV("TINYVMM_TEST_QUIRK=job") },
+	       o);
 	ck_assert_str_eq(o[1].out, "1\njob\n");
 	ac_out_free(o, AC_MAX_IDS);
 
@@ -169,7 +176,8 @@ START_TEST(path_lookup)
 	ck_assert_str_eq(o[1].out, "hi\n");
 	ac_out_free(o, AC_MAX_IDS);
 
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("sh", "-c", "echo $0"), .env = AC_ARGV("PATH=/nonexistent:/bin") }, o);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("sh", "-c", "echo $0"), .env = AC_ARGV("PATH=/nonexistent:/bin") },
+	       o);
 	ck_assert_str_eq(o[1].out, "sh\n");
 }
 END_TEST
@@ -208,7 +216,8 @@ START_TEST(timeout_kills_group)
 {
 	pid_t bg;
 
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 30 & echo $!; wait"), .timeout_ms = 300 }, o);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 30 & echo $!; wait"), .timeout_ms = 300 },
+	       o);
 	ck_assert(!o[1].failed);
 	ck_assert_uint_eq(o[1].flags & TVP_RESULT_TIMED_OUT, TVP_RESULT_TIMED_OUT);
 	ck_assert_uint_eq(o[1].r.signal, SIGKILL);
@@ -231,8 +240,10 @@ START_TEST(exit_kills_leftovers)
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* With it, the background process lives on (until we kill it). */
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"),
-				    .flags = TVP_EXEC_KEEP_GROUP }, o);
+	ac_run(c,
+	       &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 30 >/dev/null 2>&1 & echo $!"),
+				 .flags = TVP_EXEC_KEEP_GROUP },
+	       o);
 	bg = (pid_t)atoi(o[1].out);
 	ck_assert_int_eq(kill(bg, 0), 0);
 	kill(bg, SIGKILL);
@@ -267,7 +278,8 @@ START_TEST(output_caps)
 {
 	long rss0, hwm;
 
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "echo 0123456789 >&2; echo hi"), .stderr_cap = 4 }, o);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "echo 0123456789 >&2; echo hi"), .stderr_cap = 4 },
+	       o);
 	ck_assert_uint_eq(o[1].errlen, 4);
 	ck_assert(!memcmp(o[1].err, "0123", 4));
 	ck_assert_str_eq(o[1].out, "hi\n");
@@ -331,9 +343,7 @@ START_TEST(malformed_ends_only_that_connection)
 		struct ac_conn *bad = ac_open();
 
 		switch (kind) {
-		case 0:
-			ac_send_raw(bad, bad_magic, sizeof(bad_magic));
-			break;
+		case 0: ac_send_raw(bad, bad_magic, sizeof(bad_magic)); break;
 		case 1: /* length over the cap: refused before any allocation */
 			tvp_put_header(hdr, TVP_EXEC, 0, 1, TVP_MAX_PAYLOAD + 1);
 			ac_send_raw(bad, hdr, sizeof(hdr));
@@ -430,7 +440,8 @@ START_TEST(run_as_user)
 {
 	if (geteuid() != 0)
 		return; /* only root can switch */
-	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "id -u; id -g; id -G"), .uid = 1000, .gid = 1001 }, o);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "id -u; id -g; id -G"), .uid = 1000, .gid = 1001 },
+	       o);
 	ck_assert_str_eq(o[1].out, "1000\n1001\n1001\n");
 }
 END_TEST
@@ -452,7 +463,7 @@ START_TEST(many_jobs)
 }
 END_TEST
 
-#define PID1_ENV_SCRIPT \
+#define PID1_ENV_SCRIPT                                                                                                        \
 	"echo \"$HOME|$LANG|$USER|$LOGNAME\"; pwd; case $PATH in \"$HOME/.local/bin:\"*) echo local;; *) echo nolocal;; esac;" \
 	"cd \"$(awk -F: '$3 == 1000 {print $6}' /etc/passwd)\" 2>/dev/null && echo enter || echo noenter"
 
@@ -522,8 +533,9 @@ START_TEST(pid1_in_namespaces)
 	 * (here this host's uid 1000, if any), falling back to / when the home
 	 * cannot be entered; job entries still win. */
 	pid1_job_env(&(struct ac_job){ .argv = AC_ARGV("sh", "-c", PID1_ENV_SCRIPT) }, NULL);
-	pid1_job_env(&(struct ac_job){ .argv = AC_ARGV("sh", "-c", PID1_ENV_SCRIPT), .env = AC_ARGV("HOME=/tmp", "LANG=C") },
-		     "/tmp|C");
+	pid1_job_env(
+		&(struct ac_job){ .argv = AC_ARGV("sh", "-c", PID1_ENV_SCRIPT), .env = AC_ARGV("HOME=/tmp", "LANG=C") },
+		"/tmp|C");
 	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("pwd"), .cwd = "/proc" }, o);
 	ck_assert_str_eq(o[1].out, "/proc\n");
 	ac_out_free(o, AC_MAX_IDS);

@@ -134,7 +134,7 @@ static inline void ac_stop(void)
 struct ac_conn {
 	int fd;
 	struct tvp_decoder dec;
-	uint8_t *out;           /* frames not yet written */
+	uint8_t *out; /* frames not yet written */
 	size_t outlen, outoff;
 	bool eof;
 };
@@ -269,7 +269,7 @@ struct ac_job {
 	const void *in;
 	size_t inlen;
 	uint32_t timeout_ms, stdout_cap, stderr_cap;
-	uint32_t uid, gid;      /* 0 means TVP_ID_DEFAULT here */
+	uint32_t uid, gid; /* 0 means TVP_ID_DEFAULT here */
 	uint8_t flags;
 };
 
@@ -277,9 +277,9 @@ struct ac_job {
 struct ac_out {
 	char *out, *err;
 	size_t outlen, errlen;
-	bool done;              /* RESULT or ERROR seen */
-	bool failed;            /* ERROR */
-	uint8_t flags;          /* RESULT flags */
+	bool done;     /* RESULT or ERROR seen */
+	bool failed;   /* ERROR */
+	uint8_t flags; /* RESULT flags */
 	struct tvp_result r;
 	uint32_t ecode;
 	int32_t eerrno;

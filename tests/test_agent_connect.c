@@ -35,8 +35,8 @@ struct vmm {
 	int delay_ms;           /* before the socket exists */
 	const enum act *script; /* one per connection; the last one repeats */
 	unsigned nscript;
-	atomic_uint conns;      /* connections accepted */
-	atomic_uint seeds;      /* SEED frames received */
+	atomic_uint conns; /* connections accepted */
+	atomic_uint seeds; /* SEED frames received */
 	atomic_bool stop;
 	pthread_t thread;
 };

@@ -6,17 +6,16 @@
 #include "guest/agent_env.c"
 #include "tests/unit.h"
 
-static const char passwd[] =
-	"root:x:0:0:root:/root:/bin/bash\n"
-	"short:x:5:5:gecos:/home/short\n"            /* 6 fields */
-	"noid:x::9:gecos:/home/noid:/bin/sh\n"       /* empty uid */
-	"badid:x:10x0:9::/home/badid:/bin/sh\n"
-	":x:7:7::/home/noname:/bin/sh\n"
-	"relhome:x:8:8::home/rel:/bin/sh\n"
-	"nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
-	"sandbox:*:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
-	"noshell:x:1001:1001:::\n"
-	"last:x:4000000000:1::/home/last:/bin/sh"; /* no newline, uid > 2^31 */
+static const char passwd[] = "root:x:0:0:root:/root:/bin/bash\n"
+			     "short:x:5:5:gecos:/home/short\n"      /* 6 fields */
+			     "noid:x::9:gecos:/home/noid:/bin/sh\n" /* empty uid */
+			     "badid:x:10x0:9::/home/badid:/bin/sh\n"
+			     ":x:7:7::/home/noname:/bin/sh\n"
+			     "relhome:x:8:8::home/rel:/bin/sh\n"
+			     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+			     "sandbox:*:1000:1000:sandbox:/home/sandbox:/bin/bash\n"
+			     "noshell:x:1001:1001:::\n"
+			     "last:x:4000000000:1::/home/last:/bin/sh"; /* no newline, uid > 2^31 */
 
 static bool parse(uint32_t uid, struct ident_pw *pw)
 {
@@ -46,12 +45,12 @@ START_TEST(parse_rejects)
 	struct ident_pw pw;
 	char *big;
 
-	ck_assert(!parse(5, &pw));     /* too few fields */
-	ck_assert(!parse(9, &pw));     /* nobody has uid 9: "noid" has none */
-	ck_assert(!parse(10, &pw));    /* "10x0" is not 10 */
-	ck_assert(!parse(7, &pw));     /* no name */
-	ck_assert(!parse(8, &pw));     /* relative home */
-	ck_assert(!parse(1001, &pw));  /* empty home */
+	ck_assert(!parse(5, &pw));    /* too few fields */
+	ck_assert(!parse(9, &pw));    /* nobody has uid 9: "noid" has none */
+	ck_assert(!parse(10, &pw));   /* "10x0" is not 10 */
+	ck_assert(!parse(7, &pw));    /* no name */
+	ck_assert(!parse(8, &pw));    /* relative home */
+	ck_assert(!parse(1001, &pw)); /* empty home */
 	ck_assert(!parse(1234, &pw));
 	ck_assert(!ident_parse_passwd("", 0, 0, &pw));
 	/* Only the first len bytes count. */

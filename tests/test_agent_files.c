@@ -33,8 +33,8 @@ static void teardown(void)
 
 static void put_begin(uint32_t id, const char *path, uint32_t mode, uint8_t flags, uint32_t uid)
 {
-	ac_send(c, &(struct tvp_msg){ .type = TVP_PUT_FILE, .id = id, .flags = flags,
-				      .put = { mode, uid, uid, tvp_cstr(path) } });
+	ac_send(c, &(struct tvp_msg){
+			   .type = TVP_PUT_FILE, .id = id, .flags = flags, .put = { mode, uid, uid, tvp_cstr(path) } });
 }
 
 /* PUT_FILE + FILE_DATA chunks + FILE_END; returns the reply. */

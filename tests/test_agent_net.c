@@ -46,10 +46,21 @@ END_TEST
 START_TEST(bad_specs)
 {
 	static const char *const bad[] = {
-		"", "10.0.0.1", "10.0.0.1/", "10.0.0.1/0", "10.0.0.1/33", "10.0.0.1/24x", "10.0.0/24",
-		"10.0.0.1/24,gw=", "10.0.0.1/24,gw=1.2.3", "10.0.0.1/24,dns=x", "10.0.0.1/24,route=1.1.1.1",
-		"::1/64", "10.0.0.1/-1",
-		"10.0.0.1/24,gw=10.0.0.1,gw=10.0.0.2", "10.0.0.1/24,dns=10.0.0.1,dns=10.0.0.2",
+		"",
+		"10.0.0.1",
+		"10.0.0.1/",
+		"10.0.0.1/0",
+		"10.0.0.1/33",
+		"10.0.0.1/24x",
+		"10.0.0/24",
+		"10.0.0.1/24,gw=",
+		"10.0.0.1/24,gw=1.2.3",
+		"10.0.0.1/24,dns=x",
+		"10.0.0.1/24,route=1.1.1.1",
+		"::1/64",
+		"10.0.0.1/-1",
+		"10.0.0.1/24,gw=10.0.0.1,gw=10.0.0.2",
+		"10.0.0.1/24,dns=10.0.0.1,dns=10.0.0.2",
 		/* longer than the parser's buffer */
 		"10.0.0.1/24,gw=10.0.0.1,dns=10.0.0.1,xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 		"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",

@@ -204,7 +204,9 @@ END_TEST
 START_TEST(runtime_area_bad)
 {
 	bz.init_size = 0xe00001; /* 2 MiB + init_size ends one byte past 16 MiB of RAM */
-	expect_fail(build(), ENOSPC, "decompression area (pref_address/kernel_alignment, init_size): [0x200000, +0xe00001) is outside low guest RAM, which ends at 0x1000000 (16 MiB RAM)");
+	expect_fail(
+		build(), ENOSPC,
+		"decompression area (pref_address/kernel_alignment, init_size): [0x200000, +0xe00001) is outside low guest RAM, which ends at 0x1000000 (16 MiB RAM)");
 	bz.init_size = 0xe00000;
 	ck_assert_int_eq(load(build()), 0);
 	ck_assert_uint_eq(k.load_end, RAM);
@@ -237,7 +239,9 @@ START_TEST(payload_past_ram)
 	bz.pref_address = 0x100000;
 	bz.relocatable = 0;
 	ck_assert_int_eq(boot_load_kernel(&small.m, img, build(), &k, &e2), -ENOSPC);
-	ck_assert_str_eq(e2.msg, "bzImage protected-mode code: [0x100000, +0x100001) is outside low guest RAM, which ends at 0x200000 (2 MiB RAM)");
+	ck_assert_str_eq(
+		e2.msg,
+		"bzImage protected-mode code: [0x100000, +0x100001) is outside low guest RAM, which ends at 0x200000 (2 MiB RAM)");
 	ck_assert(tb_all(&small, 0x100000, TB_MIB, TB_FILL));
 	bz.pm_size = TB_MIB;
 	ck_assert_int_eq(boot_load_kernel(&small.m, img, build(), &k, &e2), 0);

@@ -75,12 +75,12 @@ static inline void tb_fill(uint8_t *buf, uint64_t from, uint64_t to)
 }
 
 /* Builder preconditions: usable outside a running test (--write-seeds). */
-#define TB_REQUIRE(c)                                                            \
-	do {                                                                     \
-		if (!(c)) {                                                      \
+#define TB_REQUIRE(c)                                                           \
+	do {                                                                    \
+		if (!(c)) {                                                     \
 			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, #c); \
-			abort();                                                 \
-		}                                                                \
+			abort();                                                \
+		}                                                               \
 	} while (0)
 
 /* ---- ELF ---- */
@@ -113,9 +113,14 @@ static inline size_t tb_build_elf(uint8_t *buf, size_t cap, uint64_t entry, cons
 	eh.e_phnum = (uint16_t)n;
 	TB_REQUIRE(end <= cap);
 	for (int i = 0; i < n; i++) {
-		Elf64_Phdr ph = { .p_type = s[i].type, .p_flags = PF_R | PF_X, .p_offset = s[i].offset,
-				  .p_vaddr = s[i].paddr + 0xffffffff80000000ULL, .p_paddr = s[i].paddr,
-				  .p_filesz = s[i].filesz, .p_memsz = s[i].memsz, .p_align = 0x1000 };
+		Elf64_Phdr ph = { .p_type = s[i].type,
+				  .p_flags = PF_R | PF_X,
+				  .p_offset = s[i].offset,
+				  .p_vaddr = s[i].paddr + 0xffffffff80000000ULL,
+				  .p_paddr = s[i].paddr,
+				  .p_filesz = s[i].filesz,
+				  .p_memsz = s[i].memsz,
+				  .p_align = 0x1000 };
 
 		memcpy(buf + sizeof(eh) + (size_t)i * sizeof(ph), &ph, sizeof(ph));
 		if (s[i].offset < cap && s[i].filesz <= cap - s[i].offset && s[i].offset + s[i].filesz > end) {
@@ -145,7 +150,7 @@ static inline size_t tb_good_elf(uint8_t *buf, size_t cap)
 struct tb_bz {
 	uint16_t version;
 	uint8_t setup_sects;
-	uint8_t hdr_len;      /* byte at 0x201: header ends at 0x202 + hdr_len */
+	uint8_t hdr_len; /* byte at 0x201: header ends at 0x202 + hdr_len */
 	uint8_t loadflags;
 	uint16_t xloadflags;
 	uint8_t relocatable;
@@ -154,17 +159,25 @@ struct tb_bz {
 	uint32_t init_size;
 	uint32_t initrd_addr_max;
 	uint32_t cmdline_size;
-	size_t pm_size;       /* protected-mode bytes after the setup sectors */
+	size_t pm_size; /* protected-mode bytes after the setup sectors */
 };
 
 /* A protocol 2.15 64-bit relocatable bzImage: one setup sector, 4 KiB of
  * protected-mode code, decompressing at 2 MiB with init_size 2 MiB. */
 static inline struct tb_bz tb_bz_default(void)
 {
-	return (struct tb_bz){ .version = 0x020f, .setup_sects = 1, .hdr_len = 0x6a,
-			       .loadflags = BP_LOADED_HIGH, .xloadflags = BP_XLF_KERNEL_64, .relocatable = 1,
-			       .kernel_alignment = 0x200000, .pref_address = 0x100000, .init_size = 0x200000,
-			       .initrd_addr_max = 0x7fffffff, .cmdline_size = 2047, .pm_size = 0x1000 };
+	return (struct tb_bz){ .version = 0x020f,
+			       .setup_sects = 1,
+			       .hdr_len = 0x6a,
+			       .loadflags = BP_LOADED_HIGH,
+			       .xloadflags = BP_XLF_KERNEL_64,
+			       .relocatable = 1,
+			       .kernel_alignment = 0x200000,
+			       .pref_address = 0x100000,
+			       .init_size = 0x200000,
+			       .initrd_addr_max = 0x7fffffff,
+			       .cmdline_size = 2047,
+			       .pm_size = 0x1000 };
 }
 
 /* Byte offset of the protected-mode code for p. */

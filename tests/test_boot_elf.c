@@ -116,10 +116,10 @@ START_TEST(every_truncation_fails)
 
 	for (size_t l = 0; l < len; l++) {
 		int code = l < SELFMAG ? ENOEXEC : EINVAL;
-		const char *what = l < SELFMAG ? "not an ELF vmlinux or bzImage"
-				   : l < sizeof(Elf64_Ehdr) ? "ELF header truncated"
+		const char *what = l < SELFMAG                                       ? "not an ELF vmlinux or bzImage"
+				   : l < sizeof(Elf64_Ehdr)                          ? "ELF header truncated"
 				   : l < sizeof(Elf64_Ehdr) + 2 * sizeof(Elf64_Phdr) ? "program headers"
-				   : "file range";
+										     : "file range";
 
 		memset(&k, 0x5a, sizeof(k));
 		expect_fail(l, code, what);
@@ -228,10 +228,12 @@ START_TEST(overlapping_segments)
 	size_t len = tb_good_elf(img, CAP);
 
 	phdr(1)->p_paddr = 0x100fff; /* its first byte is segment 0's last bss byte */
-	expect_fail(len, EINVAL, "program header 1: segment [0x100fff, +0x100) overlaps an earlier one at [0x100000, +0x1000)");
+	expect_fail(len, EINVAL,
+		    "program header 1: segment [0x100fff, +0x100) overlaps an earlier one at [0x100000, +0x1000)");
 	/* Its last byte is the earlier segment's first. */
 	len = tb_build_elf(img, CAP, 0x200000, s, 2);
-	expect_fail(len, EINVAL, "program header 1: segment [0x1fff01, +0x100) overlaps an earlier one at [0x200000, +0x1000)");
+	expect_fail(len, EINVAL,
+		    "program header 1: segment [0x1fff01, +0x100) overlaps an earlier one at [0x200000, +0x1000)");
 }
 END_TEST
 
@@ -270,8 +272,8 @@ END_TEST
 START_TEST(non_load_and_empty_segments_ignored)
 {
 	struct tb_seg s[] = {
-		{ PT_NOTE, 0x7000, 0x1000, 0x10, 0x10 },  /* not loaded, so not in the boot area */
-		{ PT_LOAD, 0x300000, 0x1010, 0, 0 },      /* empty */
+		{ PT_NOTE, 0x7000, 0x1000, 0x10, 0x10 }, /* not loaded, so not in the boot area */
+		{ PT_LOAD, 0x300000, 0x1010, 0, 0 },     /* empty */
 		{ PT_GNU_STACK, 0, 0, 0, 0 },
 		{ PT_LOAD, 0x100000, 0x1000, 0x300, 0x1000 },
 	};
@@ -295,7 +297,8 @@ START_TEST(too_many_load_segments)
 	struct tb_seg s[33];
 
 	for (int i = 0; i < 33; i++)
-		s[i] = (struct tb_seg){ PT_LOAD, 0x100000 + (uint64_t)i * 0x1000, 0x1000 + (uint64_t)i * 16, 16, 0x1000 };
+		s[i] = (struct tb_seg){ PT_LOAD, 0x100000 + (uint64_t)i * 0x1000, 0x1000 + (uint64_t)i * 16, 16,
+					0x1000 };
 	ck_assert_int_eq(boot_load_kernel(&ram.m, img, tb_build_elf(img, CAP, TB_ELF_ENTRY, s, 32), &k, &err), 0);
 	ck_assert_uint_eq(k.load_end, 0x120000);
 	memset(tb_gpa(&ram, 0x100000, 0x20000), TB_FILL, 0x20000);

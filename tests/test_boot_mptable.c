@@ -114,8 +114,7 @@ static void check_table(int n)
 			lints++;
 			p += 8;
 			break;
-		default:
-			ck_abort_msg("unknown MP entry type %u at +0x%tx", p[0], p - c);
+		default: ck_abort_msg("unknown MP entry type %u at +0x%tx", p[0], p - c);
 		}
 	}
 	ck_assert_ptr_eq(p, c + len);

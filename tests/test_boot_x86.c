@@ -45,8 +45,7 @@ static int walk(uint64_t va, uint64_t *pa)
 
 START_TEST(gdt_bytes)
 {
-	static const uint64_t want[] = { 0, 0, 0x00af9b000000ffffULL, 0x00cf93000000ffffULL,
-					 0x00008b0000000067ULL, 0 };
+	static const uint64_t want[] = { 0, 0, 0x00af9b000000ffffULL, 0x00cf93000000ffffULL, 0x00008b0000000067ULL, 0 };
 
 	ck_assert_int_eq(boot_write_gdt_and_page_tables(&ram.m, &err), 0);
 	for (int i = 0; i < 6; i++)
@@ -58,9 +57,9 @@ END_TEST
 
 START_TEST(page_tables_identity_4g)
 {
-	static const uint64_t probes[] = { 0, 0x1234, 0x1fffff, 0x200000, 0x1000000 + 0x345,
-					   0x3fffffff, 0x40000000, 0xbfffffff, 0xc0000000,
-					   0xfee00000, 0xffffffff };
+	static const uint64_t probes[] = { 0,          0x1234,     0x1fffff,   0x200000,   0x1000000 + 0x345,
+					   0x3fffffff, 0x40000000, 0xbfffffff, 0xc0000000, 0xfee00000,
+					   0xffffffff };
 	uint64_t pa;
 
 	ck_assert_int_eq(boot_write_gdt_and_page_tables(&ram.m, &err), 0);
@@ -110,8 +109,8 @@ START_TEST(regs)
 }
 END_TEST
 
-static void check_seg(const struct kvm_segment *s, uint16_t sel, uint8_t type, uint8_t s_bit, uint8_t db,
-		      uint8_t l, uint8_t g, uint32_t limit)
+static void check_seg(const struct kvm_segment *s, uint16_t sel, uint8_t type, uint8_t s_bit, uint8_t db, uint8_t l,
+		      uint8_t g, uint32_t limit)
 {
 	ck_assert_uint_eq(s->selector, sel);
 	ck_assert_uint_eq(s->base, 0);

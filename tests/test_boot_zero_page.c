@@ -159,9 +159,9 @@ START_TEST(zero_page_bzimage)
 	ck_assert_uint_eq(zp32(&ram, 0x218), initrd);     /* ramdisk_image */
 	ck_assert_uint_eq(zp32(&ram, 0x21c), sizeof(rd)); /* ramdisk_size */
 	ck_assert_uint_eq(zp32(&ram, 0x228), BOOT_CMDLINE_ADDR);
-	ck_assert_uint_eq(zp32(&ram, 0x0c0), 0);          /* ext_ramdisk_image */
+	ck_assert_uint_eq(zp32(&ram, 0x0c0), 0); /* ext_ramdisk_image */
 	ck_assert_uint_eq(zp32(&ram, 0x0c4), 0);
-	ck_assert_uint_eq(zp32(&ram, 0x0c8), 0);          /* ext_cmd_line_ptr */
+	ck_assert_uint_eq(zp32(&ram, 0x0c8), 0); /* ext_cmd_line_ptr */
 	/* Nothing else: below the header (but e820_entries) and 0x26c..0x2d0. */
 	ck_assert(tb_all(&ram, ZP, 0x1e8, 0));
 	ck_assert(tb_all(&ram, ZP + 0x1e9, 0x1f1 - 0x1e9, 0));
@@ -308,7 +308,9 @@ START_TEST(initrd_too_big_or_overlapping)
 	memset(tb_gpa(&ram, 4 * TB_MIB, 12 * TB_MIB), TB_FILL, 12 * TB_MIB);
 	ck_assert_int_eq(boot_load_initrd(&ram.m, &k, rd, sizeof(rd), &gpa, &err), -ENOSPC);
 	ck_assert_uint_eq(gpa, 0);
-	ck_assert_str_eq(err.msg, "12582913 bytes do not fit between the kernel end 0x400000 and 0x1000000 (12582912 bytes free)");
+	ck_assert_str_eq(
+		err.msg,
+		"12582913 bytes do not fit between the kernel end 0x400000 and 0x1000000 (12582912 bytes free)");
 	/* Would overlap the kernel once page aligned down. */
 	k.load_end = RAM - 0x1000 + 1;
 	ck_assert_int_eq(boot_load_initrd(&ram.m, &k, rd, 0x10, &gpa, &err), -ENOSPC);

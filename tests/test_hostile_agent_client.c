@@ -93,11 +93,11 @@ static void sb_file_end(struct sbuf *b, uint32_t id, uint64_t size)
 /* ---- the hostile agent ---- */
 
 struct peer {
-	int fd;           /* agent end of the socketpair */
-	struct sbuf out;  /* bytes sent to the host, as fast as it takes them */
-	int no_read;      /* never read what the host sends */
-	int keep_open;    /* after the script, stay silent instead of EOF */
-	size_t got;       /* bytes the host sent */
+	int fd;              /* agent end of the socketpair */
+	struct sbuf out;     /* bytes sent to the host, as fast as it takes them */
+	int no_read;         /* never read what the host sends */
+	int keep_open;       /* after the script, stay silent instead of EOF */
+	size_t got;          /* bytes the host sent */
 	uint8_t first[4096]; /* the first of them */
 	pthread_t thread;
 };
@@ -134,7 +134,8 @@ static void *peer_main(void *arg)
 			if (n > 0) {
 				if (p->got < sizeof(p->first))
 					memcpy(p->first + p->got, buf,
-					       (size_t)n < sizeof(p->first) - p->got ? (size_t)n : sizeof(p->first) - p->got);
+					       (size_t)n < sizeof(p->first) - p->got ? (size_t)n
+										     : sizeof(p->first) - p->got);
 				p->got += (size_t)n;
 			}
 		} else if (p->no_read && (pf.revents & (POLLHUP | POLLERR))) {
@@ -206,8 +207,13 @@ static const char *const argv_true[] = { "true", NULL };
 
 static int run_job(struct tvm_agent *a, uint32_t cap, struct sink *s, struct tvm_job_result *res, struct tvm_err *e)
 {
-	struct tvm_job j = { .argv = argv_true, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
-			     .stdout_cap = cap, .stderr_cap = cap, .on_output = on_out, .ctx = s };
+	struct tvm_job j = { .argv = argv_true,
+			     .uid = TVM_ID_DEFAULT,
+			     .gid = TVM_ID_DEFAULT,
+			     .stdout_cap = cap,
+			     .stderr_cap = cap,
+			     .on_output = on_out,
+			     .ctx = s };
 
 	return tvm_agent_exec(a, &j, res, e);
 }
@@ -390,7 +396,7 @@ END_TEST
 START_TEST(exec_ids_default_unprivileged)
 {
 	static const struct {
-		uint32_t uid, gid;  /* in the tvm_job; init: from tvm_job_init */
+		uint32_t uid, gid; /* in the tvm_job; init: from tvm_job_init */
 		int init;
 		uint32_t wire_uid, wire_gid; /* in the EXEC frame */
 	} cases[] = {
@@ -546,8 +552,10 @@ END_TEST
  * would otherwise become the CLI's exit status 0. */
 START_TEST(exec_result_out_of_range)
 {
-	static const struct { int32_t code; uint32_t sig; } bad[] = { { 256, 0 }, { -1, 0 }, { 0x7fffffff, 0 },
-								   { 137, 65 }, { 0, 0xffffffffu } };
+	static const struct {
+		int32_t code;
+		uint32_t sig;
+	} bad[] = { { 256, 0 }, { -1, 0 }, { 0x7fffffff, 0 }, { 137, 65 }, { 0, 0xffffffffu } };
 
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		struct peer p = { 0 };
@@ -578,7 +586,7 @@ START_TEST(exec_eof_mid_frame)
 	sb_put(&p.out, "partial", 7);
 	ck_assert_int_eq(peer_run_job(&p, 0, &s, &res, &e), -ECONNRESET);
 	ck_assert_str_eq(e.msg, "agent: connection closed");
-	ck_assert_uint_eq(s.bytes[1], 5); /* only the whole frame */
+	ck_assert_uint_eq(s.bytes[1], 5);     /* only the whole frame */
 	ck_assert_int_eq(res.exit_code, -77); /* untouched */
 }
 END_TEST
@@ -611,8 +619,13 @@ START_TEST(exec_stdin_never_read)
 	struct tvm_agent *a;
 	size_t len = 8u << 20;
 	uint8_t *in = calloc(1, len);
-	struct tvm_job j = { .argv = argv_true, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .stdin_data = in,
-			     .stdin_len = len, .on_output = on_out, .ctx = &s };
+	struct tvm_job j = { .argv = argv_true,
+			     .uid = TVM_ID_DEFAULT,
+			     .gid = TVM_ID_DEFAULT,
+			     .stdin_data = in,
+			     .stdin_len = len,
+			     .on_output = on_out,
+			     .ctx = &s };
 
 	sb_ready(&p.out);
 	sb_result(&p.out, 1, 9, 0);
@@ -810,7 +823,7 @@ START_TEST(seed_wrong_answers_then_eof)
 	struct tvm_agent *a;
 
 	sb_ready(&p.out);
-	sb_result(&p.out, 1, 0, 0);                  /* wrong type for our id */
+	sb_result(&p.out, 1, 0, 0);                    /* wrong type for our id */
 	sb_frame(&p.out, TVP_FILE_DATA, 0, 1, "x", 1); /* and again */
 	a = peer_open(&p);
 	ck_assert_int_eq(tvm_agent_seed(a, &e), -ECONNRESET);
@@ -861,7 +874,7 @@ struct uds_peer {
 	int lfd;
 	const char *answer; /* bytes sent after reading the CONNECT line */
 	size_t len;
-	int hold;           /* then stay silent instead of closing */
+	int hold; /* then stay silent instead of closing */
 	pthread_t thread;
 };
 

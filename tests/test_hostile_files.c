@@ -127,7 +127,6 @@ static Suite *hostile_files_suite(void)
 	return s;
 }
 
-
 int main(void)
 {
 	return tvm_run_suite(hostile_files_suite());

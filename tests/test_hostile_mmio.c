@@ -32,9 +32,9 @@
 
 /* Plain test, then ck_abort_msg: a ck_assert per byte would cost a message
  * to the check parent each, and there are millions. */
-#define CHECK(cond, ...)                    \
-	do {                                \
-		if (!(cond))                \
+#define CHECK(cond, ...)                           \
+	do {                                       \
+		if (!(cond))                       \
 			ck_abort_msg(__VA_ARGS__); \
 	} while (0)
 
@@ -152,18 +152,22 @@ static void sweep(struct rig *r)
 				memset(buf, 0xcc, sizeof(buf));
 				memset(buf + 8, fills[f] ^ (uint8_t)a, len);
 				rc = bus_dispatch(&r->bus, a, buf + 8, len, true);
-				CHECK(rc == (inside ? 0 : -ENOENT), "write 0x%llx+%u: %d", (unsigned long long)a, len, rc);
+				CHECK(rc == (inside ? 0 : -ENOENT), "write 0x%llx+%u: %d", (unsigned long long)a, len,
+				      rc);
 				for (unsigned i = 0; i < sizeof(buf); i++)
-					CHECK(i >= 8 && i < 8 + len ? 1 : buf[i] == 0xcc, "write 0x%llx+%u: byte %d touched",
-					      (unsigned long long)a, len, (int)i - 8);
+					CHECK(i >= 8 && i < 8 + len ? 1 : buf[i] == 0xcc,
+					      "write 0x%llx+%u: byte %d touched", (unsigned long long)a, len,
+					      (int)i - 8);
 
 				/* Read. */
 				memset(buf, 0xcc, sizeof(buf));
 				rc = bus_dispatch(&r->bus, a, buf + 8, len, false);
-				CHECK(rc == (inside ? 0 : -ENOENT), "read 0x%llx+%u: %d", (unsigned long long)a, len, rc);
+				CHECK(rc == (inside ? 0 : -ENOENT), "read 0x%llx+%u: %d", (unsigned long long)a, len,
+				      rc);
 				for (unsigned i = 0; i < sizeof(buf); i++)
-					CHECK(i >= 8 && i < 8 + len ? 1 : buf[i] == 0xcc, "read 0x%llx+%u: byte %d touched",
-					      (unsigned long long)a, len, (int)i - 8);
+					CHECK(i >= 8 && i < 8 + len ? 1 : buf[i] == 0xcc,
+					      "read 0x%llx+%u: byte %d touched", (unsigned long long)a, len,
+					      (int)i - 8);
 				for (unsigned i = 0; i < len; i++) {
 					if (!inside)
 						CHECK(buf[8 + i] == 0xff, "read 0x%llx+%u outside: byte %u is 0x%02x",
@@ -184,9 +188,8 @@ static void assert_recovers(struct rig *r)
 	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_VERSION), 2);
 	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_DEVICE_ID), 2);
 	driver_init(r, 0x1000, 0x2000, 0x3000);
-	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_STATUS),
-			  VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK |
-				  VIRTIO_CONFIG_S_DRIVER_OK);
+	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_STATUS), VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
+							       VIRTIO_CONFIG_S_FEATURES_OK | VIRTIO_CONFIG_S_DRIVER_OK);
 	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_QUEUE_READY), 1);
 	/* Capacity in 512-byte sectors, config offset 0. */
 	ck_assert_uint_eq(rd32(r, VIRTIO_MMIO_CONFIG), IMG / 512);

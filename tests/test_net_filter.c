@@ -212,8 +212,8 @@ END_TEST
 /* A chain of k destination-options headers, then TCP. */
 static size_t ext_chain(unsigned k)
 {
-	size_t off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), k ? IPPROTO_DSTOPTS : IPPROTO_TCP, "2001:db8::1",
-			    8 * k + 20);
+	size_t off =
+		tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), k ? IPPROTO_DSTOPTS : IPPROTO_TCP, "2001:db8::1", 8 * k + 20);
 
 	for (unsigned i = 0; i < k; i++)
 		off = tf_ext6(b, off, IPPROTO_DSTOPTS, i + 1 < k ? IPPROTO_DSTOPTS : IPPROTO_TCP, 8, 0);

@@ -31,9 +31,13 @@ static void teardown(void)
 static struct virtio_net_hdr_v1 hdr(uint8_t flags, uint8_t gso, uint16_t hdr_len, uint16_t gso_size, uint16_t start,
 				    uint16_t off)
 {
-	return (struct virtio_net_hdr_v1){ .flags = flags, .gso_type = gso, .hdr_len = htole16(hdr_len),
-					   .gso_size = htole16(gso_size), .csum_start = htole16(start),
-					   .csum_offset = htole16(off), .num_buffers = htole16(7) };
+	return (struct virtio_net_hdr_v1){ .flags = flags,
+					   .gso_type = gso,
+					   .hdr_len = htole16(hdr_len),
+					   .gso_size = htole16(gso_size),
+					   .csum_start = htole16(start),
+					   .csum_offset = htole16(off),
+					   .num_buffers = htole16(7) };
 }
 
 /* Check h on the len-byte frame in big, inspecting min(len, 256) bytes
@@ -181,7 +185,7 @@ START_TEST(tso_refused)
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR);
 	h = hdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, VIRTIO_NET_HDR_GSO_TCPV4, 54, 0, 34, 16);
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR); /* gso_size 0 */
-	h.gso_size = htole16(NET_GSO_MIN_SIZE - 1); /* thousands of segments from one frame */
+	h.gso_size = htole16(NET_GSO_MIN_SIZE - 1);                      /* thousands of segments from one frame */
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_DROP_VNET_HDR);
 	h.gso_size = htole16(NET_GSO_MIN_SIZE);
 	ck_assert_int_eq(check(&h, TSO4, len, &out), NET_PASS);
@@ -281,7 +285,8 @@ START_TEST(tap_flags_and_rx_size)
 	const uint64_t gcsum = F(VIRTIO_NET_F_GUEST_CSUM);
 
 	ck_assert_uint_eq(net_offload_tun_flags(0), 0);
-	ck_assert_uint_eq(net_offload_tun_flags(CSUM | F(VIRTIO_NET_F_HOST_TSO4)), 0); /* tx features: not the TAP's business */
+	ck_assert_uint_eq(net_offload_tun_flags(CSUM | F(VIRTIO_NET_F_HOST_TSO4)),
+			  0); /* tx features: not the TAP's business */
 	ck_assert_uint_eq(net_offload_tun_flags(gcsum), TUN_F_CSUM);
 	ck_assert_uint_eq(net_offload_tun_flags(F(VIRTIO_NET_F_GUEST_TSO4)), 0); /* TSO needs GUEST_CSUM */
 	ck_assert_uint_eq(net_offload_tun_flags(gcsum | F(VIRTIO_NET_F_GUEST_TSO4) | F(VIRTIO_NET_F_GUEST_TSO6)),

@@ -8,8 +8,9 @@
 #include "tests/unit.h"
 
 static const uint8_t all_types[] = {
-	TVP_HELLO, TVP_READY, TVP_OK, TVP_ERROR, TVP_EXEC, TVP_STDIN, TVP_STDIN_CLOSE, TVP_STDOUT, TVP_STDERR,
-	TVP_RESULT, TVP_KILL, TVP_PUT_FILE, TVP_GET_FILE, TVP_FILE_DATA, TVP_FILE_END, TVP_SEED, TVP_SHUTDOWN,
+	TVP_HELLO,       TVP_READY,     TVP_OK,       TVP_ERROR,  TVP_EXEC,     TVP_STDIN,
+	TVP_STDIN_CLOSE, TVP_STDOUT,    TVP_STDERR,   TVP_RESULT, TVP_KILL,     TVP_PUT_FILE,
+	TVP_GET_FILE,    TVP_FILE_DATA, TVP_FILE_END, TVP_SEED,   TVP_SHUTDOWN,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -25,13 +26,19 @@ static struct tvp_msg sample(uint8_t type)
 
 	switch (type) {
 	case TVP_HELLO: m.hello = (struct tvp_hello){ TVP_VERSION, 7, tvp_cstr("tinyvmm-host 0.1") }; break;
-	case TVP_READY: m.ready = (struct tvp_ready){ 1, TVP_CAP_SYSTEM, TVP_MAX_PAYLOAD, 123456789012ull, tvp_cstr("agent") }; break;
+	case TVP_READY:
+		m.ready = (struct tvp_ready){ 1, TVP_CAP_SYSTEM, TVP_MAX_PAYLOAD, 123456789012ull, tvp_cstr("agent") };
+		break;
 	case TVP_OK: m.ok = (struct tvp_ok){ TVP_PUT_FILE, 1ull << 40 }; break;
 	case TVP_ERROR: m.error = (struct tvp_error){ TVP_ERR_SPAWN, -2, tvp_cstr("execve x: No such file") }; break;
 	case TVP_EXEC:
 		m.flags = TVP_EXEC_STDIN_STREAM | TVP_EXEC_KEEP_GROUP;
 		m.exec = (struct tvp_exec){
-			.uid = 1000, .gid = TVP_ID_DEFAULT, .timeout_ms = 30000, .stdout_cap = 1 << 20, .stderr_cap = 99,
+			.uid = 1000,
+			.gid = TVP_ID_DEFAULT,
+			.timeout_ms = 30000,
+			.stdout_cap = 1 << 20,
+			.stderr_cap = 99,
 			.cwd = tvp_cstr("/home/user"),
 			.argv = { .count = 4, .items = argv_s },
 			.env = { .count = 2, .items = env_s },
@@ -119,7 +126,10 @@ static void raw_exec_head(struct raw *r)
 /* Parse r as a frame; returns the status, err gets the description. */
 static int raw_parse(struct raw *r, char *err, size_t errlen)
 {
-	struct tvp_frame f = { .type = r->b[2], .flags = 0, .id = 9, .len = (uint32_t)(r->n - TVP_HDR_SIZE),
+	struct tvp_frame f = { .type = r->b[2],
+			       .flags = 0,
+			       .id = 9,
+			       .len = (uint32_t)(r->n - TVP_HDR_SIZE),
 			       .payload = r->b + TVP_HDR_SIZE };
 	struct tvp_msg m;
 
@@ -204,7 +214,8 @@ END_TEST
 START_TEST(header_layout)
 {
 	struct tvp_msg m = { .type = TVP_KILL, .id = 0xa1b2c3d4, .kill = { 9 } };
-	static const uint8_t want[] = { TVP_MAGIC, TVP_VERSION, TVP_KILL, 0, 0xd4, 0xc3, 0xb2, 0xa1, 4, 0, 0, 0, 9, 0, 0, 0 };
+	static const uint8_t want[] = { TVP_MAGIC, TVP_VERSION, TVP_KILL, 0, 0xd4, 0xc3, 0xb2, 0xa1,
+					4,         0,           0,        0, 9,    0,    0,    0 };
 	uint8_t buf[32];
 	size_t len;
 
@@ -249,8 +260,8 @@ START_TEST(truncated_payloads_every_cut)
 {
 	for (size_t i = 0; i < NTYPES; i++) {
 		struct tvp_msg m = sample(all_types[i]), back;
-		bool rest = m.type == TVP_STDIN || m.type == TVP_STDOUT || m.type == TVP_STDERR ||
-			    m.type == TVP_FILE_DATA;
+		bool rest =
+			m.type == TVP_STDIN || m.type == TVP_STDOUT || m.type == TVP_STDERR || m.type == TVP_FILE_DATA;
 		size_t len;
 		uint8_t *a = encode(&m, &len), *big = malloc(len + 1);
 		struct tvp_frame f = { .type = m.type, .flags = m.flags, .payload = a + TVP_HDR_SIZE };

@@ -136,19 +136,13 @@ static void make_allowed_calls(const void *arg)
 		if (never_called(r->nr))
 			continue;
 		switch (r->kind) {
-		case SC_ALLOW:
-			call_with(r->nr, -1, 0);
-			break;
+		case SC_ALLOW: call_with(r->nr, -1, 0); break;
 		case SC_IN:
 			for (unsigned v = 0; v < r->nval; v++)
 				call_with(r->nr, r->arg, r->val[v]);
 			break;
-		case SC_NOBITS:
-			call_with(r->nr, r->arg, 0);
-			break;
-		case SC_BITS:
-			call_with(r->nr, r->arg, r->val[0]);
-			break;
+		case SC_NOBITS: call_with(r->nr, r->arg, 0); break;
+		case SC_BITS: call_with(r->nr, r->arg, r->val[0]); break;
 		case SC_ERRNO:
 			if (call_with(r->nr, -1, 0) != -1 || errno != (int)r->val[0])
 				_exit(3);
@@ -329,7 +323,8 @@ START_TEST(snapshot_lists_an_existing_output_dir)
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	ck_assert(exited_ok(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, snapshot_into_existing_dir, dir)));
 	/* main never writes a snapshot */
-	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, snapshot_into_existing_dir, dir)));
+	ck_assert(
+		killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, snapshot_into_existing_dir, dir)));
 	rmdir(dir);
 }
 END_TEST

@@ -270,8 +270,13 @@ START_TEST(net_round_trip_and_restore_rules)
 
 	tvm_config_init(&c);
 	c.kernel_path = "/k";
-	c.net = (struct tvm_net){ .enabled = 1, .tap = "tap-old", .mtu = 1400, .no_offload = 1,
-				  .allow = { "10.0.0.0/8:443/tcp" }, .nr_allow = 1, .guest_ip = "10.0.2.15/24" };
+	c.net = (struct tvm_net){ .enabled = 1,
+				  .tap = "tap-old",
+				  .mtu = 1400,
+				  .no_offload = 1,
+				  .allow = { "10.0.0.0/8:443/tcp" },
+				  .nr_allow = 1,
+				  .guest_ip = "10.0.2.15/24" };
 	net_sections(&w, &f, &c, sc);
 	ck_assert(sc->net.present);
 	ck_assert_str_eq(sc->net.mac, "02:74:76:00:00:03");
@@ -279,7 +284,10 @@ START_TEST(net_round_trip_and_restore_rules)
 	/* The guest-visible device is the snapshot's; TAP and policy are the
 	 * caller's, and none given means none (allow all, as at boot). */
 	tvm_config_init(&o);
-	o.net = (struct tvm_net){ .enabled = 1, .tap = "tap-new", .allow = { "192.168.0.1" }, .nr_allow = 1,
+	o.net = (struct tvm_net){ .enabled = 1,
+				  .tap = "tap-new",
+				  .allow = { "192.168.0.1" },
+				  .nr_allow = 1,
 				  .tx = { .bytes = { .size = 1 << 20 } } };
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
 	ck_assert_uint_eq(out.net.tx.bytes.size, 1 << 20); /* the caller's rate limit */

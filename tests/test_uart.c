@@ -71,7 +71,7 @@ START_TEST(divisor_latch)
 	ck_assert_uint_eq(rd(0), 0x01);
 	ck_assert_uint_eq(rd(1), 0x02);
 	wr(3, 0x03);
-	ck_assert_uint_eq(rd(1), 0); /* IER untouched by the divisor writes */
+	ck_assert_uint_eq(rd(1), 0);                  /* IER untouched by the divisor writes */
 	ck_assert_int_eq(read(pipefd[0], &c, 1), -1); /* nothing was transmitted */
 }
 END_TEST

@@ -346,7 +346,8 @@ static struct virtio_blk_discard_write_zeroes seg(uint64_t sector, uint32_t n, u
 
 START_TEST(write_zeroes)
 {
-	struct virtio_blk_discard_write_zeroes s[2] = { seg(8, 16, 0), seg(100, 1, VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) };
+	struct virtio_blk_discard_write_zeroes s[2] = { seg(8, 16, 0),
+							seg(100, 1, VIRTIO_BLK_WRITE_ZEROES_FLAG_UNMAP) };
 	uint8_t b[18 * 512];
 
 	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, s, 2), 1);
@@ -589,8 +590,9 @@ static struct blk_opts limited_opts(struct tvm_rate_limit lim)
 {
 	memset(&lw, 0, sizeof(lw));
 	lw.t = &t;
-	return (struct blk_opts){ .path = img, .limit = lim, .io = { tw_watch, tw_unwatch, tw_kick, &lw },
-				  .clock = tt_clock };
+	return (struct blk_opts){
+		.path = img, .limit = lim, .io = { tw_watch, tw_unwatch, tw_kick, &lw }, .clock = tt_clock
+	};
 }
 
 static void start_limited(struct tvm_rate_limit lim)

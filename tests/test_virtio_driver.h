@@ -20,7 +20,7 @@
 #define TD_DESC 0x10000    /* room for 4096 descriptors */
 #define TD_AVAIL 0x20000
 #define TD_USED 0x30000
-#define TD_DATA 0x100000   /* test buffers from here on */
+#define TD_DATA 0x100000 /* test buffers from here on */
 
 struct td {
 	uint8_t *ram;
@@ -73,8 +73,8 @@ static inline uint32_t td_get32(struct td *d, uint64_t gpa)
 }
 
 /* Write descriptor i of the table at table_gpa (main table: TD_DESC). */
-static inline void td_desc_at(struct td *d, uint64_t table_gpa, unsigned i, uint64_t addr, uint32_t len,
-			      uint16_t flags, uint16_t next)
+static inline void td_desc_at(struct td *d, uint64_t table_gpa, unsigned i, uint64_t addr, uint32_t len, uint16_t flags,
+			      uint16_t next)
 {
 	struct vring_desc v = { htole64(addr), htole32(len), htole16(flags), htole16(next) };
 	memcpy(td_ptr(d, table_gpa + 16ull * i), &v, sizeof(v));
@@ -111,8 +111,7 @@ static inline uint16_t td_used_idx(struct td *d)
 }
 
 /* Used element k (free-running index) of the ring at used_gpa of size entries. */
-static inline void td_used_at(struct td *d, uint64_t used_gpa, uint16_t size, uint16_t k, uint32_t *id,
-			      uint32_t *len)
+static inline void td_used_at(struct td *d, uint64_t used_gpa, uint16_t size, uint16_t k, uint32_t *id, uint32_t *len)
 {
 	uint64_t at = used_gpa + 4 + 8ull * (k % size);
 	*id = td_get32(d, at);
@@ -172,14 +171,14 @@ static inline uint32_t td_negotiate(struct virtio_mmio *t, uint64_t features)
 	td_wr(t, VIRTIO_MMIO_DRIVER_FEATURES, features >> 32);
 	td_wr(t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
 	td_wr(t, VIRTIO_MMIO_DRIVER_FEATURES, (uint32_t)features);
-	td_wr(t, VIRTIO_MMIO_STATUS, VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER |
-		 VIRTIO_CONFIG_S_FEATURES_OK);
+	td_wr(t, VIRTIO_MMIO_STATUS,
+	      VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
 	return td_rd(t, VIRTIO_MMIO_STATUS);
 }
 
 /* Queue q with size entries at the given ring GPAs, then QueueReady = 1. */
-static inline void td_setup_queue_at(struct virtio_mmio *t, unsigned q, uint16_t size, uint64_t desc,
-				     uint64_t avail, uint64_t used)
+static inline void td_setup_queue_at(struct virtio_mmio *t, unsigned q, uint16_t size, uint64_t desc, uint64_t avail,
+				     uint64_t used)
 {
 	td_wr(t, VIRTIO_MMIO_QUEUE_SEL, q);
 	td_wr(t, VIRTIO_MMIO_QUEUE_NUM, size);

@@ -70,9 +70,16 @@ static int fk_notify(void *dev, unsigned q)
 }
 
 static const struct virtio_dev_ops fk_ops = {
-	.device_id = 42, .num_queues = 2, .queue_max = 64, .config_size = sizeof(fk.cfg),
-	.features = fk_features, .config_read = fk_config_read, .config_write = fk_config_write,
-	.activate = fk_activate, .reset = fk_reset, .notify = fk_notify,
+	.device_id = 42,
+	.num_queues = 2,
+	.queue_max = 64,
+	.config_size = sizeof(fk.cfg),
+	.features = fk_features,
+	.config_read = fk_config_read,
+	.config_write = fk_config_write,
+	.activate = fk_activate,
+	.reset = fk_reset,
+	.notify = fk_notify,
 };
 
 static struct td d;
@@ -141,8 +148,8 @@ START_TEST(features_ok_needs_version_1)
 	td_wr(&t, VIRTIO_MMIO_STATUS, 0);
 	ck_assert_uint_eq(td_negotiate(&t, F_VER | (1ULL << 24)) & VIRTIO_CONFIG_S_FEATURES_OK, 0);
 	td_wr(&t, VIRTIO_MMIO_STATUS, 0);
-	ck_assert_uint_eq(td_negotiate(&t, F_VER | F_DEV), VIRTIO_CONFIG_S_ACKNOWLEDGE |
-			  VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
+	ck_assert_uint_eq(td_negotiate(&t, F_VER | F_DEV),
+			  VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK);
 	/* Features are fixed from now on. */
 	td_wr(&t, VIRTIO_MMIO_DRIVER_FEATURES_SEL, 0);
 	td_wr(&t, VIRTIO_MMIO_DRIVER_FEATURES, 0);
@@ -293,10 +300,15 @@ END_TEST
 
 START_TEST(bad_queue_at_ready)
 {
-	static const struct { uint32_t reg, val; } bad[] = {
-		{ VIRTIO_MMIO_QUEUE_NUM, 0 },  { VIRTIO_MMIO_QUEUE_NUM, 3 },
-		{ VIRTIO_MMIO_QUEUE_NUM, 128 }, { VIRTIO_MMIO_QUEUE_NUM, 0x10008 },
-		{ VIRTIO_MMIO_QUEUE_DESC_HIGH, 1 }, { VIRTIO_MMIO_QUEUE_USED_LOW, TD_RAM - 8 },
+	static const struct {
+		uint32_t reg, val;
+	} bad[] = {
+		{ VIRTIO_MMIO_QUEUE_NUM, 0 },
+		{ VIRTIO_MMIO_QUEUE_NUM, 3 },
+		{ VIRTIO_MMIO_QUEUE_NUM, 128 },
+		{ VIRTIO_MMIO_QUEUE_NUM, 0x10008 },
+		{ VIRTIO_MMIO_QUEUE_DESC_HIGH, 1 },
+		{ VIRTIO_MMIO_QUEUE_USED_LOW, TD_RAM - 8 },
 		{ VIRTIO_MMIO_QUEUE_AVAIL_LOW, TD_AVAIL + 1 },
 	};
 

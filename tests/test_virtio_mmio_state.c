@@ -52,9 +52,15 @@ static int st_notify(void *dev, unsigned q)
 }
 
 static const struct virtio_dev_ops st_ops = {
-	.device_id = 7, .num_queues = 1, .queue_max = 64, .config_size = 4,
-	.features = st_features, .config_read = st_config_read,
-	.activate = st_activate, .reset = st_reset, .notify = st_notify,
+	.device_id = 7,
+	.num_queues = 1,
+	.queue_max = 64,
+	.config_size = 4,
+	.features = st_features,
+	.config_read = st_config_read,
+	.activate = st_activate,
+	.reset = st_reset,
+	.notify = st_notify,
 };
 
 static struct td d;

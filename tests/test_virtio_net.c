@@ -38,10 +38,10 @@ struct tn {
 	struct tw w;
 	struct virtio_mmio t;
 	struct virtio_net *n;
-	int peer;                /* the "TAP" side */
-	int devfd;               /* the device's end (owned by the device) */
+	int peer;  /* the "TAP" side */
+	int devfd; /* the device's end (owned by the device) */
 	struct td_vq rx, tx;
-	unsigned tx_next;        /* next tx descriptor/slot */
+	unsigned tx_next; /* next tx descriptor/slot */
 	uint8_t mac[6];
 };
 
@@ -949,7 +949,8 @@ START_TEST(open_errors)
 	if (access("/dev/net/tun", R_OK | W_OK) == 0) {
 		o.tap_name = "lo"; /* exists, not a TAP */
 		ck_assert_int_eq(virtio_net_open(&n, &o, &e), -EINVAL);
-		ck_assert_str_eq(e.msg, "net tap lo: TUNSETIFF: Invalid argument (an existing device that is not a TAP?)");
+		ck_assert_str_eq(e.msg,
+				 "net tap lo: TUNSETIFF: Invalid argument (an existing device that is not a TAP?)");
 	}
 }
 END_TEST
@@ -1203,9 +1204,12 @@ static void tap_offloads(int s, const uint8_t hw[6])
 	memcpy(f + 6, g.mac, 6);
 	inet_pton(AF_INET, "10.9.0.2", f + 14 + 12);
 	tf_be16(f + 14 + 10, ip_csum(f + 14, 20));
-	h = (struct virtio_net_hdr_v1){ .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM, .gso_type = VIRTIO_NET_HDR_GSO_TCPV4,
-					.hdr_len = htole16(54), .gso_size = htole16(1000),
-					.csum_start = htole16(34), .csum_offset = htole16(16) };
+	h = (struct virtio_net_hdr_v1){ .flags = VIRTIO_NET_HDR_F_NEEDS_CSUM,
+					.gso_type = VIRTIO_NET_HDR_GSO_TCPV4,
+					.hdr_len = htole16(54),
+					.gso_size = htole16(1000),
+					.csum_start = htole16(34),
+					.csum_offset = htole16(16) };
 	/* Port 7 has no listener: the host's TCP answers the segment with a
 	 * reset, which it does only if it took the (unfilled) checksum as
 	 * the offload header said. */

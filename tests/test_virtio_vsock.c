@@ -36,7 +36,7 @@ START_TEST(config_space)
 	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_DEVICE_ID), 19);
 	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_CONFIG), GUEST_CID);
 	ck_assert_uint_eq(td_rd(&g.t, VIRTIO_MMIO_CONFIG + 4), 0);
-	ck_assert(td_device_features(&g.t) & 1); /* VIRTIO_VSOCK_F_STREAM */
+	ck_assert(td_device_features(&g.t) & 1);    /* VIRTIO_VSOCK_F_STREAM */
 	ck_assert(!(td_device_features(&g.t) & 2)); /* no SEQPACKET */
 }
 END_TEST

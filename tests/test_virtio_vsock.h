@@ -19,10 +19,10 @@
 #include "tests/test_virtio_vsock_loop.h"
 
 #define QSZ 64
-#define RXB 4096                 /* rx buffer bytes, header included (Linux: ~3.7 KiB) */
+#define RXB 4096 /* rx buffer bytes, header included (Linux: ~3.7 KiB) */
 #define RX_BUFS 0x100000ull
 #define TX_BUFS 0x200000ull
-#define TX_SLOT 0x11000ull       /* 64 KiB payload + header, rounded */
+#define TX_SLOT 0x11000ull /* 64 KiB payload + header, rounded */
 #define EV_BUFS 0x800000ull
 #define GUEST_CID 3
 #define HOST_PORT0 VSOCK_HOST_PORT_BASE
@@ -46,8 +46,8 @@ struct tg {
 	struct virtio_vsock *v;
 	struct tw w;
 	struct td_vq rx, tx, ev;
-	unsigned tx_next;        /* next tx slot */
-	char path[108];          /* hybrid socket path, "" when none */
+	unsigned tx_next; /* next tx slot */
+	char path[108];   /* hybrid socket path, "" when none */
 	char dir[64];
 };
 
@@ -56,7 +56,7 @@ struct tpkt {
 	uint64_t src_cid, dst_cid;
 	uint32_t src_port, dst_port, len, flags, buf_alloc, fwd_cnt;
 	uint16_t type, op;
-	uint32_t used;           /* used length the device reported */
+	uint32_t used; /* used length the device reported */
 	uint8_t data[RXB];
 };
 
@@ -134,10 +134,15 @@ static inline void tg_stop(struct tg *g)
 static inline struct virtio_vsock_hdr tg_hdr(uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t len)
 {
 	return (struct virtio_vsock_hdr){
-		.src_cid = htole64(GUEST_CID), .dst_cid = htole64(VSOCK_HOST_CID),
-		.src_port = htole32(src_port), .dst_port = htole32(dst_port), .len = htole32(len),
-		.type = htole16(VIRTIO_VSOCK_TYPE_STREAM), .op = htole16(op),
-		.buf_alloc = htole32(VSOCK_BUF_ALLOC), .fwd_cnt = 0,
+		.src_cid = htole64(GUEST_CID),
+		.dst_cid = htole64(VSOCK_HOST_CID),
+		.src_port = htole32(src_port),
+		.dst_port = htole32(dst_port),
+		.len = htole32(len),
+		.type = htole16(VIRTIO_VSOCK_TYPE_STREAM),
+		.op = htole16(op),
+		.buf_alloc = htole32(VSOCK_BUF_ALLOC),
+		.fwd_cnt = 0,
 	};
 }
 
@@ -145,7 +150,7 @@ static inline struct virtio_vsock_hdr tg_hdr(uint16_t op, uint32_t src_port, uin
  * descriptors (header, payload) or, with one_desc, a single one. Returns
  * the chain's head. Does not notify. */
 static inline uint16_t tg_queue_tx(struct tg *g, const struct virtio_vsock_hdr *h, const void *payload, uint32_t plen,
-			    bool one_desc)
+				   bool one_desc)
 {
 	unsigned slot = g->tx_next++ % (QSZ / 2);
 	uint64_t at = TX_BUFS + slot * TX_SLOT;
@@ -180,7 +185,7 @@ static inline void tg_send_hdr(struct tg *g, const struct virtio_vsock_hdr *h, c
 }
 
 static inline void tg_send(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, const void *payload,
-		    uint32_t plen)
+			   uint32_t plen)
 {
 	struct virtio_vsock_hdr h = tg_hdr(op, src_port, dst_port, plen);
 
@@ -189,7 +194,7 @@ static inline void tg_send(struct tg *g, uint16_t op, uint32_t src_port, uint32_
 
 /* Same with the credit fields set. */
 static inline void tg_send_credit(struct tg *g, uint16_t op, uint32_t src_port, uint32_t dst_port, uint32_t buf_alloc,
-			   uint32_t fwd_cnt)
+				  uint32_t fwd_cnt)
 {
 	struct virtio_vsock_hdr h = tg_hdr(op, src_port, dst_port, 0);
 
@@ -212,10 +217,17 @@ static inline bool tg_recv(struct tg *g, struct tpkt *p)
 	buf = td_ptr(&g->d, RX_BUFS + (uint64_t)id * RXB);
 	memcpy(&h, buf, HDR);
 	*p = (struct tpkt){
-		.src_cid = le64toh(h.src_cid), .dst_cid = le64toh(h.dst_cid),
-		.src_port = le32toh(h.src_port), .dst_port = le32toh(h.dst_port), .len = le32toh(h.len),
-		.flags = le32toh(h.flags), .buf_alloc = le32toh(h.buf_alloc), .fwd_cnt = le32toh(h.fwd_cnt),
-		.type = le16toh(h.type), .op = le16toh(h.op), .used = len,
+		.src_cid = le64toh(h.src_cid),
+		.dst_cid = le64toh(h.dst_cid),
+		.src_port = le32toh(h.src_port),
+		.dst_port = le32toh(h.dst_port),
+		.len = le32toh(h.len),
+		.flags = le32toh(h.flags),
+		.buf_alloc = le32toh(h.buf_alloc),
+		.fwd_cnt = le32toh(h.fwd_cnt),
+		.type = le16toh(h.type),
+		.op = le16toh(h.op),
+		.used = len,
 	};
 	/* What Linux checks before taking a packet. */
 	ck_assert_uint_ge(len, HDR);

@@ -84,8 +84,12 @@ END_TEST
 
 START_TEST(unknown_connection_gets_rst)
 {
-	static const uint16_t ops[] = { VIRTIO_VSOCK_OP_RW, VIRTIO_VSOCK_OP_RESPONSE, VIRTIO_VSOCK_OP_SHUTDOWN,
-					VIRTIO_VSOCK_OP_CREDIT_UPDATE, VIRTIO_VSOCK_OP_CREDIT_REQUEST, 42 };
+	static const uint16_t ops[] = { VIRTIO_VSOCK_OP_RW,
+					VIRTIO_VSOCK_OP_RESPONSE,
+					VIRTIO_VSOCK_OP_SHUTDOWN,
+					VIRTIO_VSOCK_OP_CREDIT_UPDATE,
+					VIRTIO_VSOCK_OP_CREDIT_REQUEST,
+					42 };
 
 	for (unsigned i = 0; i < sizeof(ops) / sizeof(ops[0]); i++) {
 		struct virtio_vsock_hdr h = tg_hdr(ops[i], 4000 + i, 4444, ops[i] == VIRTIO_VSOCK_OP_RW ? 3 : 0);
@@ -137,9 +141,9 @@ START_TEST(malformed_chains)
 	uint32_t id, len;
 
 	memcpy(td_ptr(&g.d, TX_BUFS), &h, HDR);
-	td_vq_desc(&g.d, &g.tx, 0, TX_BUFS, HDR - 1, 0, 0);                 /* short header */
-	td_vq_desc(&g.d, &g.tx, 1, TX_BUFS, HDR, VRING_DESC_F_WRITE, 0);    /* writable only */
-	td_vq_desc(&g.d, &g.tx, 2, TX_BUFS, 0, 0, 0);                       /* empty */
+	td_vq_desc(&g.d, &g.tx, 0, TX_BUFS, HDR - 1, 0, 0);              /* short header */
+	td_vq_desc(&g.d, &g.tx, 1, TX_BUFS, HDR, VRING_DESC_F_WRITE, 0); /* writable only */
+	td_vq_desc(&g.d, &g.tx, 2, TX_BUFS, 0, 0, 0);                    /* empty */
 	for (uint16_t i = 0; i < 3; i++)
 		td_vq_post(&g.d, &g.tx, i);
 	virtio_mmio_notify(&g.t, VSOCK_TXQ);
@@ -255,7 +259,7 @@ START_TEST(guest_ignores_credit)
 	}
 	virtio_vsock_stats(g.v, &s);
 	ck_assert_uint_eq(s.conns, 1);
-	ck_assert_uint_gt(s.buffered, 0); /* the host socket took only part */
+	ck_assert_uint_gt(s.buffered, 0);               /* the host socket took only part */
 	tg_send(&g, VIRTIO_VSOCK_OP_RW, 50, 5, pay, 1); /* one byte too many */
 	virtio_vsock_stats(g.v, &s);
 	ck_assert_uint_eq(s.buffered, 0);

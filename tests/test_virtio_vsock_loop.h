@@ -24,7 +24,7 @@ struct tw_entry {
 struct tw {
 	struct tw_entry e[VSOCK_MAX_CONNS + 8];
 	int n;
-	struct virtio_mmio *t;   /* kick target */
+	struct virtio_mmio *t; /* kick target */
 	int kicks[3];
 };
 

@@ -140,7 +140,11 @@ START_TEST(bad_indirect_tables)
 {
 	/* Each case on a fresh queue: NEXT with INDIRECT, nested, length not a
 	 * multiple of 16, empty, over VQ_MAX_SEGS entries, outside RAM, loop. */
-	static const struct { uint64_t addr; uint32_t len; uint16_t flags; } cases[] = {
+	static const struct {
+		uint64_t addr;
+		uint32_t len;
+		uint16_t flags;
+	} cases[] = {
 		{ IND, 32, VRING_DESC_F_INDIRECT | VRING_DESC_F_NEXT },
 		{ IND + 0x100, 16, VRING_DESC_F_INDIRECT },
 		{ IND, 24, VRING_DESC_F_INDIRECT },
@@ -153,7 +157,7 @@ START_TEST(bad_indirect_tables)
 	td_desc_at(&d, IND, 0, TD_DATA, 16, 0, 0);
 	td_desc_at(&d, IND, 1, TD_DATA, 16, 0, 0);
 	td_desc_at(&d, IND + 0x100, 0, IND, 16, VRING_DESC_F_INDIRECT, 0); /* nested */
-	td_desc_at(&d, IND + 0x200, 0, TD_DATA, 16, VRING_DESC_F_NEXT, 1);  /* 0 -> 1 -> 0 */
+	td_desc_at(&d, IND + 0x200, 0, TD_DATA, 16, VRING_DESC_F_NEXT, 1); /* 0 -> 1 -> 0 */
 	td_desc_at(&d, IND + 0x200, 1, TD_DATA, 16, VRING_DESC_F_NEXT, 0);
 	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		ck_assert_int_eq(enable(QS, TD_DESC, TD_AVAIL, TD_USED, F_IND), 0);

@@ -44,7 +44,8 @@ static int send_all(struct tvm_agent *a, const void *buf, size_t len, struct tvm
 			continue;
 		}
 		if (n <= 0)
-			return tvm_errf(e, n < 0 ? errno : EPIPE, "agent: send: %s", n < 0 ? strerror(errno) : "closed");
+			return tvm_errf(e, n < 0 ? errno : EPIPE, "agent: send: %s",
+					n < 0 ? strerror(errno) : "closed");
 		p += n;
 		len -= (size_t)n;
 	}
@@ -70,8 +71,7 @@ static int send_msg(struct tvm_agent *a, const struct tvp_msg *m, struct tvm_err
 }
 
 /* A data frame (STDIN, FILE_DATA) straight from the caller's bytes. */
-static int send_data(struct tvm_agent *a, uint8_t type, uint32_t id, const void *data, size_t len,
-		     struct tvm_err *e)
+static int send_data(struct tvm_agent *a, uint8_t type, uint32_t id, const void *data, size_t len, struct tvm_err *e)
 {
 	uint8_t hdr[TVP_HDR_SIZE];
 	int r;
@@ -202,7 +202,7 @@ static int fill_result(const struct tvp_msg *m, struct tvm_job_result *r, struct
  * on the next call. Returns 0, or -errno. */
 struct stdin_feed {
 	const uint8_t *data;
-	size_t len, off;   /* job bytes sent so far */
+	size_t len, off; /* job bytes sent so far */
 	uint8_t frame[TVP_HDR_SIZE + CHUNK];
 	size_t flen, foff; /* current frame and how much of it went out */
 	int closed;        /* STDIN_CLOSE queued */
@@ -268,8 +268,11 @@ static int ms_left(uint64_t deadline)
 static void host_timeout(struct tvm_agent *a, uint64_t started, struct tvm_job_result *res)
 {
 	shutdown(a->fd, SHUT_WR);
-	*res = (struct tvm_job_result){ .exit_code = 128 + SIGKILL, .signal = SIGKILL, .timed_out = 1,
-					.host_timed_out = 1, .wall_ms = (clock_mono_ns() - started) / 1000000 };
+	*res = (struct tvm_job_result){ .exit_code = 128 + SIGKILL,
+					.signal = SIGKILL,
+					.timed_out = 1,
+					.host_timed_out = 1,
+					.wall_ms = (clock_mono_ns() - started) / 1000000 };
 }
 
 int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *res, struct tvm_err *e)
@@ -278,7 +281,7 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 	size_t argc = 0, envc = 0;
 	struct stdin_feed *in = NULL;
 	struct tvp_msg m = { .type = TVP_EXEC, .id = id };
-	uint32_t left[3];  /* output bytes still forwarded per stream: the caps asked for */
+	uint32_t left[3]; /* output bytes still forwarded per stream: the caps asked for */
 	int trunc[3] = { 0 };
 	uint64_t started = clock_mono_ns(), deadline = 0;
 	int r, wait_ms;
@@ -292,7 +295,9 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 	if (!argc)
 		return tvm_errf(e, EINVAL, "job: empty argv");
 	m.exec = (struct tvp_exec){
-		.uid = wire_id(j->uid), .gid = wire_id(j->gid), .timeout_ms = j->timeout_ms,
+		.uid = wire_id(j->uid),
+		.gid = wire_id(j->gid),
+		.timeout_ms = j->timeout_ms,
 		.stdout_cap = j->stdout_cap ? j->stdout_cap : DEFAULT_CAP,
 		.stderr_cap = j->stderr_cap ? j->stderr_cap : DEFAULT_CAP,
 		.cwd = tvp_cstr(j->cwd),
@@ -396,10 +401,13 @@ int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, con
 	struct tvp_msg m = { .type = TVP_PUT_FILE, .flags = TVP_PUT_MKDIRS, .id = id };
 	int r;
 
-	m.put = (struct tvp_put_file){ .mode = mode, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path) };
+	m.put = (struct tvp_put_file){
+		.mode = mode, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path)
+	};
 	r = send_msg(a, &m, e);
 	for (size_t off = 0; !r && off < len; off += CHUNK)
-		r = send_data(a, TVP_FILE_DATA, id, (const uint8_t *)data + off, len - off < CHUNK ? len - off : CHUNK, e);
+		r = send_data(a, TVP_FILE_DATA, id, (const uint8_t *)data + off, len - off < CHUNK ? len - off : CHUNK,
+			      e);
 	if (!r) {
 		m = (struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { .size = len } };
 		r = send_msg(a, &m, e);
@@ -411,8 +419,7 @@ int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, con
 	return r;
 }
 
-int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
-		       struct tvm_err *e)
+int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len, struct tvm_err *e)
 {
 	uint32_t id = ++a->next_id;
 	struct tvp_msg m = { .type = TVP_GET_FILE, .id = id };
@@ -422,7 +429,9 @@ int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void *
 
 	*data = NULL;
 	*len = 0;
-	m.get = (struct tvp_get_file){ .max_bytes = cap, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path) };
+	m.get = (struct tvp_get_file){
+		.max_bytes = cap, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path)
+	};
 	r = send_msg(a, &m, e);
 	while (!r) {
 		r = recv_msg(a, &m, -1, e);

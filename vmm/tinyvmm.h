@@ -138,7 +138,7 @@ TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, 
 
 /* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */
 
-#define TVM_AGENT_PORT 1024    /* vsock port the guest agent listens on */
+#define TVM_AGENT_PORT 1024        /* vsock port the guest agent listens on */
 #define TVM_ID_DEFAULT 0xFFFFFFFFu /* uid/gid: the agent's default (unprivileged) user; so is 0 */
 #define TVM_ID_ROOT 0xFFFFFFFEu    /* uid/gid: root (id 0), only ever when asked for this way */
 
@@ -146,9 +146,9 @@ TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, 
  * complete job): every zero field is the safe default. Strings are
  * borrowed for the duration of tvm_agent_exec(). */
 struct tvm_job {
-	const char *const *argv;   /* NULL-terminated, at least one entry */
-	const char *const *env;    /* NULL-terminated "NAME=value" over the agent's env; NULL: none */
-	const char *cwd;           /* NULL: "/" */
+	const char *const *argv; /* NULL-terminated, at least one entry */
+	const char *const *env;  /* NULL-terminated "NAME=value" over the agent's env; NULL: none */
+	const char *cwd;         /* NULL: "/" */
 	/* Who the job runs as in the guest, uid and gid each on its own:
 	 * 0 or TVM_ID_DEFAULT: the agent's default unprivileged user (uid and
 	 * gid 1000 in the base image), so a zero-initialised job is never
@@ -160,7 +160,7 @@ struct tvm_job {
 	 * tvm_agent_exec returns with timed_out and host_timed_out set. */
 	uint32_t timeout_ms;
 	uint32_t stdout_cap, stderr_cap; /* bytes forwarded per stream; 0: 1 MiB */
-	const void *stdin_data;    /* bytes fed to stdin, then EOF */
+	const void *stdin_data;          /* bytes fed to stdin, then EOF */
 	size_t stdin_len;
 	/* Output as it arrives: stream 1 = stdout, 2 = stderr. May be NULL. */
 	void (*on_output)(void *ctx, int stream, const void *buf, size_t len);
@@ -171,14 +171,14 @@ struct tvm_job {
 #define TVM_JOB_HOST_GRACE_MS(timeout_ms) (5000 + (uint64_t)(timeout_ms) / 10)
 
 struct tvm_job_result {
-	int exit_code;         /* 0..255; 128 + signal when killed by a signal */
-	int signal;            /* 0 when the process exited */
-	int timed_out;         /* the timeout killed it */
-	int host_timed_out;    /* no RESULT by timeout + grace: the host stopped waiting (exit_code 137,
+	int exit_code;      /* 0..255; 128 + signal when killed by a signal */
+	int signal;         /* 0 when the process exited */
+	int timed_out;      /* the timeout killed it */
+	int host_timed_out; /* no RESULT by timeout + grace: the host stopped waiting (exit_code 137,
 				* signal 9, wall_ms the host's) and shut down its sending side, so the
 				* agent kills the job if it ever reads again; only close the connection */
 	int stdout_truncated, stderr_truncated; /* output beyond the caps was dropped */
-	uint64_t wall_ms, cpu_ms; /* cpu: user + system */
+	uint64_t wall_ms, cpu_ms;               /* cpu: user + system */
 	uint64_t max_rss_kib;
 };
 
@@ -216,8 +216,8 @@ struct tvm_agent_addr {
  * attempt's error>", -ECONNREFUSED (the VM of this process ended),
  * -ENODEV (it has no vsock device), -EINVAL (not exactly one address),
  * -EPROTO (not an agent). */
-TVM_API int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned flags,
-			      struct tvm_agent **out, struct tvm_err *e);
+TVM_API int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned flags, struct tvm_agent **out,
+			      struct tvm_err *e);
 
 /* tvm_agent_connect() to vm's in-process vsock device, flags 0. */
 TVM_API int tvm_vm_agent_connect(struct tvm_vm *vm, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);

@@ -27,8 +27,7 @@ static void on_notify(void *opaque, uint32_t events)
 		virtio_mmio_notify(&q->d->t, q->index);
 }
 
-int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const struct vdev_host *h,
-		struct tvm_err *e)
+int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const struct vdev_host *h, struct tvm_err *e)
 {
 	size_t used = strlen(h->cmdline);
 	int r;

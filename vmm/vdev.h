@@ -24,12 +24,12 @@
 /* What every device of a VM is wired to (the VM's, borrowed; all must
  * outlive the devices), like struct vcpu_host for the vCPUs. */
 struct vdev_host {
-	struct kvm_sys *kvm;          /* irqfd and ioeventfds */
-	struct bus *mmio;             /* the devices' windows */
-	struct event_loop *loop;      /* watches the ioeventfds */
-	const struct guest_mem *mem;  /* where the queues live */
-	char *cmdline;                /* guest command line: each device appends its word */
-	size_t cmdline_cap;           /* bytes at cmdline */
+	struct kvm_sys *kvm;         /* irqfd and ioeventfds */
+	struct bus *mmio;            /* the devices' windows */
+	struct event_loop *loop;     /* watches the ioeventfds */
+	const struct guest_mem *mem; /* where the queues live */
+	char *cmdline;               /* guest command line: each device appends its word */
+	size_t cmdline_cap;          /* bytes at cmdline */
 	/* One line, no newline (NEEDS_RESET reasons); NULL: not logged. Called
 	 * on vCPU and event-loop threads. */
 	void (*log)(void *ctx, const char *msg);
@@ -38,10 +38,10 @@ struct vdev_host {
 
 /* One device to attach. */
 struct vdev_spec {
-	const char *name;                 /* e.g. "virtio-blk0": messages, log, metrics (copied) */
-	unsigned unit;                    /* index among the devices of its kind (drive number) */
+	const char *name; /* e.g. "virtio-blk0": messages, log, metrics (copied) */
+	unsigned unit;    /* index among the devices of its kind (drive number) */
 	const struct virtio_dev_ops *ops;
-	void *dev;                        /* the device model, closed by close_dev */
+	void *dev; /* the device model, closed by close_dev */
 	void (*close_dev)(void *dev);
 };
 
@@ -56,16 +56,16 @@ struct vdev_queue {
 
 struct vdev {
 	struct virtio_mmio t;
-	bool t_ready;     /* t initialised (destroy it) */
-	uint64_t base;    /* GPA of the MMIO window */
+	bool t_ready;  /* t initialised (destroy it) */
+	uint64_t base; /* GPA of the MMIO window */
 	unsigned gsi;
-	unsigned unit;    /* struct vdev_spec.unit */
-	int irq_fd;       /* irqfd eventfd */
+	unsigned unit; /* struct vdev_spec.unit */
+	int irq_fd;    /* irqfd eventfd */
 	struct vdev_queue q[VIRTIO_MMIO_MAX_QUEUES];
-	void *dev;                 /* the device model, closed by close_dev */
+	void *dev; /* the device model, closed by close_dev */
 	void (*close_dev)(void *dev);
 	char name[32];
-	struct event_loop *loop;   /* the VM's, for vdev_fd_watch */
+	struct event_loop *loop; /* the VM's, for vdev_fd_watch */
 };
 
 /* The fd-watch ops (devices/virtio/fd_watch.h) of the device attached, or
@@ -79,8 +79,7 @@ struct fd_watch_ops vdev_fd_watch(struct vdev *d);
  * at VDEV_MMIO_BASE + slot * VDEV_MMIO_STRIDE, GSI VDEV_FIRST_GSI + slot.
  * Appends the command-line word to h->cmdline. -errno on failure (then
  * vdev_destroy cleans up what was done). */
-int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const struct vdev_host *h,
-		struct tvm_err *e);
+int vdev_attach(struct vdev *d, unsigned slot, const struct vdev_spec *s, const struct vdev_host *h, struct tvm_err *e);
 
 /* Undo vdev_attach (the event loop must be stopped first). */
 void vdev_destroy(struct vdev *d, struct event_loop *loop);

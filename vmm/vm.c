@@ -57,8 +57,7 @@ void vm_end(void *ctx, int reason, const char *msg)
 		virtio_vsock_transport_reset(vm->vsock);
 }
 
-int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel, struct tvm_vm **out,
-	     struct tvm_err *e)
+int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel, struct tvm_vm **out, struct tvm_err *e)
 {
 	struct tvm_vm *vm;
 	int r;
@@ -85,12 +84,25 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 	vcpu_pause_init(&vm->pause);
 	metrics_init(&vm->metrics, c->t0_ns);
 	vm->host = (struct vcpu_host){
-		.pio = &vm->pio, .mmio = &vm->mmio, .mem = &vm->mem, .metrics = &vm->metrics,
-		.stopping = &vm->stopping, .pause = &vm->pause, .on_end = vm_end, .log = vm_log, .ctx = vm,
+		.pio = &vm->pio,
+		.mmio = &vm->mmio,
+		.mem = &vm->mem,
+		.metrics = &vm->metrics,
+		.stopping = &vm->stopping,
+		.pause = &vm->pause,
+		.on_end = vm_end,
+		.log = vm_log,
+		.ctx = vm,
 	};
 	vm->vdev_host = (struct vdev_host){
-		.kvm = &vm->kvm, .mmio = &vm->mmio, .loop = &vm->loop, .mem = &vm->mem, .cmdline = vm->cmdline,
-		.cmdline_cap = sizeof(vm->cmdline), .log = vm_log, .ctx = vm,
+		.kvm = &vm->kvm,
+		.mmio = &vm->mmio,
+		.loop = &vm->loop,
+		.mem = &vm->mem,
+		.cmdline = vm->cmdline,
+		.cmdline_cap = sizeof(vm->cmdline),
+		.log = vm_log,
+		.ctx = vm,
 	};
 	vm->quirks = vm_quirks_apply(c->quirks);
 

@@ -44,8 +44,10 @@ int vm_compose_cmdline(struct tvm_vm *vm, struct tvm_err *e)
 	if (!r && vm->quirks)
 		r = vm_cmdline_add(vm, host_quirks_cmdline(), e);
 	if (!r && c->root_drive && c->nr_drives)
-		r = vm_cmdline_add(vm, c->drives[0].read_only ? "root=/dev/vda rootfstype=ext4 ro"
-							   : "root=/dev/vda rootfstype=ext4 rw", e);
+		r = vm_cmdline_add(vm,
+				   c->drives[0].read_only ? "root=/dev/vda rootfstype=ext4 ro"
+							  : "root=/dev/vda rootfstype=ext4 rw",
+				   e);
 	if (!r && c->cmdline_append)
 		r = vm_cmdline_add(vm, c->cmdline_append, e);
 	return r;

@@ -25,7 +25,8 @@ int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err
 	if (c->seccomp != TVM_SECCOMP_OFF && c->seccomp != TVM_SECCOMP_KILL && c->seccomp != TVM_SECCOMP_LOG)
 		return tvm_errf(e, EINVAL, "seccomp: %d is not TVM_SECCOMP_OFF, _KILL or _LOG", (int)c->seccomp);
 	if (c->idle_ms && !c->vsock_cid)
-		return tvm_errf(e, EINVAL, "idle timeout: needs a vsock device (vsock_cid), whose connections it watches");
+		return tvm_errf(e, EINVAL,
+				"idle timeout: needs a vsock device (vsock_cid), whose connections it watches");
 	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
 		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
 				MAX_MEM_MIB);

@@ -41,7 +41,8 @@ static void close_vsock(void *dev)
 int vm_add_vsock(struct tvm_vm *vm, struct tvm_err *e)
 {
 	struct vsock_opts o = {
-		.guest_cid = vm->cfg.vsock_cid, .uds_path = vm->cfg.vsock_uds,
+		.guest_cid = vm->cfg.vsock_cid,
+		.uds_path = vm->cfg.vsock_uds,
 		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = vsock_kick, .ctx = vm },
 	};
 	int r;
@@ -52,10 +53,11 @@ int vm_add_vsock(struct tvm_vm *vm, struct tvm_err *e)
 	if (r)
 		return r;
 	vm->vsock_dev = &vm->vdevs[vm->nr_vdevs];
-	r = vdev_attach(vm->vsock_dev, vm->nr_vdevs,
-			&(struct vdev_spec){ .name = "virtio-vsock", .ops = &virtio_vsock_ops, .dev = vm->vsock,
-					     .close_dev = close_vsock },
-			&vm->vdev_host, e);
+	r = vdev_attach(
+		vm->vsock_dev, vm->nr_vdevs,
+		&(struct vdev_spec){
+			.name = "virtio-vsock", .ops = &virtio_vsock_ops, .dev = vm->vsock, .close_dev = close_vsock },
+		&vm->vdev_host, e);
 	vm->nr_vdevs++;
 	return r;
 }
@@ -65,8 +67,13 @@ int vm_add_drives(struct tvm_vm *vm, struct tvm_err *e)
 	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
 		const struct tvm_drive *d = &vm->cfg.drives[i];
 		struct blk_opts o = {
-			.path = d->path, .id = d->id, .read_only = d->read_only, .cow = d->cow,
-			.overlay_path = d->overlay_path, .overlay_limit = d->overlay_limit, .limit = d->limit,
+			.path = d->path,
+			.id = d->id,
+			.read_only = d->read_only,
+			.cow = d->cow,
+			.overlay_path = d->overlay_path,
+			.overlay_limit = d->overlay_limit,
+			.limit = d->limit,
 			.size = d->size,
 			.io = vdev_fd_watch(&vm->vdevs[vm->nr_vdevs]), /* the vdev it is attached as below */
 		};
@@ -77,10 +84,11 @@ int vm_add_drives(struct tvm_vm *vm, struct tvm_err *e)
 		if (r)
 			return r;
 		snprintf(name, sizeof(name), "virtio-blk%u", i);
-		r = vdev_attach(&vm->vdevs[vm->nr_vdevs], vm->nr_vdevs,
-				&(struct vdev_spec){ .name = name, .unit = i, .ops = &virtio_blk_ops, .dev = blk,
-						     .close_dev = close_blk },
-				&vm->vdev_host, e);
+		r = vdev_attach(
+			&vm->vdevs[vm->nr_vdevs], vm->nr_vdevs,
+			&(struct vdev_spec){
+				.name = name, .unit = i, .ops = &virtio_blk_ops, .dev = blk, .close_dev = close_blk },
+			&vm->vdev_host, e);
 		vm->nr_vdevs++; /* destroy cleans up a half-attached one too */
 		if (r)
 			return r;

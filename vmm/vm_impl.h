@@ -24,7 +24,7 @@
 #include "vmm/vdev.h"
 
 struct tvm_vm {
-	struct tvm_config cfg;       /* strings point into cfg_strings */
+	struct tvm_config cfg; /* strings point into cfg_strings */
 	char *cfg_strings;
 	char cmdline[BOOT_CMDLINE_MAX]; /* composed guest command line */
 	bool quirks;
@@ -35,20 +35,20 @@ struct tvm_vm {
 	struct vcpu_host host;
 	struct vdev_host vdev_host; /* what vdev_attach wires each virtio device to */
 	struct vcpu *vcpus;
-	int nr_vcpus; /* created so far */
-	struct uart_8250 *uart;     /* COM1, NULL until vm_add_pio */
+	int nr_vcpus;           /* created so far */
+	struct uart_8250 *uart; /* COM1, NULL until vm_add_pio */
 	struct i8042 *kbd;
 	struct event_loop loop;
 	struct vdev vdevs[VDEV_MAX];
 	unsigned nr_vdevs;
 	struct virtio_vsock *vsock; /* owned by its vdev */
 	struct vdev *vsock_dev;
-	struct vdev *net_dev;       /* NULL without a network */
-	bool net_restricted;        /* its egress policy is an allow-list */
-	int ttl_fd;                 /* timerfd for cfg.ttl_ms, -1 when none */
-	int idle_fd;                /* timerfd ticking each second for cfg.idle_ms, -1 when none */
-	uint64_t busy_ns;           /* CLOCK_MONOTONIC when a vsock connection was last seen open */
-	struct cgroup *cgroup;      /* host cgroup holding the process, NULL without (vm_cgroup.c) */
+	struct vdev *net_dev;  /* NULL without a network */
+	bool net_restricted;   /* its egress policy is an allow-list */
+	int ttl_fd;            /* timerfd for cfg.ttl_ms, -1 when none */
+	int idle_fd;           /* timerfd ticking each second for cfg.idle_ms, -1 when none */
+	uint64_t busy_ns;      /* CLOCK_MONOTONIC when a vsock connection was last seen open */
+	struct cgroup *cgroup; /* host cgroup holding the process, NULL without (vm_cgroup.c) */
 
 	atomic_bool stopping;
 	pthread_mutex_t lock;
@@ -57,15 +57,14 @@ struct tvm_vm {
 	char exit_msg[256];
 	bool started;
 
-	struct vcpu_pause pause;    /* snapshot: parks the vCPU threads */
-	bool restored;              /* built from a snapshot: tvm_vm_start resets vsock */
-	atomic_bool needs_seed;     /* restored: the first agent connection sends SEED */
+	struct vcpu_pause pause; /* snapshot: parks the vCPU threads */
+	bool restored;           /* built from a snapshot: tvm_vm_start resets vsock */
+	atomic_bool needs_seed;  /* restored: the first agent connection sends SEED */
 
 	int input_stop_fd; /* eventfd that ends the serial input thread */
 	pthread_t input_thread;
 	bool input_started;
 };
-
 
 /* Build a VM from c without loading a guest: its host cgroup first
  * (cfg.cgroup: the process moves into it), memory (anonymous, or the

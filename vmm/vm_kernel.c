@@ -43,8 +43,7 @@ static int map_file(const char *what, const char *path, const uint8_t **data, si
  * mapped copy-on-write from the file, so the guest reads them lazily from
  * the page cache and the VMM copies ~nothing before the first KVM_RUN;
  * partial pages are copied; bss is zeroed. */
-static int place_segments(struct tvm_vm *vm, const struct boot_kernel *k, const uint8_t *img, int fd,
-			  struct tvm_err *e)
+static int place_segments(struct tvm_vm *vm, const struct boot_kernel *k, const uint8_t *img, int fd, struct tvm_err *e)
 {
 	for (int i = 0; i < k->nsegs; i++) {
 		const struct boot_segment *s = &k->segs[i];

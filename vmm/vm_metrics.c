@@ -36,9 +36,10 @@ int tvm_vm_write_metrics(const struct tvm_vm *vm, const char *path, struct tvm_e
 		return tvm_errf(e, errno, "metrics %s: %s", path, strerror(errno));
 	fprintf(f, "{\"version\":\"%s\",", TVM_VERSION);
 	for (int i = 0; i < MARK_COUNT; i++)
-		fprintf(f, "\"%s\":%llu,", metrics_mark_name(i), (unsigned long long)atomic_load(&vm->metrics.at_us[i]));
-	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[", metrics_rss_kib_excluding(vm->mem.base, vm->mem.size),
-		vm->cfg.mem_mib);
+		fprintf(f, "\"%s\":%llu,", metrics_mark_name(i),
+			(unsigned long long)atomic_load(&vm->metrics.at_us[i]));
+	fprintf(f, "\"vmm_rss_kib\":%ld,\"guest_mem_mib\":%u,\"exits\":[",
+		metrics_rss_kib_excluding(vm->mem.base, vm->mem.size), vm->cfg.mem_mib);
 	for (unsigned i = 0; i < vm->cfg.cpus && vm->vcpus; i++) {
 		fprintf(f, "%s{\"vcpu\":%u", i ? "," : "", i);
 		for (int k = 0; k < VEXIT_COUNT; k++)

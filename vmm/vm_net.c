@@ -54,7 +54,8 @@ static int build_policy(const struct tvm_net *n, struct net_policy *p, struct tv
 		r = n->allow[i] ? net_policy_add_rule(p, n->allow[i], e)
 				: tvm_errf(e, EINVAL, "net: allow rule %u is NULL", i);
 	for (unsigned i = 0; !r && i < n->nr_dns; i++)
-		r = n->dns[i] ? net_policy_add_dns(p, n->dns[i], e) : tvm_errf(e, EINVAL, "net: resolver %u is NULL", i);
+		r = n->dns[i] ? net_policy_add_dns(p, n->dns[i], e)
+			      : tvm_errf(e, EINVAL, "net: resolver %u is NULL", i);
 	return r;
 }
 
@@ -80,7 +81,8 @@ static int ipv4_ok(const char *what, const char *v, bool prefix, struct tvm_err 
 	if (inet_pton(AF_INET, addr, &a) == 1)
 		return 0;
 bad:
-	return tvm_errf(e, EINVAL, "net %s %s: expected an IPv4 address%s", what, v, prefix ? " with /PREFIX (1..32)" : "");
+	return tvm_errf(e, EINVAL, "net %s %s: expected an IPv4 address%s", what, v,
+			prefix ? " with /PREFIX (1..32)" : "");
 }
 
 /* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c). */
@@ -120,9 +122,14 @@ int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out)
 	if (!vm->net_dev)
 		return -ENODEV;
 	virtio_net_stats(vm->net_dev->dev, &s);
-	*out = (struct tvm_net_stats){ .tx_frames = s.tx_frames, .tx_bytes = s.tx_bytes, .rx_frames = s.rx_frames,
-				       .rx_bytes = s.rx_bytes, .tx_gso = s.tx_gso, .rx_gso = s.rx_gso,
-				       .rx_dropped = s.rx_dropped, .backend_down = s.backend_down };
+	*out = (struct tvm_net_stats){ .tx_frames = s.tx_frames,
+				       .tx_bytes = s.tx_bytes,
+				       .rx_frames = s.rx_frames,
+				       .rx_bytes = s.rx_bytes,
+				       .tx_gso = s.tx_gso,
+				       .rx_gso = s.rx_gso,
+				       .rx_dropped = s.rx_dropped,
+				       .backend_down = s.backend_down };
 	memcpy(out->dropped, s.drops, sizeof(out->dropped));
 	return 0;
 }
@@ -152,7 +159,8 @@ void vm_net_announce(const struct tvm_vm *vm)
 	if (s >= 0)
 		close(s);
 	dprintf(vm->cfg.log_fd, "tinyvmm: network on TAP %s (%s%s)\n", ifname,
-		vm->net_restricted ? "egress allow-list" : "egress unrestricted: no --net-allow/--net-dns/--net-deny-all",
+		vm->net_restricted ? "egress allow-list"
+				   : "egress unrestricted: no --net-allow/--net-dns/--net-deny-all",
 		host_mac);
 }
 
@@ -178,8 +186,14 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	const struct tvm_net *n = &vm->cfg.net;
 	struct net_policy policy;
 	struct net_opts o = {
-		.tap_name = n->tap, .fd = -1, .id = vm->cfg.vsock_cid, .mtu = (uint16_t)n->mtu, .policy = &policy,
-		.no_offload = n->no_offload, .rx_limit = n->rx, .tx_limit = n->tx,
+		.tap_name = n->tap,
+		.fd = -1,
+		.id = vm->cfg.vsock_cid,
+		.mtu = (uint16_t)n->mtu,
+		.policy = &policy,
+		.no_offload = n->no_offload,
+		.rx_limit = n->rx,
+		.tx_limit = n->tx,
 		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = net_kick, .ctx = vm },
 	};
 	struct virtio_net *dev;
@@ -199,9 +213,10 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 	if (r)
 		return r;
 	vm->net_dev = &vm->vdevs[vm->nr_vdevs];
-	r = vdev_attach(vm->net_dev, vm->nr_vdevs,
-			&(struct vdev_spec){ .name = "virtio-net", .ops = &virtio_net_ops, .dev = dev, .close_dev = close_net },
-			&vm->vdev_host, e);
+	r = vdev_attach(
+		vm->net_dev, vm->nr_vdevs,
+		&(struct vdev_spec){ .name = "virtio-net", .ops = &virtio_net_ops, .dev = dev, .close_dev = close_net },
+		&vm->vdev_host, e);
 	vm->nr_vdevs++;
 	vm->net_restricted = policy.restricted;
 	return r;

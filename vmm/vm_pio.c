@@ -36,8 +36,10 @@ static void io_sink(void *opaque, uint64_t off, uint8_t *data, uint32_t len, boo
 int vm_add_pio(struct tvm_vm *vm, struct tvm_err *e)
 {
 	const struct uart_8250_opts com1 = {
-		.out_fd = vm->cfg.serial_out_fd, .irq = { .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ },
-		.on_first_byte = on_first_serial_byte, .cb_ctx = vm,
+		.out_fd = vm->cfg.serial_out_fd,
+		.irq = { .set = irq_set, .ctx = vm, .gsi = UART_COM1_IRQ },
+		.on_first_byte = on_first_serial_byte,
+		.cb_ctx = vm,
 	};
 	int r = uart_8250_open(&vm->uart, &com1, e);
 

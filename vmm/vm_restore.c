@@ -236,7 +236,8 @@ void vm_restored_started(struct tvm_vm *vm)
 		 * would wait for an answer that never comes). It gives the
 		 * event buffer back once handled: wait for that, bounded. */
 		for (int i = 0; before >= 0 && i < RESET_WAIT_MS && !atomic_load(&vm->stopping) &&
-				vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ) == before; i++)
+				vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ) == before;
+		     i++)
 			usleep(1000);
 	}
 }

@@ -13,7 +13,8 @@
 static void *input_thread(void *arg)
 {
 	struct tvm_vm *vm = arg;
-	struct pollfd p[2] = { { .fd = vm->cfg.serial_in_fd, .events = POLLIN }, { .fd = vm->input_stop_fd, .events = POLLIN } };
+	struct pollfd p[2] = { { .fd = vm->cfg.serial_in_fd, .events = POLLIN },
+			       { .fd = vm->input_stop_fd, .events = POLLIN } };
 	uint8_t buf[UART_RX_FIFO];
 
 	if (vm_seccomp_serial(vm))

@@ -25,8 +25,10 @@ static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 		const struct tvm_drive *d = &vm->cfg.drives[i];
 
 		if (!d->cow && !d->read_only)
-			return tvm_errf(e, EINVAL, "snapshot: drive %u (%s) is written in place; snapshots need "
-					"read-only or copy-on-write drives", i, d->path);
+			return tvm_errf(e, EINVAL,
+					"snapshot: drive %u (%s) is written in place; snapshots need "
+					"read-only or copy-on-write drives",
+					i, d->path);
 	}
 	return 0;
 }

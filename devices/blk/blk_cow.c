@@ -46,8 +46,8 @@ static int create_overlay(const struct blk_opts *o, bool *keep, struct tvm_err *
 	if (o->overlay_path) {
 		fd = open(o->overlay_path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 		if (fd < 0)
-			return tvm_errf(e, errno, "drive %s: cannot create overlay %s: %s", o->path,
-					o->overlay_path, strerror(errno));
+			return tvm_errf(e, errno, "drive %s: cannot create overlay %s: %s", o->path, o->overlay_path,
+					strerror(errno));
 		return fd;
 	}
 	if (!dir || !*dir)

@@ -46,8 +46,8 @@ int blk_image_open(struct blk_image *im, const struct blk_opts *o, struct tvm_er
 		goto fail;
 	}
 	if (end == 0 || end % BLK_SECTOR) {
-		r = tvm_errf(e, EINVAL, "drive %s: size %lld bytes is not a positive multiple of %d",
-			     o->path, (long long)end, BLK_SECTOR);
+		r = tvm_errf(e, EINVAL, "drive %s: size %lld bytes is not a positive multiple of %d", o->path,
+			     (long long)end, BLK_SECTOR);
 		goto fail;
 	}
 	im->size = im->base_size = (uint64_t)end;

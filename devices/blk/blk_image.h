@@ -27,8 +27,8 @@
 #include "devices/virtio/fd_watch.h"
 #include "vmm/core/err.h"
 
-#define BLK_SECTOR 512      /* bytes per sector; image sizes are multiples */
-#define BLK_COW_BLOCK 4096  /* copy-on-write granularity, bytes */
+#define BLK_SECTOR 512     /* bytes per sector; image sizes are multiples */
+#define BLK_COW_BLOCK 4096 /* copy-on-write granularity, bytes */
 
 /* How to open a drive (strings borrowed for the call only). */
 struct blk_opts {
@@ -53,19 +53,19 @@ struct blk_opts {
 };
 
 struct blk_image {
-	int fd;               /* the image */
-	int ofd;              /* cow: overlay, else -1 */
+	int fd;  /* the image */
+	int ofd; /* cow: overlay, else -1 */
 	bool read_only;
 	bool cow;
-	bool keep_overlay;    /* overlay at a user path: flush syncs it */
-	uint64_t size;        /* bytes, a positive multiple of BLK_SECTOR */
-	uint64_t base_size;   /* bytes of the image file itself (cow: <= size) */
+	bool keep_overlay;  /* overlay at a user path: flush syncs it */
+	uint64_t size;      /* bytes, a positive multiple of BLK_SECTOR */
+	uint64_t base_size; /* bytes of the image file itself (cow: <= size) */
 	/* Copy-on-write state. */
-	uint64_t *map;        /* bit per BLK_COW_BLOCK block: lives in the overlay */
-	uint64_t nblocks;     /* blocks covering size (the last may be partial) */
-	uint64_t in_overlay;  /* bits set in map */
-	uint64_t limit_blocks;/* most bits that may be set (default: nblocks) */
-	struct iovec *tmp;    /* IOV_MAX entries for per-run slices of a request */
+	uint64_t *map;         /* bit per BLK_COW_BLOCK block: lives in the overlay */
+	uint64_t nblocks;      /* blocks covering size (the last may be partial) */
+	uint64_t in_overlay;   /* bits set in map */
+	uint64_t limit_blocks; /* most bits that may be set (default: nblocks) */
+	struct iovec *tmp;     /* IOV_MAX entries for per-run slices of a request */
 };
 
 /* Open the drive o->path. The size must be a positive multiple of 512

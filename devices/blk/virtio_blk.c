@@ -232,8 +232,8 @@ static void fill_config(struct virtio_blk *b)
 	c->max_write_zeroes_sectors = htole32(VIRTIO_BLK_ZEROES_SECTORS);
 	c->max_write_zeroes_seg = htole32(VIRTIO_BLK_DWZ_SEGS);
 	c->write_zeroes_may_unmap = 1;
-	b->features = F(VIRTIO_BLK_F_SEG_MAX) | F(VIRTIO_BLK_F_SIZE_MAX) | F(VIRTIO_BLK_F_BLK_SIZE) |
-		      F(VIRTIO_BLK_F_FLUSH);
+	b->features =
+		F(VIRTIO_BLK_F_SEG_MAX) | F(VIRTIO_BLK_F_SIZE_MAX) | F(VIRTIO_BLK_F_BLK_SIZE) | F(VIRTIO_BLK_F_FLUSH);
 	if (b->img.read_only)
 		b->features |= F(VIRTIO_BLK_F_RO);
 	else
@@ -249,8 +249,8 @@ int virtio_blk_open(struct virtio_blk **out, const struct blk_opts *o, struct tv
 
 	*out = NULL;
 	if (idlen > VIRTIO_BLK_ID_BYTES)
-		return tvm_errf(e, EINVAL, "drive %s: id \"%s\" is longer than %d bytes",
-				o->path ? o->path : "", o->id, VIRTIO_BLK_ID_BYTES);
+		return tvm_errf(e, EINVAL, "drive %s: id \"%s\" is longer than %d bytes", o->path ? o->path : "", o->id,
+				VIRTIO_BLK_ID_BYTES);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return tvm_errf(e, ENOMEM, "drive %s: out of memory", o->path ? o->path : "");

@@ -37,12 +37,12 @@
 #include "devices/blk/blk_image.h"
 #include "devices/virtio/virtio_mmio.h"
 
-#define VIRTIO_BLK_QUEUE_MAX 256              /* QueueNumMax */
+#define VIRTIO_BLK_QUEUE_MAX 256                      /* QueueNumMax */
 #define VIRTIO_BLK_SEG_MAX (VIRTIO_BLK_QUEUE_MAX - 2) /* data buffers per request */
-#define VIRTIO_BLK_SIZE_MAX (1u << 20)         /* bytes per data buffer */
-#define VIRTIO_BLK_DISCARD_SECTORS (1u << 21)  /* per discard segment: 1 GiB */
-#define VIRTIO_BLK_ZEROES_SECTORS (1u << 16)   /* per write-zeroes segment: 32 MiB */
-#define VIRTIO_BLK_DWZ_SEGS 32                 /* segments per discard/write-zeroes request */
+#define VIRTIO_BLK_SIZE_MAX (1u << 20)                /* bytes per data buffer */
+#define VIRTIO_BLK_DISCARD_SECTORS (1u << 21)         /* per discard segment: 1 GiB */
+#define VIRTIO_BLK_ZEROES_SECTORS (1u << 16)          /* per write-zeroes segment: 32 MiB */
+#define VIRTIO_BLK_DWZ_SEGS 32                        /* segments per discard/write-zeroes request */
 
 struct virtio_blk; /* devices/blk/blk_impl.h */
 

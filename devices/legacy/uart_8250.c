@@ -117,27 +117,22 @@ static uint8_t read_reg(struct uart_8250 *u, unsigned reg)
 		u->rx_head = (u->rx_head + 1) % UART_RX_FIFO;
 		u->rx_len--;
 		return v;
-	case IER:
-		return (u->lcr & LCR_DLAB) ? u->dlm : u->ier;
+	case IER: return (u->lcr & LCR_DLAB) ? u->dlm : u->ier;
 	case IIR_FCR:
 		v = iir(u);
 		/* Reading IIR acknowledges a THR-empty interrupt it reports. */
 		if ((v & 0x0f) == IIR_THRI)
 			u->thre_pending = false;
 		return v;
-	case LCR:
-		return u->lcr;
-	case MCR:
-		return u->mcr;
-	case LSR:
-		return LSR_THRE | LSR_TEMT | (u->rx_len ? LSR_DR : 0);
+	case LCR: return u->lcr;
+	case MCR: return u->mcr;
+	case LSR: return LSR_THRE | LSR_TEMT | (u->rx_len ? LSR_DR : 0);
 	case MSR:
 		if (u->mcr & MCR_LOOP) /* DTR->DSR, RTS->CTS, OUT1->RI, OUT2->DCD */
-			return (uint8_t)(((u->mcr & 0x01) << 5) | ((u->mcr & 0x02) << 3) |
-					 ((u->mcr & 0x04) << 4) | ((u->mcr & 0x08) << 4));
+			return (uint8_t)(((u->mcr & 0x01) << 5) | ((u->mcr & 0x02) << 3) | ((u->mcr & 0x04) << 4) |
+					 ((u->mcr & 0x08) << 4));
 		return MSR_DCD | MSR_DSR | MSR_CTS;
-	default:
-		return u->scr;
+	default: return u->scr;
 	}
 }
 
@@ -166,17 +161,10 @@ static void write_reg(struct uart_8250 *u, unsigned reg, uint8_t v)
 			u->rx_len = 0;
 		u->fcr = v;
 		break;
-	case LCR:
-		u->lcr = v;
-		break;
-	case MCR:
-		u->mcr = v & 0x1f;
-		break;
-	case SCR:
-		u->scr = v;
-		break;
-	default: /* LSR and MSR are read-only */
-		break;
+	case LCR: u->lcr = v; break;
+	case MCR: u->mcr = v & 0x1f; break;
+	case SCR: u->scr = v; break;
+	default: /* LSR and MSR are read-only */ break;
 	}
 }
 

@@ -42,8 +42,8 @@ bool net_rule_match(const struct net_rule *r, const struct net_flow *fl)
  * allow-list to any IPv6 host. */
 static bool is_nd(const struct net_flow *fl)
 {
-	bool link_scope = (fl->dst[0] == 0xfe && (fl->dst[1] & 0xc0) == 0x80) ||
-			  (fl->dst[0] == 0xff && fl->dst[1] == 0x02);
+	bool link_scope =
+		(fl->dst[0] == 0xfe && (fl->dst[1] & 0xc0) == 0x80) || (fl->dst[0] == 0xff && fl->dst[1] == 0x02);
 
 	return fl->family == 6 && fl->proto == IPPROTO_ICMPV6 && fl->has_l4 && fl->icmp6_type >= 133 &&
 	       fl->icmp6_type <= 137 && fl->ttl == 255 && link_scope;

@@ -54,15 +54,15 @@
 
 /* One allow rule. addr is masked to prefix bits (network byte order). */
 struct net_rule {
-	uint8_t family;   /* 4 or 6 */
-	uint8_t prefix;   /* 0..32 or 0..128 */
-	uint8_t proto;    /* 0: any (with port: TCP or UDP), else IPPROTO_TCP/UDP */
-	uint16_t port;    /* 0: any protocol, any port */
+	uint8_t family; /* 4 or 6 */
+	uint8_t prefix; /* 0..32 or 0..128 */
+	uint8_t proto;  /* 0: any (with port: TCP or UDP), else IPPROTO_TCP/UDP */
+	uint16_t port;  /* 0: any protocol, any port */
 	uint8_t addr[16];
 };
 
 struct net_policy {
-	bool restricted;  /* allow-list mode; false: allow all */
+	bool restricted; /* allow-list mode; false: allow all */
 	unsigned nr;
 	struct net_rule r[NET_MAX_RULES];
 };

@@ -58,8 +58,7 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		fl->icmp6_type = c->f[off];
 		fl->l4_hlen = 4;
 		break;
-	default:
-		break;
+	default: break;
 	}
 	fl->has_l4 = true;
 	fl->l4_off = (uint16_t)off; /* small: inside the inspected bytes, or one extension header past them */
@@ -118,13 +117,13 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 		case IPPROTO_ROUTING:
 		case IPPROTO_DSTOPTS:
 		case IPPROTO_AH:
-		case IPPROTO_FRAGMENT:
-			break;
-		case 135: case 139: case 140: case 253: case 254: /* mobility, HIP, shim6, experiments */
-			return NET_DROP_MALFORMED;
-		default:
-			fl->proto = nh;
-			return parse_l4(c, off, end, fl);
+		case IPPROTO_FRAGMENT: break;
+		case 135:
+		case 139:
+		case 140:
+		case 253:
+		case 254: /* mobility, HIP, shim6, experiments */ return NET_DROP_MALFORMED;
+		default: fl->proto = nh; return parse_l4(c, off, end, fl);
 		}
 		if (i == NET_MAX_EXT_HDRS || end - off < 8 || !need(c, off, 8))
 			return NET_DROP_MALFORMED;

@@ -38,15 +38,15 @@
  * drop reasons (the device counts them; net_verdict_name gives a label). */
 enum net_verdict {
 	NET_PASS = 0,
-	NET_DROP_RUNT,       /* shorter than an Ethernet header */
-	NET_DROP_OVERSIZE,   /* longer than MTU + Ethernet header (+ one VLAN tag); NET_GSO_MAX_FRAME with GSO */
-	NET_DROP_VNET_HDR,   /* virtio-net header asks for an offload not negotiated, or out of bounds */
-	NET_DROP_BAD_CHAIN,  /* descriptor chain of the wrong shape (no header, wrong direction, too many buffers) */
-	NET_DROP_MALFORMED,  /* an L2/L3/L4 header truncated or inconsistent, or past NET_INSPECT_MAX */
-	NET_DROP_FRAGMENT,   /* IP fragment while the policy is an allow-list */
-	NET_DROP_POLICY,     /* well formed, not allowed by the policy */
-	NET_DROP_SPOOF,      /* source MAC is not the device's (allow-list only) */
-	NET_DROP_BACKEND,    /* the TAP refused the frame, or sent one the guest could not take */
+	NET_DROP_RUNT,      /* shorter than an Ethernet header */
+	NET_DROP_OVERSIZE,  /* longer than MTU + Ethernet header (+ one VLAN tag); NET_GSO_MAX_FRAME with GSO */
+	NET_DROP_VNET_HDR,  /* virtio-net header asks for an offload not negotiated, or out of bounds */
+	NET_DROP_BAD_CHAIN, /* descriptor chain of the wrong shape (no header, wrong direction, too many buffers) */
+	NET_DROP_MALFORMED, /* an L2/L3/L4 header truncated or inconsistent, or past NET_INSPECT_MAX */
+	NET_DROP_FRAGMENT,  /* IP fragment while the policy is an allow-list */
+	NET_DROP_POLICY,    /* well formed, not allowed by the policy */
+	NET_DROP_SPOOF,     /* source MAC is not the device's (allow-list only) */
+	NET_DROP_BACKEND,   /* the TAP refused the frame, or sent one the guest could not take */
 	NET_VERDICT_NR
 };
 

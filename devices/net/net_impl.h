@@ -13,8 +13,8 @@
 #include "devices/virtio/throttle.h"
 #include "devices/virtio/virtqueue.h"
 
-#define NET_RX_IOV (VQ_MAX_SEGS - 1)  /* guest buffers per readv, one iovec left for scratch */
-#define NET_RX_SCRATCH (65536 + 64)   /* catches the tail of a frame too big for the held buffers */
+#define NET_RX_IOV (VQ_MAX_SEGS - 1) /* guest buffers per readv, one iovec left for scratch */
+#define NET_RX_SCRATCH (65536 + 64)  /* catches the tail of a frame too big for the held buffers */
 
 /* The device's limiters (struct virtio_net.thr): numbered as the queues
  * they gate (vq_throttle_stats of NET_RXQ is rx's). */
@@ -25,46 +25,46 @@ enum { NET_LIM_RX = NET_RXQ, NET_LIM_TX = NET_TXQ, NET_LIM_NR };
 struct net_held {
 	uint16_t head;
 	uint16_t niov;
-	uint32_t len;        /* bytes in those entries */
+	uint32_t len; /* bytes in those entries */
 };
 
 struct virtio_net {
-	pthread_mutex_t lock;          /* guards watching, dead (fd callback vs. rx) */
-	bool watching;                 /* fd registered with io.watch */
-	bool dead;                     /* backend hit EOF or a hard error */
+	pthread_mutex_t lock; /* guards watching, dead (fd callback vs. rx) */
+	bool watching;        /* fd registered with io.watch */
+	bool dead;            /* backend hit EOF or a hard error */
 
-	int fd;                        /* backend, non-blocking, owned */
+	int fd; /* backend, non-blocking, owned */
 	char ifname[IFNAMSIZ];
 	uint16_t mtu;
 	uint8_t mac[6];
-	uint32_t max_frame;            /* mtu + Ethernet header + one VLAN tag */
+	uint32_t max_frame; /* mtu + Ethernet header + one VLAN tag */
 	struct net_policy policy;
 	struct fd_watch_ops io;
-	struct virtio_net_config cfg;  /* little endian, as the driver reads it */
+	struct virtio_net_config cfg; /* little endian, as the driver reads it */
 
-	bool offload;                  /* offer NET_OFFLOAD_FEATURES */
-	bool tap_offload;              /* the backend takes TUNSETOFFLOAD */
-	struct virtqueue *vqs;         /* [2] while the driver runs the device, else NULL */
-	uint64_t features;             /* negotiated, while vqs is set; else 0 */
-	bool mrg;                      /* VIRTIO_NET_F_MRG_RXBUF negotiated */
-	struct vq_chain chain;         /* the chain being popped, either queue */
+	bool offload;          /* offer NET_OFFLOAD_FEATURES */
+	bool tap_offload;      /* the backend takes TUNSETOFFLOAD */
+	struct virtqueue *vqs; /* [2] while the driver runs the device, else NULL */
+	uint64_t features;     /* negotiated, while vqs is set; else 0 */
+	bool mrg;              /* VIRTIO_NET_F_MRG_RXBUF negotiated */
+	struct vq_chain chain; /* the chain being popped, either queue */
 
 	/* rx */
 	struct net_held held[NET_RX_MAX_CHAINS];
 	unsigned nheld;
-	bool rx_contig;                /* the held chains are the last nheld popped (no bad
+	bool rx_contig; /* the held chains are the last nheld popped (no bad
 					* chain completed in between): they can be un-popped */
 	unsigned rx_niov;
-	uint32_t rx_cap;               /* bytes in rx_iov[0..rx_niov) */
+	uint32_t rx_cap; /* bytes in rx_iov[0..rx_niov) */
 	struct iovec rx_iov[VQ_MAX_SEGS];
-	uint8_t *scratch;              /* NET_RX_SCRATCH bytes */
+	uint8_t *scratch; /* NET_RX_SCRATCH bytes */
 
 	/* tx: header and inspected bytes copied out, then the rest in place */
 	uint8_t tx_copy[NET_HDR_LEN + NET_INSPECT_MAX];
 	struct iovec tx_iov[VQ_MAX_SEGS];
 
-	struct net_stats st;           /* updated with __atomic builtins */
-	struct vq_throttle thr;        /* rate limits: [NET_LIM_RX] gates rx, [NET_LIM_TX] tx */
+	struct net_stats st;    /* updated with __atomic builtins */
+	struct vq_throttle thr; /* rate limits: [NET_LIM_RX] gates rx, [NET_LIM_TX] tx */
 };
 
 /* Add 1 to a counter (read by virtio_net_stats from any thread). */

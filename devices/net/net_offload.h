@@ -17,10 +17,9 @@
 
 #include "devices/net/net_frame.h"
 
-#define NET_OFFLOAD_FEATURES                                                                          \
+#define NET_OFFLOAD_FEATURES                                                                                  \
 	((1ULL << VIRTIO_NET_F_CSUM) | (1ULL << VIRTIO_NET_F_GUEST_CSUM) | (1ULL << VIRTIO_NET_F_HOST_TSO4) | \
-	 (1ULL << VIRTIO_NET_F_HOST_TSO6) | (1ULL << VIRTIO_NET_F_GUEST_TSO4) |                           \
-	 (1ULL << VIRTIO_NET_F_GUEST_TSO6))
+	 (1ULL << VIRTIO_NET_F_HOST_TSO6) | (1ULL << VIRTIO_NET_F_GUEST_TSO4) | (1ULL << VIRTIO_NET_F_GUEST_TSO6))
 
 /* Largest segmentation-offload frame either way: 64 KiB of IP packet
  * (the Linux default gso_max_size) + Ethernet header + one VLAN tag. */

@@ -65,8 +65,7 @@ static int parse_cidr(const char *what, const char *orig, const char *s, size_t 
 	r->prefix = (uint8_t)len;
 	for (unsigned bit = len; bit < max; bit++)
 		if (r->addr[bit / 8] & (0x80 >> (bit % 8)))
-			return tvm_errf(e, EINVAL, "%s %s: address has bits set past the /%u prefix", what, orig,
-					len);
+			return tvm_errf(e, EINVAL, "%s %s: address has bits set past the /%u prefix", what, orig, len);
 	return 0;
 }
 
@@ -128,8 +127,7 @@ int net_rule_parse(const char *s, struct net_rule *r, struct tvm_err *e)
 	return ret ? ret : parse_port(s, s + alen, n - alen, r, e);
 }
 
-static int add(struct net_policy *p, const struct net_rule *r, const char *what, const char *s,
-	       struct tvm_err *e)
+static int add(struct net_policy *p, const struct net_rule *r, const char *what, const char *s, struct tvm_err *e)
 {
 	if (p->nr >= NET_MAX_RULES)
 		return tvm_errf(e, ENOSPC, "%s %s: more than %d rules", what, s, NET_MAX_RULES);

@@ -146,7 +146,8 @@ int net_rx_run(struct virtio_net *n, struct virtqueue *vq)
 		 * MTU we announced (5.1.6.3.2: the TAP's may be larger), or a
 		 * read shorter than header + Ethernet header is dropped; the
 		 * buffers stay held for the next one. */
-		if ((size_t)got > n->rx_cap || (size_t)got > NET_HDR_LEN + net_offload_rx_max(n->features, n->max_frame) ||
+		if ((size_t)got > n->rx_cap ||
+		    (size_t)got > NET_HDR_LEN + net_offload_rx_max(n->features, n->max_frame) ||
 		    (size_t)got < NET_HDR_LEN + NET_ETH_HLEN) {
 			net_count(&n->st.rx_dropped, 1);
 			continue;

@@ -15,7 +15,7 @@ static int fail(int fd, struct tvm_err *e, const char *name, const char *what)
 	int err = errno;
 	const char *hint = err == EPERM ? " (needs CAP_NET_ADMIN, or a TAP created for our user)"
 			   : err == EINVAL && !strcmp(what, "TUNSETIFF") ? " (an existing device that is not a TAP?)"
-									  : "";
+									 : "";
 
 	close(fd);
 	return tvm_errf(e, err, "net tap %s: %s: %s%s", name, what, strerror(err), hint);

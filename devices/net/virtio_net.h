@@ -75,33 +75,33 @@
 
 #define NET_HDR_LEN ((uint32_t)sizeof(struct virtio_net_hdr_v1)) /* 12 */
 #define NET_DEFAULT_MTU 1500
-#define NET_MIN_MTU 68                /* RFC 791 minimum */
+#define NET_MIN_MTU 68 /* RFC 791 minimum */
 #define NET_MAX_MTU 9000
-#define NET_QUEUE_MAX 256             /* QueueNumMax of both queues */
-#define NET_RX_MAX_CHAINS 64          /* chains one received frame may span (MRG_RXBUF) */
+#define NET_QUEUE_MAX 256    /* QueueNumMax of both queues */
+#define NET_RX_MAX_CHAINS 64 /* chains one received frame may span (MRG_RXBUF) */
 
 /* Queue indices (spec 5.1.2). */
 enum { NET_RXQ = 0, NET_TXQ = 1 };
 
 struct net_opts {
-	const char *tap_name;  /* TAP to attach to; NULL: create one ("tvm%d") */
-	int fd;                /* >= 0: use this backend instead of opening a TAP: a TAP
+	const char *tap_name;                     /* TAP to attach to; NULL: create one ("tvm%d") */
+	int fd;                                   /* >= 0: use this backend instead of opening a TAP: a TAP
 				* opened by a privileged parent (IFF_TAP | IFF_NO_PI |
 				* IFF_VNET_HDR, see net_tap_adopt), or for tests one frame
 				* with its 12-byte header per read/write, e.g. a
 				* SOCK_SEQPACKET socket. Owned by the device once open
 				* succeeds. -1: open a TAP */
-	uint8_t mac[6];        /* guest MAC; all zero: net_mac_from_id(id) */
-	uint32_t id;           /* for the derived MAC (e.g. the VM's index or CID) */
-	uint16_t mtu;          /* 0: NET_DEFAULT_MTU; else NET_MIN_MTU..NET_MAX_MTU; should
+	uint8_t mac[6];                           /* guest MAC; all zero: net_mac_from_id(id) */
+	uint32_t id;                              /* for the derived MAC (e.g. the VM's index or CID) */
+	uint16_t mtu;                             /* 0: NET_DEFAULT_MTU; else NET_MIN_MTU..NET_MAX_MTU; should
 				* match the TAP's MTU on the host */
-	const struct net_policy *policy; /* copied; NULL: allow all */
-	bool no_offload;       /* offer no checksum/segmentation offload even over a TAP */
-	bool fd_offload;       /* with fd: offer offloads although fd is no TAP (a test
+	const struct net_policy *policy;          /* copied; NULL: allow all */
+	bool no_offload;                          /* offer no checksum/segmentation offload even over a TAP */
+	bool fd_offload;                          /* with fd: offer offloads although fd is no TAP (a test
 				* backend taking and giving headers as a TAP would) */
-	struct fd_watch_ops io;          /* watch/unwatch the backend fd, kick a queue */
+	struct fd_watch_ops io;                   /* watch/unwatch the backend fd, kick a queue */
 	struct tvm_rate_limit rx_limit, tx_limit; /* frame bytes (no header) and frames; zero: none */
-	uint64_t (*clock)(void);         /* for the limits; NULL: CLOCK_MONOTONIC (tests: a fake one) */
+	uint64_t (*clock)(void);                  /* for the limits; NULL: CLOCK_MONOTONIC (tests: a fake one) */
 };
 
 /* Counters since open. Frames are counted without the virtio-net header. */

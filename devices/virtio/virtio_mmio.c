@@ -9,21 +9,21 @@
 #define MAGIC 0x74726976 /* "virt" */
 #define VERSION 2
 #define DEVICE_BITS (((1ULL << 24) - 1) | (~0ULL << 50)) /* device-type bits, spec 2.2 */
-#define TRANSPORT_FEATURES ((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC) | \
-			    (1ULL << VIRTIO_RING_F_EVENT_IDX))
-#define DRIVER_BITS (VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK | \
-		     VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FAILED)
+#define TRANSPORT_FEATURES \
+	((1ULL << VIRTIO_F_VERSION_1) | (1ULL << VIRTIO_RING_F_INDIRECT_DESC) | (1ULL << VIRTIO_RING_F_EVENT_IDX))
+#define DRIVER_BITS                                                                           \
+	(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK | \
+	 VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FAILED)
 
-int virtio_mmio_init(struct virtio_mmio *t, const struct virtio_dev_ops *ops, void *dev,
-		     const struct guest_mem *mem, virtio_interrupt_fn interrupt, void *irq_ctx,
-		     struct tvm_err *e)
+int virtio_mmio_init(struct virtio_mmio *t, const struct virtio_dev_ops *ops, void *dev, const struct guest_mem *mem,
+		     virtio_interrupt_fn interrupt, void *irq_ctx, struct tvm_err *e)
 {
 	uint32_t qmax = ops->queue_max;
 
 	memset(t, 0, sizeof(*t));
 	if (ops->num_queues == 0 || ops->num_queues > VIRTIO_MMIO_MAX_QUEUES)
-		return tvm_errf(e, EINVAL, "virtio-mmio: device %u has %u queues, not 1..%u",
-				ops->device_id, ops->num_queues, VIRTIO_MMIO_MAX_QUEUES);
+		return tvm_errf(e, EINVAL, "virtio-mmio: device %u has %u queues, not 1..%u", ops->device_id,
+				ops->num_queues, VIRTIO_MMIO_MAX_QUEUES);
 	if (qmax == 0 || (qmax & (qmax - 1)) || qmax > VQ_MAX_SIZE)
 		return tvm_errf(e, EINVAL, "virtio-mmio: device %u queue size %u is not a power of two in 1..%u",
 				ops->device_id, qmax, VQ_MAX_SIZE);

@@ -23,20 +23,20 @@
 #include "vmm/core/err.h"
 #include "vmm/core/guest_mem.h"
 
-#define VIRTIO_MMIO_WINDOW 0x200                   /* bytes of MMIO space per device */
+#define VIRTIO_MMIO_WINDOW 0x200                        /* bytes of MMIO space per device */
 #define VIRTIO_MMIO_NOTIFY_OFF VIRTIO_MMIO_QUEUE_NOTIFY /* 0x050: ioeventfd here, datamatch = queue index, 4 bytes */
 #define VIRTIO_MMIO_MAX_QUEUES 8
-#define VIRTIO_MMIO_VENDOR 0x4d4d5654               /* VendorID register value: "TVMM" */
+#define VIRTIO_MMIO_VENDOR 0x4d4d5654 /* VendorID register value: "TVMM" */
 
 struct vq_throttle; /* devices/virtio/throttle.h */
 
 /* What a device provides. Every callback gets the dev pointer given to
  * virtio_mmio_init() and runs with the transport lock held. */
 struct virtio_dev_ops {
-	uint32_t device_id;  /* spec 5: 2 = block */
-	uint16_t num_queues; /* 1..VIRTIO_MMIO_MAX_QUEUES */
-	uint16_t queue_max;  /* QueueNumMax: power of two, 1..VQ_MAX_SIZE */
-	uint32_t config_size;/* bytes of device configuration space (at 0x100) */
+	uint32_t device_id;   /* spec 5: 2 = block */
+	uint16_t num_queues;  /* 1..VIRTIO_MMIO_MAX_QUEUES */
+	uint16_t queue_max;   /* QueueNumMax: power of two, 1..VQ_MAX_SIZE */
+	uint32_t config_size; /* bytes of device configuration space (at 0x100) */
 
 	/* Device-specific feature bits offered (bits 0..23 and 50..63, spec
 	 * 2.2; other bits are dropped). The transport adds VIRTIO_F_VERSION_1,
@@ -90,27 +90,26 @@ struct virtio_mmio {
 	virtio_interrupt_fn interrupt;
 	void *irq_ctx;
 
-	uint64_t offered;        /* device features incl. transport bits */
-	uint64_t acked;          /* DriverFeatures */
-	uint32_t status;         /* Status register */
+	uint64_t offered; /* device features incl. transport bits */
+	uint64_t acked;   /* DriverFeatures */
+	uint32_t status;  /* Status register */
 	uint32_t dev_features_sel, drv_features_sel, queue_sel, shm_sel;
-	uint32_t int_status;     /* InterruptStatus: VIRTIO_MMIO_INT_VRING | _CONFIG */
+	uint32_t int_status; /* InterruptStatus: VIRTIO_MMIO_INT_VRING | _CONFIG */
 	uint32_t config_generation;
-	bool active;             /* DRIVER_OK set and ops->activate succeeded */
-	struct tvm_err err;      /* why NEEDS_RESET was last set: "queue N: reason" or a failed start */
+	bool active;        /* DRIVER_OK set and ops->activate succeeded */
+	struct tvm_err err; /* why NEEDS_RESET was last set: "queue N: reason" or a failed start */
 	struct virtqueue vqs[VIRTIO_MMIO_MAX_QUEUES];
 
-	const char *name;        /* for the log line (virtio_mmio_set_log), else NULL */
+	const char *name; /* for the log line (virtio_mmio_set_log), else NULL */
 	virtio_log_fn log;
 	void *log_ctx;
-	uint64_t needs_resets;   /* times NEEDS_RESET was set (__atomic; virtio_mmio_needs_resets) */
+	uint64_t needs_resets; /* times NEEDS_RESET was set (__atomic; virtio_mmio_needs_resets) */
 };
 
 /* Set up t for dev. mem, ops and dev are borrowed and must outlive t.
  * Returns 0 or -EINVAL (bad ops: queue counts, missing callbacks). */
-int virtio_mmio_init(struct virtio_mmio *t, const struct virtio_dev_ops *ops, void *dev,
-		     const struct guest_mem *mem, virtio_interrupt_fn interrupt, void *irq_ctx,
-		     struct tvm_err *e);
+int virtio_mmio_init(struct virtio_mmio *t, const struct virtio_dev_ops *ops, void *dev, const struct guest_mem *mem,
+		     virtio_interrupt_fn interrupt, void *irq_ctx, struct tvm_err *e);
 void virtio_mmio_destroy(struct virtio_mmio *t);
 
 /* Name the device (e.g. "virtio-blk0", borrowed, must outlive t) and give

@@ -7,8 +7,9 @@
 
 #include <linux/virtio_config.h>
 
-#define STATUS_BITS (VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK | \
-		     VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FAILED | VIRTIO_CONFIG_S_NEEDS_RESET)
+#define STATUS_BITS                                                                           \
+	(VIRTIO_CONFIG_S_ACKNOWLEDGE | VIRTIO_CONFIG_S_DRIVER | VIRTIO_CONFIG_S_FEATURES_OK | \
+	 VIRTIO_CONFIG_S_DRIVER_OK | VIRTIO_CONFIG_S_FAILED | VIRTIO_CONFIG_S_NEEDS_RESET)
 
 void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *s)
 {
@@ -29,15 +30,20 @@ void virtio_mmio_save(struct virtio_mmio *t, struct virtio_mmio_state *s)
 		const struct virtqueue *vq = &t->vqs[i];
 
 		s->q[i] = (struct virtio_mmio_queue_state){
-			.num = vq->num, .desc_gpa = vq->desc_gpa, .avail_gpa = vq->avail_gpa,
-			.used_gpa = vq->used_gpa, .ready = vq->ready, .broken = vq->broken,
-			.last_avail = vq->last_avail, .used_idx = vq->used_idx, .signalled_used = vq->signalled_used,
+			.num = vq->num,
+			.desc_gpa = vq->desc_gpa,
+			.avail_gpa = vq->avail_gpa,
+			.used_gpa = vq->used_gpa,
+			.ready = vq->ready,
+			.broken = vq->broken,
+			.last_avail = vq->last_avail,
+			.used_idx = vq->used_idx,
+			.signalled_used = vq->signalled_used,
 		};
 	}
 }
 
-static int restore_queue(struct virtio_mmio *t, unsigned i, const struct virtio_mmio_queue_state *q,
-			 struct tvm_err *e)
+static int restore_queue(struct virtio_mmio *t, unsigned i, const struct virtio_mmio_queue_state *q, struct tvm_err *e)
 {
 	struct virtqueue *vq = &t->vqs[i];
 	uint16_t used;

@@ -18,8 +18,8 @@ void vq_disable(struct virtqueue *vq)
 
 /* Resolve one ring area; the sizes are small (num <= 32768) so the
  * multiplications cannot overflow. */
-static void *ring_area(const struct guest_mem *mem, const char *what, uint64_t gpa,
-		       uint64_t len, uint64_t align, struct tvm_err *e)
+static void *ring_area(const struct guest_mem *mem, const char *what, uint64_t gpa, uint64_t len, uint64_t align,
+		       struct tvm_err *e)
 {
 	void *p;
 
@@ -35,15 +35,15 @@ static void *ring_area(const struct guest_mem *mem, const char *what, uint64_t g
 	return p;
 }
 
-int vq_enable(struct virtqueue *vq, const struct guest_mem *mem, uint16_t max_size,
-	      uint64_t features, struct tvm_err *e)
+int vq_enable(struct virtqueue *vq, const struct guest_mem *mem, uint16_t max_size, uint64_t features,
+	      struct tvm_err *e)
 {
 	uint64_t n = vq->num;
 
 	vq->ready = false;
 	if (n == 0 || (n & (n - 1)) || n > max_size || n > VQ_MAX_SIZE)
-		return tvm_errf(e, EINVAL, "virtqueue: size %llu is not a power of two in 1..%u",
-				(unsigned long long)n, (unsigned)max_size);
+		return tvm_errf(e, EINVAL, "virtqueue: size %llu is not a power of two in 1..%u", (unsigned long long)n,
+				(unsigned)max_size);
 	vq->desc = ring_area(mem, "descriptor", vq->desc_gpa, DESC_SIZE * n, 16, e);
 	if (!vq->desc)
 		return -EINVAL;
@@ -84,14 +84,13 @@ static uint16_t load16(const uint16_t *p, int order)
 /* Where a chain walk is: the table being followed and what was collected. */
 struct walk {
 	const uint8_t *table; /* bytes: an indirect table need not be aligned */
-	uint32_t size;  /* entries in table */
-	uint32_t seen;  /* descriptors visited in table: bounds loops */
-	bool indirect;  /* table is an indirect table */
-	uint64_t total; /* bytes in the chain */
+	uint32_t size;        /* entries in table */
+	uint32_t seen;        /* descriptors visited in table: bounds loops */
+	bool indirect;        /* table is an indirect table */
+	uint64_t total;       /* bytes in the chain */
 };
 
-static int add_buf(const struct virtqueue *vq, struct vq_chain *c, struct walk *w,
-		   const struct vring_desc *d)
+static int add_buf(const struct virtqueue *vq, struct vq_chain *c, struct walk *w, const struct vring_desc *d)
 {
 	uint64_t addr = le64toh(d->addr);
 	uint32_t len = le32toh(d->len);

@@ -45,11 +45,11 @@
  * The pointers stay valid as long as guest memory is mapped; the guest may
  * change the bytes at any time, so read a header once into a local. */
 struct vq_chain {
-	uint16_t head;          /* descriptor index to give back to vq_push() */
-	uint16_t nreadable;     /* entries of iov that are device-readable */
-	uint16_t n;             /* entries of iov in total */
-	uint32_t readable_len;  /* bytes in iov[0..nreadable) */
-	uint32_t writable_len;  /* bytes in iov[nreadable..n) */
+	uint16_t head;         /* descriptor index to give back to vq_push() */
+	uint16_t nreadable;    /* entries of iov that are device-readable */
+	uint16_t n;            /* entries of iov in total */
+	uint32_t readable_len; /* bytes in iov[0..nreadable) */
+	uint32_t writable_len; /* bytes in iov[nreadable..n) */
 	struct iovec iov[VQ_MAX_SEGS];
 };
 
@@ -61,17 +61,17 @@ struct virtqueue {
 	uint64_t used_gpa;  /* QueueDevice */
 
 	/* Below: owned by this module, set by vq_enable(). */
-	bool ready;         /* validated and in use */
-	bool broken;        /* the driver broke the ring format; stays until vq_reset() */
-	bool event_idx;     /* VIRTIO_RING_F_EVENT_IDX negotiated */
-	bool indirect;      /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
+	bool ready;     /* validated and in use */
+	bool broken;    /* the driver broke the ring format; stays until vq_reset() */
+	bool event_idx; /* VIRTIO_RING_F_EVENT_IDX negotiated */
+	bool indirect;  /* VIRTIO_RING_F_INDIRECT_DESC negotiated */
 	const struct guest_mem *mem;
 	struct vring_desc *desc;   /* [num] */
 	struct vring_avail *avail; /* ring[num], then used_event */
 	struct vring_used *used;   /* ring[num], then avail_event */
-	uint16_t last_avail;     /* next available entry to pop (free-running) */
-	uint16_t used_idx;       /* our copy of used->idx (free-running) */
-	uint16_t signalled_used; /* used_idx when vq_should_interrupt() last ran */
+	uint16_t last_avail;       /* next available entry to pop (free-running) */
+	uint16_t used_idx;         /* our copy of used->idx (free-running) */
+	uint16_t signalled_used;   /* used_idx when vq_should_interrupt() last ran */
 };
 
 /* Forget everything, including the driver's registers (device reset). */
@@ -84,8 +84,8 @@ void vq_reset(struct virtqueue *vq);
  * the negotiated feature bits (only INDIRECT_DESC and EVENT_IDX matter).
  * mem is borrowed and must have a host mapping aligned to 16 bytes.
  * Returns 0, or -EINVAL with e naming the bad value (queue not ready). */
-int vq_enable(struct virtqueue *vq, const struct guest_mem *mem, uint16_t max_size,
-	      uint64_t features, struct tvm_err *e);
+int vq_enable(struct virtqueue *vq, const struct guest_mem *mem, uint16_t max_size, uint64_t features,
+	      struct tvm_err *e);
 
 /* Stop using the queue (QueueReady = 0); registers are kept. */
 void vq_disable(struct virtqueue *vq);

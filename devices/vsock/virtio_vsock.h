@@ -43,32 +43,32 @@
 #include "devices/virtio/virtio_mmio.h"
 #include "vmm/core/err.h"
 
-#define VSOCK_HOST_CID 2                 /* VMADDR_CID_HOST */
+#define VSOCK_HOST_CID 2 /* VMADDR_CID_HOST */
 #define VSOCK_DEFAULT_GUEST_CID 3
-#define VSOCK_MAX_CONNS 256              /* connections incl. hybrid clients still handshaking */
-#define VSOCK_HANDSHAKE_MS 5000          /* default time a hybrid client has for its CONNECT line */
-#define VSOCK_BUF_ALLOC (256u << 10)     /* bytes of receive credit advertised per connection */
-#define VSOCK_MAX_PKT (64u << 10)        /* payload bytes per packet, either way */
-#define VSOCK_HOST_PORT_BASE (1u << 30)  /* first host port handed to host-initiated connections */
-#define VSOCK_LINE_MAX 32                /* bytes of a "CONNECT <port>\n" line incl. '\n' */
-#define VSOCK_QUEUE_MAX 256              /* QueueNumMax of each queue */
+#define VSOCK_MAX_CONNS 256             /* connections incl. hybrid clients still handshaking */
+#define VSOCK_HANDSHAKE_MS 5000         /* default time a hybrid client has for its CONNECT line */
+#define VSOCK_BUF_ALLOC (256u << 10)    /* bytes of receive credit advertised per connection */
+#define VSOCK_MAX_PKT (64u << 10)       /* payload bytes per packet, either way */
+#define VSOCK_HOST_PORT_BASE (1u << 30) /* first host port handed to host-initiated connections */
+#define VSOCK_LINE_MAX 32               /* bytes of a "CONNECT <port>\n" line incl. '\n' */
+#define VSOCK_QUEUE_MAX 256             /* QueueNumMax of each queue */
 
 /* Queue indices (spec 5.10.2). */
 enum { VSOCK_RXQ = 0, VSOCK_TXQ = 1, VSOCK_EVQ = 2 };
 
 /* Device options. */
 struct vsock_opts {
-	uint64_t guest_cid;          /* 3..0xfffffffe; 0 means VSOCK_DEFAULT_GUEST_CID */
-	const char *uds_path;        /* hybrid backend's listening socket; NULL: none */
-	uint32_t handshake_ms;       /* a hybrid client's time for its CONNECT line; 0: VSOCK_HANDSHAKE_MS */
-	struct fd_watch_ops io;      /* devices/virtio/fd_watch.h */
+	uint64_t guest_cid;     /* 3..0xfffffffe; 0 means VSOCK_DEFAULT_GUEST_CID */
+	const char *uds_path;   /* hybrid backend's listening socket; NULL: none */
+	uint32_t handshake_ms;  /* a hybrid client's time for its CONNECT line; 0: VSOCK_HANDSHAKE_MS */
+	struct fd_watch_ops io; /* devices/virtio/fd_watch.h */
 };
 
 /* Counters for tests and the VMM's metrics. */
 struct vsock_stats {
-	unsigned conns;              /* connection slots in use */
-	size_t buffered;             /* guest bytes held for host sockets, all connections */
-	size_t buffer_mem;           /* bytes of those buffers allocated */
+	unsigned conns;    /* connection slots in use */
+	size_t buffered;   /* guest bytes held for host sockets, all connections */
+	size_t buffer_mem; /* bytes of those buffers allocated */
 };
 
 struct virtio_vsock;

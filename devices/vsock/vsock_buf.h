@@ -10,9 +10,9 @@
 #include <sys/uio.h>
 
 struct vsock_buf {
-	uint8_t *data;  /* VSOCK_BUF_ALLOC bytes, or NULL */
-	uint32_t head;  /* offset of the oldest byte */
-	uint32_t len;   /* bytes queued */
+	uint8_t *data; /* VSOCK_BUF_ALLOC bytes, or NULL */
+	uint32_t head; /* offset of the oldest byte */
+	uint32_t len;  /* bytes queued */
 };
 
 /* Append len bytes found skip bytes into iov[0..n). Returns 0, -ENOSPC

@@ -200,8 +200,8 @@ static void after_progress(struct virtio_vsock *v, struct vsock_conn *c)
 		vsock_conn_watch(v, c);
 }
 
-void vsock_conn_write(struct virtio_vsock *v, struct vsock_conn *c, const struct iovec *iov, int n,
-		      size_t skip, uint32_t len)
+void vsock_conn_write(struct virtio_vsock *v, struct vsock_conn *c, const struct iovec *iov, int n, size_t skip,
+		      uint32_t len)
 {
 	uint32_t sent = 0;
 

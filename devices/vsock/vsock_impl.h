@@ -19,15 +19,15 @@
 #include "devices/vsock/vsock_buf.h"
 
 #define VSOCK_HDR ((uint32_t)sizeof(struct virtio_vsock_hdr)) /* 44 bytes */
-#define VSOCK_RST_RING 64    /* RSTs owed for packets of unknown connections */
+#define VSOCK_RST_RING 64                                     /* RSTs owed for packets of unknown connections */
 #define VSOCK_SHUT_BOTH (VIRTIO_VSOCK_SHUTDOWN_RCV | VIRTIO_VSOCK_SHUTDOWN_SEND)
 
 enum conn_state {
 	CONN_FREE = 0,
-	CONN_HANDSHAKE,   /* hybrid client whose "CONNECT <port>\n" is not complete */
-	CONN_CONNECTING,  /* host-initiated: REQUEST owed or sent, RESPONSE awaited */
+	CONN_HANDSHAKE,  /* hybrid client whose "CONNECT <port>\n" is not complete */
+	CONN_CONNECTING, /* host-initiated: REQUEST owed or sent, RESPONSE awaited */
 	CONN_ESTABLISHED,
-	CONN_CLOSED,      /* host end closed; RST owed to the guest, slot freed once sent */
+	CONN_CLOSED, /* host end closed; RST owed to the guest, slot freed once sent */
 };
 
 /* Packets a connection owes the guest (bits of vsock_conn.owe), sent in
@@ -44,13 +44,13 @@ enum {
  * callback for a slot that was freed or reused finds a consistent (if
  * different) connection and at worst tries a read that would block. */
 struct vsock_conn {
-	struct virtio_vsock *v;  /* back pointer for fd callbacks (fixed) */
+	struct virtio_vsock *v; /* back pointer for fd callbacks (fixed) */
 	enum conn_state state;
-	bool hybrid;             /* write "OK <host_port>\n" to fd when the guest accepts */
-	int fd;                  /* host end, non-blocking, owned; -1 when closed */
-	uint32_t watching;       /* epoll events registered for fd; 0: not watched */
+	bool hybrid;       /* write "OK <host_port>\n" to fd when the guest accepts */
+	int fd;            /* host end, non-blocking, owned; -1 when closed */
+	uint32_t watching; /* epoll events registered for fd; 0: not watched */
 	uint32_t guest_port, host_port;
-	uint32_t owe;            /* OWE_* */
+	uint32_t owe; /* OWE_* */
 
 	/* host -> guest */
 	bool host_readable;      /* fd may have bytes or EOF: read while credit allows */
@@ -60,15 +60,15 @@ struct vsock_conn {
 	uint32_t peer_fwd_cnt;
 
 	/* guest -> host */
-	uint32_t rx_cnt;         /* payload bytes taken from the guest (wraps) */
-	uint32_t fwd_cnt;        /* of those, bytes the host fd took */
-	uint32_t fwd_cnt_sent;   /* fwd_cnt as last told to the guest */
-	uint32_t peer_shut;      /* VIRTIO_VSOCK_SHUTDOWN_* flags the guest sent */
-	bool wr_shut;            /* shutdown(fd, SHUT_WR) done */
-	struct vsock_buf buf;    /* guest bytes fd has not taken yet */
+	uint32_t rx_cnt;       /* payload bytes taken from the guest (wraps) */
+	uint32_t fwd_cnt;      /* of those, bytes the host fd took */
+	uint32_t fwd_cnt_sent; /* fwd_cnt as last told to the guest */
+	uint32_t peer_shut;    /* VIRTIO_VSOCK_SHUTDOWN_* flags the guest sent */
+	bool wr_shut;          /* shutdown(fd, SHUT_WR) done */
+	struct vsock_buf buf;  /* guest bytes fd has not taken yet */
 
-	uint64_t deadline_ns;    /* handshake: CLOCK_MONOTONIC time its line must be complete by */
-	uint8_t line_len;        /* handshake: bytes in line */
+	uint64_t deadline_ns; /* handshake: CLOCK_MONOTONIC time its line must be complete by */
+	uint8_t line_len;     /* handshake: bytes in line */
 	char line[VSOCK_LINE_MAX];
 };
 
@@ -78,27 +78,27 @@ struct vsock_rst {
 };
 
 struct virtio_vsock {
-	pthread_mutex_t lock;          /* guards everything below */
+	pthread_mutex_t lock; /* guards everything below */
 	uint64_t guest_cid;
 	struct virtio_vsock_config cfg; /* little endian, as the driver reads it */
 	struct fd_watch_ops io;
-	char *uds_path;                /* NULL without the hybrid backend */
-	int listen_fd;                 /* hybrid listener or -1 */
-	bool listen_paused;            /* unwatched while out of fds (see accept_cb) */
-	bool uds_bound;                /* uds_dev/uds_ino name the socket file we bound */
+	char *uds_path;     /* NULL without the hybrid backend */
+	int listen_fd;      /* hybrid listener or -1 */
+	bool listen_paused; /* unwatched while out of fds (see accept_cb) */
+	bool uds_bound;     /* uds_dev/uds_ino name the socket file we bound */
 	dev_t uds_dev;
 	ino_t uds_ino;
-	uint64_t handshake_ns;         /* a hybrid client's time to send its CONNECT line */
-	int hs_timer_fd;               /* timerfd for handshake deadlines, -1 without hybrid */
+	uint64_t handshake_ns; /* a hybrid client's time to send its CONNECT line */
+	int hs_timer_fd;       /* timerfd for handshake deadlines, -1 without hybrid */
 	bool hs_timer_watched;
-	uint64_t hs_timer_at;          /* deadline it is armed for; 0: not armed */
-	int kick_fd;                   /* eventfd: rx work made inside transport callbacks */
-	bool rx_wanted;                /* something may now be sendable on rx */
-	struct virtqueue *vqs;         /* [3] while the driver runs the device, else NULL */
-	bool event_pending;            /* TRANSPORT_RESET not yet posted */
+	uint64_t hs_timer_at;  /* deadline it is armed for; 0: not armed */
+	int kick_fd;           /* eventfd: rx work made inside transport callbacks */
+	bool rx_wanted;        /* something may now be sendable on rx */
+	struct virtqueue *vqs; /* [3] while the driver runs the device, else NULL */
+	bool event_pending;    /* TRANSPORT_RESET not yet posted */
 	uint32_t next_host_port;
-	unsigned rr;                   /* rx round robin: slot to try first */
-	unsigned nconns;               /* slots not FREE */
+	unsigned rr;     /* rx round robin: slot to try first */
+	unsigned nconns; /* slots not FREE */
 	struct vsock_rst rst[VSOCK_RST_RING];
 	unsigned rst_head, rst_len;
 	struct vq_chain chain;         /* the chain being served, any queue */
@@ -140,8 +140,8 @@ uint32_t vsock_conn_credit(const struct vsock_conn *c);
  * we know, the guest receiving and giving credit). */
 bool vsock_conn_can_read(const struct vsock_conn *c);
 /* Guest payload bytes [skip, skip + len) of iov[0..n) for the host fd. */
-void vsock_conn_write(struct virtio_vsock *v, struct vsock_conn *c, const struct iovec *iov, int n,
-		      size_t skip, uint32_t len);
+void vsock_conn_write(struct virtio_vsock *v, struct vsock_conn *c, const struct iovec *iov, int n, size_t skip,
+		      uint32_t len);
 /* Send buffered guest bytes the host socket takes now. */
 void vsock_conn_flush(struct virtio_vsock *v, struct vsock_conn *c);
 /* The guest's SHUTDOWN flags (spec 5.10.6.5). */

@@ -52,8 +52,8 @@ static uint32_t put_hdr(struct virtio_vsock *v, struct vq_chain *ch, uint32_t gu
 	return VSOCK_HDR + len;
 }
 
-static uint32_t pkt(struct virtio_vsock *v, struct vq_chain *ch, struct vsock_conn *c, uint16_t op,
-		    uint32_t flags, uint32_t len)
+static uint32_t pkt(struct virtio_vsock *v, struct vq_chain *ch, struct vsock_conn *c, uint16_t op, uint32_t flags,
+		    uint32_t len)
 {
 	return put_hdr(v, ch, c->guest_port, c->host_port, op, flags, len, c);
 }

@@ -90,8 +90,7 @@ static void on_response(struct virtio_vsock *v, struct vsock_conn *c, const stru
 	vsock_conn_watch(v, c);
 }
 
-static void on_rw(struct virtio_vsock *v, struct vsock_conn *c, const struct vq_chain *ch,
-		  const struct vsock_pkt *p)
+static void on_rw(struct virtio_vsock *v, struct vsock_conn *c, const struct vq_chain *ch, const struct vsock_pkt *p)
 {
 	if (!c || c->state != CONN_ESTABLISHED || (c->peer_shut & VIRTIO_VSOCK_SHUTDOWN_SEND)) {
 		refuse(v, c, p);
@@ -115,8 +114,7 @@ static void on_established(struct virtio_vsock *v, struct vsock_conn *c, const s
 	/* CREDIT_UPDATE: the credit fields were taken already. */
 }
 
-static void dispatch(struct virtio_vsock *v, struct vsock_conn *c, const struct vq_chain *ch,
-		     const struct vsock_pkt *p)
+static void dispatch(struct virtio_vsock *v, struct vsock_conn *c, const struct vq_chain *ch, const struct vsock_pkt *p)
 {
 	switch (p->op) {
 	case VIRTIO_VSOCK_OP_REQUEST: on_request(v, c, p); break;

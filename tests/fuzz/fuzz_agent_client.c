@@ -47,9 +47,14 @@ static void check_msg(int r, const struct tvm_err *e)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static const char *const argv[] = { "true", NULL };
-	struct tvm_job job = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
-			       .stdout_cap = OUT_CAP, .stderr_cap = OUT_CAP, .on_output = on_output,
-			       .stdin_data = "in", .stdin_len = 2 };
+	struct tvm_job job = { .argv = argv,
+			       .uid = TVM_ID_DEFAULT,
+			       .gid = TVM_ID_DEFAULT,
+			       .stdout_cap = OUT_CAP,
+			       .stderr_cap = OUT_CAP,
+			       .on_output = on_output,
+			       .stdin_data = "in",
+			       .stdin_len = 2 };
 	struct tvm_job_result res;
 	struct tvm_agent *a = NULL;
 	struct tvm_err e = { 0 };

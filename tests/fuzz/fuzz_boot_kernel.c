@@ -14,13 +14,12 @@
 static uint8_t ram[RAM_SIZE] __attribute__((aligned(4096)));
 static char cmdline[256 * 20 + 1];
 
-#define CHECK(c)                                                                 \
-	do {                                                                     \
-		if (!(c)) {                                                      \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
-				__LINE__, #c);                                   \
-			abort();                                                 \
-		}                                                                \
+#define CHECK(c)                                                                                  \
+	do {                                                                                      \
+		if (!(c)) {                                                                       \
+			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__, #c); \
+			abort();                                                                  \
+		}                                                                                 \
 	} while (0)
 
 static void check_err(int r, const struct tvm_err *e)

@@ -28,18 +28,10 @@ static void emit(const struct json_doc *d, int i, struct json_w *w, char *scratc
 	size_t len;
 
 	switch (t->type) {
-	case JSON_NULL:
-		json_w_null(w);
-		break;
-	case JSON_FALSE:
-		json_w_bool(w, false);
-		break;
-	case JSON_TRUE:
-		json_w_bool(w, true);
-		break;
-	case JSON_NUMBER:
-		json_w_number(w, d->buf + t->off, t->len);
-		break;
+	case JSON_NULL: json_w_null(w); break;
+	case JSON_FALSE: json_w_bool(w, false); break;
+	case JSON_TRUE: json_w_bool(w, true); break;
+	case JSON_NUMBER: json_w_number(w, d->buf + t->off, t->len); break;
 	case JSON_STRING:
 		CHECK(json_get_bytes(d, i, scratch, cap, &len) == 0);
 		json_w_string(w, scratch, len);
@@ -59,8 +51,7 @@ static void emit(const struct json_doc *d, int i, struct json_w *w, char *scratc
 		}
 		json_w_obj_end(w);
 		break;
-	default:
-		CHECK(0);
+	default: CHECK(0);
 	}
 }
 

@@ -106,18 +106,10 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 	uint8_t op = take(in, 1);
 
 	switch (op % 10) {
-	case 0:
-		fuzz_poke_raw(in);
-		break;
-	case 1:
-		fuzz_poke_desc(in, d->q, 2, 2048);
-		break;
-	case 2:
-		tx_frame(d, in);
-		break;
-	case 3:
-		fuzz_post_head(in, d->q, 2);
-		break;
+	case 0: fuzz_poke_raw(in); break;
+	case 1: fuzz_poke_desc(in, d->q, 2, 2048); break;
+	case 2: tx_frame(d, in); break;
+	case 3: fuzz_post_head(in, d->q, 2); break;
 	case 4: { /* notify (queue 2 does not exist), or time passes for the limiters */
 		unsigned q = take(in, 1) % 3;
 		const struct vq_throttle *th = virtio_net_ops.throttle(d->n);
@@ -132,12 +124,8 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 		fuzz_tick(in, th, i < w->n ? w->e[i].cb : NULL, i < w->n ? w->e[i].arg : NULL);
 		break;
 	}
-	case 5: /* any register access, any width */
-		fuzz_mmio_access(in, d->t);
-		break;
-	case 6:
-		fuzz_driver_init(d->t, features, d->q, 2);
-		break;
+	case 5: /* any register access, any width */ fuzz_mmio_access(in, d->t); break;
+	case 6: fuzz_driver_init(d->t, features, d->q, 2); break;
 	case 7: { /* the backend sends a frame */
 		static uint8_t buf[NET_HDR_LEN + 4096];
 		uint16_t len = take(in, 2) % sizeof(buf);
@@ -148,12 +136,8 @@ static void step(struct drv *d, struct in *in, uint64_t features, struct tw *w)
 		(void)!send(d->peer, buf, len, MSG_DONTWAIT);
 		break;
 	}
-	case 8:
-		tw_round(w, 0);
-		break;
-	case 9:
-		fuzz_event_idx(in, d->q, 2);
-		break;
+	case 8: tw_round(w, 0); break;
+	case 9: fuzz_event_idx(in, d->q, 2); break;
 	}
 	check_sent(d);
 }

@@ -107,7 +107,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (p == &pol[2] && v == NET_PASS) {
 		bool arp = a.ethertype == 0x0806 && !a.family && a.arp_sha_is_src;
 		bool nd = a.family == 6 && a.proto == IPPROTO_ICMPV6 && a.icmp6_type >= 133 && a.icmp6_type <= 137 &&
-			  a.ttl == 255 && ((a.dst[0] == 0xfe && (a.dst[1] & 0xc0) == 0x80) || (a.dst[0] == 0xff && a.dst[1] == 2));
+			  a.ttl == 255 &&
+			  ((a.dst[0] == 0xfe && (a.dst[1] & 0xc0) == 0x80) || (a.dst[0] == 0xff && a.dst[1] == 2));
 		bool dns = a.family && a.has_l4 && a.dport == 53 && !a.fragment && is_resolver(&a) &&
 			   (a.proto == IPPROTO_UDP || a.proto == IPPROTO_TCP);
 

@@ -37,8 +37,7 @@ static uint64_t pick_features(uint8_t sel)
 
 /* What the host's checksum fill-in may do: write 16 bits of its choosing
  * at csum_start + csum_offset. The filter must see the same flow after. */
-static void check_fill_in(const struct virtio_net_hdr_v1 *out, const uint8_t *f, size_t cap, size_t len,
-			  uint16_t sum)
+static void check_fill_in(const struct virtio_net_hdr_v1 *out, const uint8_t *f, size_t cap, size_t len, uint16_t sum)
 {
 	size_t at = (size_t)le16toh(out->csum_start) + le16toh(out->csum_offset);
 	struct net_flow a, b;

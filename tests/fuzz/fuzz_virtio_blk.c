@@ -83,12 +83,8 @@ static void step(struct drv *d, struct in *in, uint64_t features)
 	uint8_t op = take(in, 1);
 
 	switch (op % 8) {
-	case 0:
-		fuzz_poke_raw(in);
-		break;
-	case 1:
-		fuzz_poke_desc(in, &d->q, 1, 65536);
-		break;
+	case 0: fuzz_poke_raw(in); break;
+	case 1: fuzz_poke_desc(in, &d->q, 1, 65536); break;
 	case 2: { /* block request header */
 		uint16_t at = take(in, 2);
 		struct virtio_blk_outhdr h;
@@ -98,9 +94,7 @@ static void step(struct drv *d, struct in *in, uint64_t features)
 		fuzz_poke(at, &h, sizeof(h));
 		break;
 	}
-	case 3:
-		fuzz_post_head(in, &d->q, 1);
-		break;
+	case 3: fuzz_post_head(in, &d->q, 1); break;
 	case 4: { /* notify (queue 1 does not exist), or time passes for the limiter */
 		unsigned q = take(in, 1) % 3;
 
@@ -110,15 +104,9 @@ static void step(struct drv *d, struct in *in, uint64_t features)
 			virtio_mmio_notify(d->t, q);
 		break;
 	}
-	case 5: /* any register access, any width */
-		fuzz_mmio_access(in, d->t);
-		break;
-	case 6:
-		fuzz_driver_init(d->t, features, &d->q, 1);
-		break;
-	case 7:
-		fuzz_event_idx(in, &d->q, 1);
-		break;
+	case 5: /* any register access, any width */ fuzz_mmio_access(in, d->t); break;
+	case 6: fuzz_driver_init(d->t, features, &d->q, 1); break;
+	case 7: fuzz_event_idx(in, &d->q, 1); break;
 	}
 }
 

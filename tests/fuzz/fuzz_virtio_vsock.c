@@ -30,7 +30,7 @@
 #define BUFS 0x10000u           /* packet buffers from here on */
 #define TX_SLOT 0x10100u        /* a tx slot: header + 64 KiB + room; two of them */
 #define RX_BUFS (BUFS + 2 * TX_SLOT)
-#define NHOST 8                 /* host sockets the fuzzer holds */
+#define NHOST 8 /* host sockets the fuzzer holds */
 #define CID 3
 
 static uint8_t *ram;
@@ -49,8 +49,7 @@ static void init_once(void)
 	snprintf(a.sun_path, sizeof(a.sun_path), "%s_1", uds);
 	unlink(a.sun_path);
 	guest_listener = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (guest_listener < 0 || bind(guest_listener, (struct sockaddr *)&a, sizeof(a)) ||
-	    listen(guest_listener, 64))
+	if (guest_listener < 0 || bind(guest_listener, (struct sockaddr *)&a, sizeof(a)) || listen(guest_listener, 64))
 		abort();
 }
 
@@ -120,8 +119,9 @@ static void post(struct fz *f, unsigned q, uint16_t head)
 /* Mostly plausible values, sometimes anything. */
 static uint32_t port(struct in *in)
 {
-	static const uint32_t common[] = { 1, 2, 80, 1024, VSOCK_HOST_PORT_BASE, VSOCK_HOST_PORT_BASE + 1,
-					   0xffffffff, 0 };
+	static const uint32_t common[] = {
+		1, 2, 80, 1024, VSOCK_HOST_PORT_BASE, VSOCK_HOST_PORT_BASE + 1, 0xffffffff, 0
+	};
 	uint8_t k = take(in, 1);
 
 	return k < 0xf0 ? common[k % 8] : (uint32_t)take(in, 4);
@@ -207,9 +207,7 @@ static void host_action(struct fz *f, struct in *in)
 			/* nothing there: fine */
 		}
 		break;
-	case 2:
-		shutdown(fd, what & 4 ? SHUT_RDWR : SHUT_WR);
-		break;
+	case 2: shutdown(fd, what & 4 ? SHUT_RDWR : SHUT_WR); break;
 	case 3:
 		close(fd);
 		f->host[k] = -1;
@@ -328,7 +326,10 @@ static void step(struct fz *f, struct in *in)
 		case 0: virtio_vsock_transport_reset(f->v); break;
 		case 1: reg(&f->t, VIRTIO_MMIO_STATUS, 0); break;
 		case 2: driver_init(f); break;
-		case 3: reg(&f->t, VIRTIO_MMIO_QUEUE_SEL, take(in, 1) % 3); reg(&f->t, VIRTIO_MMIO_QUEUE_READY, 0); break;
+		case 3:
+			reg(&f->t, VIRTIO_MMIO_QUEUE_SEL, take(in, 1) % 3);
+			reg(&f->t, VIRTIO_MMIO_QUEUE_READY, 0);
+			break;
 		}
 		break;
 	}

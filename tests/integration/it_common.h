@@ -107,8 +107,7 @@ static inline void it_out_free(struct it_out *o)
  * run longer than that many seconds ends with SIGALRM (the alarm survives
  * exec). Returns the exit status, or 1000 + signal number when it was
  * killed. */
-static inline int it_run_bin(const char *bin, char *const argv[], const char *out, const char *err,
-			     unsigned alarm_s)
+static inline int it_run_bin(const char *bin, char *const argv[], const char *out, const char *err, unsigned alarm_s)
 {
 	pid_t pid = fork();
 	int st;

@@ -79,8 +79,11 @@ START_TEST(cli_boots_bzimage)
 {
 	char out[128], err[128];
 	char *console;
-	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("bzImage"), "--initrd",
-			 (char *)it_guest("initramfs.cpio"), "--mem", "128", NULL };
+	char *argv[] = { "tinyvmm",  "run",
+			 "--kernel", (char *)it_guest("bzImage"),
+			 "--initrd", (char *)it_guest("initramfs.cpio"),
+			 "--mem",    "128",
+			 NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
@@ -97,8 +100,15 @@ START_TEST(cli_guest_panic_ends_vm)
 {
 	char out[128], err[128];
 	char *console;
-	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("vmlinux"), "--initrd",
-			 (char *)it_guest("initramfs.cpio"), "--cmdline-append", "tinyvmm.test=panic", NULL };
+	char *argv[] = { "tinyvmm",
+			 "run",
+			 "--kernel",
+			 (char *)it_guest("vmlinux"),
+			 "--initrd",
+			 (char *)it_guest("initramfs.cpio"),
+			 "--cmdline-append",
+			 "tinyvmm.test=panic",
+			 NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");

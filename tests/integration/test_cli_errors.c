@@ -41,7 +41,8 @@ static void write_file(const char *name, const void *data, size_t len)
 
 static void setup(void)
 {
-	char elf[100] = "\x7f" "ELF\x02\x01\x01";
+	char elf[100] = "\x7f"
+			"ELF\x02\x01\x01";
 	char sectors[4096] = { 0 };
 
 	snprintf(dir, sizeof(dir), "/tmp/tinyvmm-cli-XXXXXX");
@@ -64,7 +65,7 @@ static void setup(void)
 static void teardown(void)
 {
 	static const char *const names[] = { "empty", "garbage", "trunc-elf", "img", "precious", "fifo",
-					     "out", "err", "sock", "got", "envs" };
+					     "out",   "err",     "sock",      "got", "envs" };
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
 		unlink(p(names[i]));
@@ -150,8 +151,8 @@ START_TEST(usage_errors)
 	E("--env-file /nonexistent/envs: No such file or directory", "run", "--kernel", p("garbage"), "--env-file",
 	  "/nonexistent/envs", "--", "true");
 	write_file("envs", "# comment\nA=1\n\nB C=2\n", 20);
-	E("envs:4: B C=2: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "--env-file", p("envs"),
-	  "--", "true");
+	E("envs:4: B C=2: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "--env-file", p("envs"), "--",
+	  "true");
 	/* Guest paths that cannot work are refused before a VM starts. */
 	E("--put ", "run", "--kernel", p("garbage"), "--put", "/etc/hostname:rel/x", "--", "true");
 	E("the guest path 'rel/x' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
@@ -212,8 +213,7 @@ START_TEST(drive_specs)
 	E("is longer than 20 bytes", "run", "--kernel", p("garbage"), "--drive", spec);
 	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));
 	E("size 0 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive", p("empty"));
-	E("size 55 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive",
-	  p("garbage"));
+	E("size 55 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive", p("garbage"));
 	/* FIFOs: read-only and copy-on-write opens used to block forever. */
 	snprintf(spec, sizeof(spec), "%s,ro", p("fifo"));
 	E("fifo: not a regular file or block device", "run", "--kernel", p("garbage"), "--drive", spec);
@@ -237,7 +237,8 @@ START_TEST(net_values)
 	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-mac", "01:00:00:00:00:01");
-	E("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net", "tap=x,bogus=1");
+	E("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net",
+	  "tap=x,bogus=1");
 	/* Rate limits: a count with K, M or G, positive. */
 	E("--net tx-bw: 'abc' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--net",
 	  "auto,tx-bw=abc");
@@ -418,7 +419,8 @@ static void fake_agent(int lfd, enum scenario sc)
 					fa_data(fd, TVP_STDOUT, m.id, big, sizeof(big));
 			}
 			if (sc == BINARY)
-				fa_data(fd, TVP_STDOUT, m.id, "\xc3\xa9\xff\xf0\x9f\x98\x80\xed\xa0\x80\\\"\xe2\x82", 14);
+				fa_data(fd, TVP_STDOUT, m.id, "\xc3\xa9\xff\xf0\x9f\x98\x80\xed\xa0\x80\\\"\xe2\x82",
+					14);
 			fa_result(fd, m.id, sc == EXIT_256 ? 256 : 0);
 		} else if (m.type == TVP_GET_FILE) {
 			struct tvp_msg end = { .type = TVP_FILE_END, .id = m.id, .file_end = { 11, 0644 } };
@@ -523,7 +525,7 @@ START_TEST(get_failures_keep_the_users_file)
 		rc = run_exec(bad[i], (const char *const[]){ "--get", spec, "--", "true", NULL }, &out, &err);
 		ck_assert_msg(rc == 125, "scenario %u: status %d, stderr: %s", bad[i], rc, err);
 		ck_assert_msg(strstr(err, "tinyvmm: --get /x:"), "stderr: %s", err);
-		ck_assert_msg(strstr(err, bad[i] == GET_ERROR ? "No such file or directory"
+		ck_assert_msg(strstr(err, bad[i] == GET_ERROR   ? "No such file or directory"
 					  : bad[i] == GET_SHORT ? "agent said 10 bytes, sent 3"
 								: "connection closed"),
 			      "stderr: %s", err);
@@ -659,8 +661,10 @@ START_TEST(json_binary_output)
 
 	ck_assert_int_eq(run_exec(BINARY, (const char *const[]){ "--json", "--", "true", NULL }, &out, &err), 0);
 	ck_assert_str_eq(err, "");
-	ck_assert_msg(strstr(out, "\"stdout\":\"\xc3\xa9\\ufffd\xf0\x9f\x98\x80\\ufffd\\ufffd\\ufffd\\\\\\\"\\ufffd\\ufffd\","),
-		      "stdout: %s", out);
+	ck_assert_msg(
+		strstr(out,
+		       "\"stdout\":\"\xc3\xa9\\ufffd\xf0\x9f\x98\x80\\ufffd\\ufffd\\ufffd\\\\\\\"\\ufffd\\ufffd\","),
+		"stdout: %s", out);
 	free(out);
 	free(err);
 }

@@ -185,8 +185,8 @@ START_TEST(exec_right_after_start_waits_for_the_guest)
 		dup2(null, 0);
 		dup2(null, 1);
 		dup2(null, 2);
-		execl("./tinyvmm", "tinyvmm", "run", "--no-snapshot", "--vsock-uds", sock, "--idle-timeout", "10", "--ttl",
-		      "600", (char *)NULL);
+		execl("./tinyvmm", "tinyvmm", "run", "--no-snapshot", "--vsock-uds", sock, "--idle-timeout", "10",
+		      "--ttl", "600", (char *)NULL);
 		_exit(98);
 	}
 	st = CLI(&o, &e, "exec", "--vsock-uds", sock, "--", "sh", "-c", "sleep 12; echo ok");

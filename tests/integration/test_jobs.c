@@ -70,8 +70,11 @@ static struct tvm_job_result run(struct vm_handle *h, const char *const *argv, s
 {
 	struct tvm_agent *a = agent(h);
 	struct tvm_err e = { 0 };
-	struct tvm_job j = { .argv = argv, .on_output = it_collect, .ctx = o,
-			     .uid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT, .gid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT };
+	struct tvm_job j = { .argv = argv,
+			     .on_output = it_collect,
+			     .ctx = o,
+			     .uid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT,
+			     .gid = root ? TVM_ID_ROOT : TVM_ID_DEFAULT };
 	struct tvm_job_result r;
 
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec %s: %s", argv[0], e.msg);
@@ -132,8 +135,15 @@ START_TEST(stdin_env_workdir)
 	struct tvm_agent *a = agent(&main_vm);
 	struct it_out o = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_job j = { .argv = argv, .env = env, .cwd = "/tmp", .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
-			     .stdin_data = "from stdin\n", .stdin_len = 11, .on_output = it_collect, .ctx = &o };
+	struct tvm_job j = { .argv = argv,
+			     .env = env,
+			     .cwd = "/tmp",
+			     .uid = TVM_ID_DEFAULT,
+			     .gid = TVM_ID_DEFAULT,
+			     .stdin_data = "from stdin\n",
+			     .stdin_len = 11,
+			     .on_output = it_collect,
+			     .ctx = &o };
 	struct tvm_job_result r;
 
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
@@ -190,7 +200,7 @@ START_TEST(timeout_kills_the_group)
 END_TEST
 
 struct flood {
-	struct it_out o;     /* stderr only */
+	struct it_out o;  /* stderr only */
 	size_t out_bytes; /* stdout is counted, not kept: we measure the VMM */
 	long peak_rss;    /* VMM RSS without guest RAM, sampled as output arrives */
 };
@@ -218,8 +228,12 @@ START_TEST(flood_is_truncated_and_bounded)
 	struct tvm_agent *a = agent(&main_vm);
 	struct tvm_err e = { 0 };
 	struct flood f = { 0 };
-	struct tvm_job j = { .argv = argv, .stdout_cap = 1 << 20, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT,
-			     .on_output = flood_collect, .ctx = &f };
+	struct tvm_job j = { .argv = argv,
+			     .stdout_cap = 1 << 20,
+			     .uid = TVM_ID_DEFAULT,
+			     .gid = TVM_ID_DEFAULT,
+			     .on_output = flood_collect,
+			     .ctx = &f };
 	struct tvm_job_result r;
 	long before = tvm_vm_vmm_rss_kib(main_vm.vm);
 
@@ -386,7 +400,9 @@ START_TEST(hybrid_vsock_exec_and_guest_connects_out)
 	struct tvm_job_result r;
 	struct it_out o = { 0 };
 	const char *argv[] = { "sh", "-c", "echo via-uds", NULL };
-	struct tvm_job j = { .argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .on_output = it_collect, .ctx = &o };
+	struct tvm_job j = {
+		.argv = argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .on_output = it_collect, .ctx = &o
+	};
 	char path[160];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int lfd, cfd;
@@ -437,8 +453,8 @@ END_TEST
 START_TEST(cli_exec_on_running_vm)
 {
 	char out[128], err[128], *o;
-	char *argv[] = { "tinyvmm", "exec", "--vsock-uds", main_vm.uds, "-e", "X=seven", "--",
-			 "sh", "-c", "echo $X; exit 7", NULL };
+	char *argv[] = { "tinyvmm", "exec", "--vsock-uds", main_vm.uds,       "-e", "X=seven",
+			 "--",      "sh",   "-c",          "echo $X; exit 7", NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
@@ -456,9 +472,24 @@ START_TEST(cli_run_job_with_files_and_json)
 	char out[128], err[128], in[128], back[128], *o;
 	int fd;
 	char put[300], get[300];
-	char *argv[] = { "tinyvmm", "run", "--kernel", (char *)it_guest("vmlinux"), "--rootfs", getenv("TINYVMM_ROOTFS"),
-			 "--put", put, "--get", get, "--json", "--timeout", "120", "--",
-			 "sh", "-c", "tr a-z A-Z < /tmp/in.txt > /tmp/out.txt; echo 'said\"hi\"'; exit 3", NULL };
+	char *argv[] = { "tinyvmm",
+			 "run",
+			 "--kernel",
+			 (char *)it_guest("vmlinux"),
+			 "--rootfs",
+			 getenv("TINYVMM_ROOTFS"),
+			 "--put",
+			 put,
+			 "--get",
+			 get,
+			 "--json",
+			 "--timeout",
+			 "120",
+			 "--",
+			 "sh",
+			 "-c",
+			 "tr a-z A-Z < /tmp/in.txt > /tmp/out.txt; echo 'said\"hi\"'; exit 3",
+			 NULL };
 
 	it_tmp(out, sizeof(out), "out");
 	it_tmp(err, sizeof(err), "err");
@@ -472,8 +503,7 @@ START_TEST(cli_run_job_with_files_and_json)
 	/* The job's exit status is tinyvmm's. */
 	ck_assert_int_eq(it_run_cli(argv, out, err, 0), 3);
 	o = it_slurp(out);
-	ck_assert_msg(strstr(o, "\"exit_code\":3") && strstr(o, "\"stdout\":\"said\\\"hi\\\"\\n\""),
-		      "json: %s", o);
+	ck_assert_msg(strstr(o, "\"exit_code\":3") && strstr(o, "\"stdout\":\"said\\\"hi\\\"\\n\""), "json: %s", o);
 	free(o);
 	o = it_slurp(back);
 	ck_assert_str_eq(o, "HELLO FILE\n");

@@ -81,10 +81,15 @@ static void setup(void)
 	c.drives[0] = (struct tvm_drive){ .path = getenv("TINYVMM_ROOTFS"), .cow = 1 };
 	c.nr_drives = 1;
 	c.root_drive = 1;
-	c.net = (struct tvm_net){ .enabled = 1, .tap = TAP, .guest_ip = "10.77.0.2/24", .guest_gw = HOST_IP,
-				  .allow = { HOST_IP ":7007/tcp" }, .nr_allow = 1 };
+	c.net = (struct tvm_net){ .enabled = 1,
+				  .tap = TAP,
+				  .guest_ip = "10.77.0.2/24",
+				  .guest_gw = HOST_IP,
+				  .allow = { HOST_IP ":7007/tcp" },
+				  .nr_allow = 1 };
 	ck_assert_msg(tvm_vm_create(&c, &vm, &e) == 0, "create: %s", e.msg);
-	ck_assert_int_eq(system("ip addr add " HOST_IP "/24 dev " TAP " && ip link set " TAP " up && ip link set lo up"), 0);
+	ck_assert_int_eq(
+		system("ip addr add " HOST_IP "/24 dev " TAP " && ip link set " TAP " up && ip link set lo up"), 0);
 	pthread_create(&t, NULL, echo_server, (void *)(intptr_t)listen_on(PORT_OK));
 	pthread_detach(t);
 	pthread_create(&t, NULL, echo_server, (void *)(intptr_t)listen_on(PORT_DENIED));
@@ -98,7 +103,12 @@ static void py(const char *code, const char *want)
 {
 	const char *argv[] = { "python3", "-c", code, NULL };
 	struct it_out o = { 0 };
-	struct tvm_job j = { .argv = argv, .uid = TVM_ID_ROOT, .gid = TVM_ID_ROOT, .timeout_ms = 600000, .on_output = it_collect, .ctx = &o };
+	struct tvm_job j = { .argv = argv,
+			     .uid = TVM_ID_ROOT,
+			     .gid = TVM_ID_ROOT,
+			     .timeout_ms = 600000,
+			     .on_output = it_collect,
+			     .ctx = &o };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
@@ -112,11 +122,11 @@ static void py(const char *code, const char *want)
 }
 
 /* Python lines: try the port the allow-list excludes. */
-#define PROBE_DENIED                                                         \
-	"try:\n"                                                             \
+#define PROBE_DENIED                                                       \
+	"try:\n"                                                           \
 	"    socket.create_connection(('" HOST_IP "', 7008), timeout=5)\n" \
-	"    print('denied port reachable')\n"                              \
-	"except OSError:\n"                                                  \
+	"    print('denied port reachable')\n"                             \
+	"except OSError:\n"                                                \
 	"    print('denied port blocked')\n"
 
 START_TEST(echo_allowed_port_and_deny_the_other)
@@ -161,7 +171,6 @@ END_TEST
 
 START_TEST(hostile_frames_leave_the_vmm_serving)
 {
-
 	if (!netns_ok)
 		return;
 	/* Raw frames from the guest: bad IPv4 header lengths, a truncated

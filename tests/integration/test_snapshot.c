@@ -72,8 +72,9 @@ static struct tvm_vm *restore(const char *dir)
 
 /* The job every restore runs: what the last one left (nothing, if it is
  * fresh), then leave a mark; 16 random bytes; the guest's clock. */
-#define FRESH_JOB "cat /root/mark 2>/dev/null || echo absent; echo $$ > /root/mark; sync; " \
-		  "head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s"
+#define FRESH_JOB                                                                 \
+	"cat /root/mark 2>/dev/null || echo absent; echo $$ > /root/mark; sync; " \
+	"head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; echo; date +%s"
 #define WARMUP_JOB "cat /root/none 2>/dev/null; sync; head -c 16 /dev/urandom | od -An -tx1 | tr -d ' \\n'; date +%s"
 
 static void setup(void)
@@ -134,8 +135,8 @@ static void fresh_job(struct tvm_vm *vm, struct fresh *f)
 	ck_assert_msg(!strcmp(mark, "absent"), "a file from another VM is visible: %s", mark);
 	ck_assert_uint_eq(strlen(f->random), 32);
 	/* SEED set the clock: within 1 s of the host's during the job. */
-	ck_assert_msg(f->guest_time >= f->before - 1 && f->guest_time <= f->after + 1,
-		      "guest time %ld, host %ld..%ld", f->guest_time, (long)f->before, (long)f->after);
+	ck_assert_msg(f->guest_time >= f->before - 1 && f->guest_time <= f->after + 1, "guest time %ld, host %ld..%ld",
+		      f->guest_time, (long)f->before, (long)f->after);
 	it_out_free(&o);
 }
 

@@ -54,7 +54,8 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (argc >= 2)
-		fprintf(stderr, "tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, gc, version; see tinyvmm --help)\n",
+		fprintf(stderr,
+			"tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, gc, version; see tinyvmm --help)\n",
 			argv[1], argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? " " : "",
 			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
 	else

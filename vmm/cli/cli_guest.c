@@ -58,7 +58,8 @@ int cli_guest_defaults(struct cli_args *a)
 			a->c.kernel_path = kernel;
 		if (want_root) {
 			if (access(image, R_OK)) {
-				fprintf(stderr, "tinyvmm: no base image %s (give --rootfs, or run `bash tools/setup.sh`)\n",
+				fprintf(stderr,
+					"tinyvmm: no base image %s (give --rootfs, or run `bash tools/setup.sh`)\n",
 					image);
 				return EXIT_VM_FAILED;
 			}
@@ -73,8 +74,9 @@ int cli_guest_defaults(struct cli_args *a)
 		fprintf(stderr, "tinyvmm: a job needs a root file system with the agent: give --rootfs (no base image "
 				"found; `bash tools/setup.sh` builds one)\n");
 	else
-		fprintf(stderr, "tinyvmm: no guest kernel: give --kernel, or build one with `bash tools/setup.sh` "
-				"(looked in %s%s%s%s%s)\n",
+		fprintf(stderr,
+			"tinyvmm: no guest kernel: give --kernel, or build one with `bash tools/setup.sh` "
+			"(looked in %s%s%s%s%s)\n",
 			n > 0 ? dirs[0] : "", n > 1 ? ", " : "", n > 1 ? dirs[1] : "", n > 2 ? ", " : "",
 			n > 2 ? dirs[2] : "");
 	return EXIT_VM_FAILED;

@@ -68,7 +68,9 @@ int cli_cmd_image_build(int argc, char **argv)
 		fprintf(stderr, "tinyvmm: image build: bash: %s\n", strerror(errno));
 		return EXIT_VM_FAILED;
 	}
-	fprintf(stderr, "tinyvmm: image build: no tools/build-rootfs.sh and agent next to tinyvmm (looked in %s and "
-			"%s/../share/tinyvmm)\n", exe, exe);
+	fprintf(stderr,
+		"tinyvmm: image build: no tools/build-rootfs.sh and agent next to tinyvmm (looked in %s and "
+		"%s/../share/tinyvmm)\n",
+		exe, exe);
 	return EXIT_VM_FAILED;
 }

@@ -191,8 +191,8 @@ static int slurp(int fd, size_t cap, uint8_t **out, size_t *len)
 static int guest_path_ok(const char *flag, const char *arg, const char *guest, size_t n)
 {
 	if (guest[0] != '/' || guest[n - 1] == '/') {
-		fprintf(stderr, "tinyvmm: --%s %s: the guest path '%.*s' must be absolute and name a file\n", flag,
-			arg, (int)n, guest);
+		fprintf(stderr, "tinyvmm: --%s %s: the guest path '%.*s' must be absolute and name a file\n", flag, arg,
+			(int)n, guest);
 		return -1;
 	}
 	return 0;
@@ -437,8 +437,7 @@ static size_t utf8_len(const unsigned char *s, size_t n)
 			return 0;
 		cp = cp << 6 | (s[i] & 0x3f);
 	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
 		return 0;
 	return len;
 }
@@ -482,10 +481,16 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 {
 	struct capture cap = { 0 };
 	struct tvm_job job = {
-		.argv = (const char *const *)j->argv, .env = j->env, .cwd = j->workdir,
-		.uid = j->uid, .gid = j->gid, .timeout_ms = j->timeout_ms,
-		.stdout_cap = j->output_cap, .stderr_cap = j->output_cap,
-		.on_output = on_output, .ctx = j->json ? &cap : NULL,
+		.argv = (const char *const *)j->argv,
+		.env = j->env,
+		.cwd = j->workdir,
+		.uid = j->uid,
+		.gid = j->gid,
+		.timeout_ms = j->timeout_ms,
+		.stdout_cap = j->output_cap,
+		.stderr_cap = j->output_cap,
+		.on_output = on_output,
+		.ctx = j->json ? &cap : NULL,
 	};
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
@@ -510,7 +515,9 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 	free(in);
 	if (r) {
 		fprintf(stderr, "tinyvmm: job %s: %s\n", j->argv[0], e.msg);
-		status = r == -ENOENT ? EXIT_NOT_FOUND : (r == -EACCES || r == -ENOEXEC) ? EXIT_CANNOT_RUN : EXIT_VM_FAILED;
+		status = r == -ENOENT                      ? EXIT_NOT_FOUND
+			 : (r == -EACCES || r == -ENOEXEC) ? EXIT_CANNOT_RUN
+							   : EXIT_VM_FAILED;
 		free(cap.buf[1]);
 		free(cap.buf[2]);
 		return status;
@@ -518,13 +525,15 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 	status = status_of(&res);
 	/* After the host gave up on the guest, the connection only closes. */
 	if (res.host_timed_out)
-		fprintf(stderr, "tinyvmm: job %s: no result from the guest %llu ms after its --timeout: gave up on it\n",
+		fprintf(stderr,
+			"tinyvmm: job %s: no result from the guest %llu ms after its --timeout: gave up on it\n",
 			j->argv[0], (unsigned long long)TVM_JOB_HOST_GRACE_MS(j->timeout_ms));
 	else if (get_files(j, a) && status == 0)
 		status = EXIT_VM_FAILED;
 	if (j->json) {
-		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"host_timed_out\":%s,\"stdout\":", res.exit_code,
-		       res.signal, res.timed_out ? "true" : "false", res.host_timed_out ? "true" : "false");
+		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"host_timed_out\":%s,\"stdout\":",
+		       res.exit_code, res.signal, res.timed_out ? "true" : "false",
+		       res.host_timed_out ? "true" : "false");
 		json_string(stdout, cap.buf[1] ? cap.buf[1] : "", cap.len[1]);
 		printf(",\"stderr\":");
 		json_string(stdout, cap.buf[2] ? cap.buf[2] : "", cap.len[2]);

@@ -8,10 +8,10 @@
 #include "vmm/tinyvmm.h"
 
 /* Exit statuses (README.md): the job's own, or these. */
-#define EXIT_TIMED_OUT 124 /* the job's --timeout expired */
-#define EXIT_VM_FAILED 125 /* tinyvmm failed: usage, files, VM, agent */
+#define EXIT_TIMED_OUT 124  /* the job's --timeout expired */
+#define EXIT_VM_FAILED 125  /* tinyvmm failed: usage, files, VM, agent */
 #define EXIT_CANNOT_RUN 126 /* the command exists but could not run */
-#define EXIT_NOT_FOUND 127 /* the command was not found */
+#define EXIT_NOT_FOUND 127  /* the command was not found */
 
 #define CLI_MAX_LIST 64
 #define CLI_DEFAULT_OUTPUT_CAP (1u << 20) /* the agent's default per stream (guest/PROTOCOL.md) */
@@ -27,14 +27,14 @@ struct cli_job {
 	const char *workdir;
 	uint32_t timeout_ms;
 	uint32_t uid, gid;
-	uint32_t output_cap; /* bytes per stream */
-	int json;            /* print one JSON result object instead of streaming */
-	int forward_stdin;   /* read our stdin to EOF and give it to the job */
-	char **argv;         /* the command, NULL-terminated */
-	const char *started; /* for --json: "boot" or "restore"; NULL: not known (exec) */
-	const char *snapshot; /* for --json: the snapshot restored from */
-	int template_made;    /* for --json: this run made the template snapshot it restored */
-	const char *get_stage; /* --jail: --get i is written to <get_stage>/get<i>, moved out after */
+	uint32_t output_cap;      /* bytes per stream */
+	int json;                 /* print one JSON result object instead of streaming */
+	int forward_stdin;        /* read our stdin to EOF and give it to the job */
+	char **argv;              /* the command, NULL-terminated */
+	const char *started;      /* for --json: "boot" or "restore"; NULL: not known (exec) */
+	const char *snapshot;     /* for --json: the snapshot restored from */
+	int template_made;        /* for --json: this run made the template snapshot it restored */
+	const char *get_stage;    /* --jail: --get i is written to <get_stage>/get<i>, moved out after */
 	int put_fd[CLI_MAX_LIST]; /* --jail: --put files opened before the lockdown */
 	int puts_open;            /* put_fd holds them */
 };

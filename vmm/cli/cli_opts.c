@@ -18,46 +18,110 @@
 /* getopt_long's values for the long options. Named OPT_*: O_* is
  * <fcntl.h>'s (O_APPEND was one). */
 enum {
-	OPT_KERNEL = 1, OPT_INITRD, OPT_CMDLINE, OPT_CMDLINE_APPEND, OPT_MEM, OPT_CPUS, OPT_SERIAL, OPT_METRICS,
-	OPT_QUIRKS, OPT_HELP, OPT_ROOTFS, OPT_DRIVE, OPT_VSOCK_CID, OPT_VSOCK_UDS, OPT_TTL, OPT_CONSOLE, OPT_STDIN,
-	OPT_JSON, OPT_CAP, OPT_JOB, OPT_SNAPSHOT, OPT_OUT, OPT_NET, OPT_NET_ALLOW, OPT_NET_DNS, OPT_NET_DENY,
-	OPT_NET_MAC, OPT_NET_MTU, OPT_NET_IP, OPT_NET_GW, OPT_NET_NO_OFFLOAD, OPT_NO_SNAPSHOT, OPT_DIE_WITH_PARENT,
-	OPT_CPU_QUOTA, OPT_CPUSET, OPT_MEM_ALLOWANCE, OPT_PIDS_MAX, OPT_CGROUP_PARENT, OPT_NO_CGROUP,
-	OPT_JAIL, OPT_JAIL_DIR, OPT_JAIL_UID, OPT_JAIL_GID, OPT_NETNS,
-	OPT_SECCOMP, OPT_NO_SECCOMP, OPT_DISK_SIZE, OPT_IDLE_TIMEOUT,
+	OPT_KERNEL = 1,
+	OPT_INITRD,
+	OPT_CMDLINE,
+	OPT_CMDLINE_APPEND,
+	OPT_MEM,
+	OPT_CPUS,
+	OPT_SERIAL,
+	OPT_METRICS,
+	OPT_QUIRKS,
+	OPT_HELP,
+	OPT_ROOTFS,
+	OPT_DRIVE,
+	OPT_VSOCK_CID,
+	OPT_VSOCK_UDS,
+	OPT_TTL,
+	OPT_CONSOLE,
+	OPT_STDIN,
+	OPT_JSON,
+	OPT_CAP,
+	OPT_JOB,
+	OPT_SNAPSHOT,
+	OPT_OUT,
+	OPT_NET,
+	OPT_NET_ALLOW,
+	OPT_NET_DNS,
+	OPT_NET_DENY,
+	OPT_NET_MAC,
+	OPT_NET_MTU,
+	OPT_NET_IP,
+	OPT_NET_GW,
+	OPT_NET_NO_OFFLOAD,
+	OPT_NO_SNAPSHOT,
+	OPT_DIE_WITH_PARENT,
+	OPT_CPU_QUOTA,
+	OPT_CPUSET,
+	OPT_MEM_ALLOWANCE,
+	OPT_PIDS_MAX,
+	OPT_CGROUP_PARENT,
+	OPT_NO_CGROUP,
+	OPT_JAIL,
+	OPT_JAIL_DIR,
+	OPT_JAIL_UID,
+	OPT_JAIL_GID,
+	OPT_NETNS,
+	OPT_SECCOMP,
+	OPT_NO_SECCOMP,
+	OPT_DISK_SIZE,
+	OPT_IDLE_TIMEOUT,
 };
 
 static const struct option opts[] = {
-	{ "kernel", required_argument, 0, OPT_KERNEL },	    { "initrd", required_argument, 0, OPT_INITRD },
+	{ "kernel", required_argument, 0, OPT_KERNEL },
+	{ "initrd", required_argument, 0, OPT_INITRD },
 	{ "cmdline", required_argument, 0, OPT_CMDLINE },
 	{ "cmdline-append", required_argument, 0, OPT_CMDLINE_APPEND },
-	{ "mem", required_argument, 0, OPT_MEM },	    { "cpus", required_argument, 0, OPT_CPUS },
-	{ "serial-out", required_argument, 0, OPT_SERIAL }, { "metrics", required_argument, 0, OPT_METRICS },
-	{ "quirks", required_argument, 0, OPT_QUIRKS },	    { "help", no_argument, 0, OPT_HELP },
-	{ "rootfs", required_argument, 0, OPT_ROOTFS },	    { "drive", required_argument, 0, OPT_DRIVE },
-	{ "vsock-cid", required_argument, 0, OPT_VSOCK_CID }, { "vsock-uds", required_argument, 0, OPT_VSOCK_UDS },
-	{ "ttl", required_argument, 0, OPT_TTL },	    { "console", no_argument, 0, OPT_CONSOLE },
-	{ "stdin", no_argument, 0, OPT_STDIN },		    { "json", no_argument, 0, OPT_JSON },
-	{ "output-cap", required_argument, 0, OPT_CAP },    { "env", required_argument, 0, OPT_JOB },
-	{ "workdir", required_argument, 0, OPT_JOB },	    { "timeout", required_argument, 0, OPT_JOB },
-	{ "put", required_argument, 0, OPT_JOB },	    { "get", required_argument, 0, OPT_JOB },
-	{ "net", required_argument, 0, OPT_NET },	    { "net-allow", required_argument, 0, OPT_NET_ALLOW },
-	{ "net-dns", required_argument, 0, OPT_NET_DNS },   { "net-deny-all", no_argument, 0, OPT_NET_DENY },
-	{ "net-mac", required_argument, 0, OPT_NET_MAC },   { "net-mtu", required_argument, 0, OPT_NET_MTU },
-	{ "net-ip", required_argument, 0, OPT_NET_IP },	    { "net-gw", required_argument, 0, OPT_NET_GW },
+	{ "mem", required_argument, 0, OPT_MEM },
+	{ "cpus", required_argument, 0, OPT_CPUS },
+	{ "serial-out", required_argument, 0, OPT_SERIAL },
+	{ "metrics", required_argument, 0, OPT_METRICS },
+	{ "quirks", required_argument, 0, OPT_QUIRKS },
+	{ "help", no_argument, 0, OPT_HELP },
+	{ "rootfs", required_argument, 0, OPT_ROOTFS },
+	{ "drive", required_argument, 0, OPT_DRIVE },
+	{ "vsock-cid", required_argument, 0, OPT_VSOCK_CID },
+	{ "vsock-uds", required_argument, 0, OPT_VSOCK_UDS },
+	{ "ttl", required_argument, 0, OPT_TTL },
+	{ "console", no_argument, 0, OPT_CONSOLE },
+	{ "stdin", no_argument, 0, OPT_STDIN },
+	{ "json", no_argument, 0, OPT_JSON },
+	{ "output-cap", required_argument, 0, OPT_CAP },
+	{ "env", required_argument, 0, OPT_JOB },
+	{ "workdir", required_argument, 0, OPT_JOB },
+	{ "timeout", required_argument, 0, OPT_JOB },
+	{ "put", required_argument, 0, OPT_JOB },
+	{ "get", required_argument, 0, OPT_JOB },
+	{ "net", required_argument, 0, OPT_NET },
+	{ "net-allow", required_argument, 0, OPT_NET_ALLOW },
+	{ "net-dns", required_argument, 0, OPT_NET_DNS },
+	{ "net-deny-all", no_argument, 0, OPT_NET_DENY },
+	{ "net-mac", required_argument, 0, OPT_NET_MAC },
+	{ "net-mtu", required_argument, 0, OPT_NET_MTU },
+	{ "net-ip", required_argument, 0, OPT_NET_IP },
+	{ "net-gw", required_argument, 0, OPT_NET_GW },
 	{ "net-no-offload", no_argument, 0, OPT_NET_NO_OFFLOAD },
-	{ "snapshot", required_argument, 0, OPT_SNAPSHOT }, { "out", required_argument, 0, OPT_OUT },
-	{ "env-file", required_argument, 0, OPT_JOB },	    { "no-snapshot", no_argument, 0, OPT_NO_SNAPSHOT },
+	{ "snapshot", required_argument, 0, OPT_SNAPSHOT },
+	{ "out", required_argument, 0, OPT_OUT },
+	{ "env-file", required_argument, 0, OPT_JOB },
+	{ "no-snapshot", no_argument, 0, OPT_NO_SNAPSHOT },
 	{ "die-with-parent", no_argument, 0, OPT_DIE_WITH_PARENT },
-	{ "cpu-quota", required_argument, 0, OPT_CPU_QUOTA }, { "cpuset", required_argument, 0, OPT_CPUSET },
+	{ "cpu-quota", required_argument, 0, OPT_CPU_QUOTA },
+	{ "cpuset", required_argument, 0, OPT_CPUSET },
 	{ "mem-allowance", required_argument, 0, OPT_MEM_ALLOWANCE },
 	{ "pids-max", required_argument, 0, OPT_PIDS_MAX },
-	{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT }, { "no-cgroup", no_argument, 0, OPT_NO_CGROUP },
-	{ "jail", no_argument, 0, OPT_JAIL },		    { "jail-dir", required_argument, 0, OPT_JAIL_DIR },
-	{ "jail-uid", required_argument, 0, OPT_JAIL_UID }, { "jail-gid", required_argument, 0, OPT_JAIL_GID },
+	{ "cgroup-parent", required_argument, 0, OPT_CGROUP_PARENT },
+	{ "no-cgroup", no_argument, 0, OPT_NO_CGROUP },
+	{ "jail", no_argument, 0, OPT_JAIL },
+	{ "jail-dir", required_argument, 0, OPT_JAIL_DIR },
+	{ "jail-uid", required_argument, 0, OPT_JAIL_UID },
+	{ "jail-gid", required_argument, 0, OPT_JAIL_GID },
 	{ "netns", required_argument, 0, OPT_NETNS },
-	{ "seccomp", required_argument, 0, OPT_SECCOMP },  { "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
-	{ "disk-size", required_argument, 0, OPT_DISK_SIZE }, { "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
+	{ "seccomp", required_argument, 0, OPT_SECCOMP },
+	{ "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
+	{ "disk-size", required_argument, 0, OPT_DISK_SIZE },
+	{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 	{ 0, 0, 0, 0 },
 };
 
@@ -89,8 +153,8 @@ static int parse_quota(const char *s, uint32_t *mcpu)
 		for (p++; *p >= '0' && *p <= '9' && scale > 1; p++)
 			v += (uint64_t)(*p - '0') * (scale /= 10);
 	if (p == s || *p || !v || v > UINT32_MAX) {
-		fprintf(stderr, "tinyvmm: --cpu-quota: '%s' is not a number of CPUs like 0.5 or 2 (at most 3 decimals)\n",
-			s);
+		fprintf(stderr,
+			"tinyvmm: --cpu-quota: '%s' is not a number of CPUs like 0.5 or 2 (at most 3 decimals)\n", s);
 		return -1;
 	}
 	*mcpu = (uint32_t)v;
@@ -113,10 +177,19 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		switch (o) {
 		case OPT_KERNEL: a->c.kernel_path = optarg; break;
 		case OPT_INITRD: a->c.initrd_path = optarg; break;
-		case OPT_CMDLINE: a->c.cmdline = optarg; a->user_cmdline = 1; break;
+		case OPT_CMDLINE:
+			a->c.cmdline = optarg;
+			a->user_cmdline = 1;
+			break;
 		case OPT_CMDLINE_APPEND: a->c.cmdline_append = optarg; break;
-		case OPT_MEM: if (cli_parse_u32("--mem", optarg, &a->c.mem_mib)) return EXIT_VM_FAILED; break;
-		case OPT_CPUS: if (cli_parse_u32("--cpus", optarg, &a->c.cpus)) return EXIT_VM_FAILED; break;
+		case OPT_MEM:
+			if (cli_parse_u32("--mem", optarg, &a->c.mem_mib))
+				return EXIT_VM_FAILED;
+			break;
+		case OPT_CPUS:
+			if (cli_parse_u32("--cpus", optarg, &a->c.cpus))
+				return EXIT_VM_FAILED;
+			break;
 		case OPT_VSOCK_CID:
 			if (cli_parse_u32("--vsock-cid", optarg, &a->c.vsock_cid))
 				return EXIT_VM_FAILED;
@@ -125,13 +198,19 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			if (cli_parse_u32("--output-cap", optarg, &a->job.output_cap))
 				return EXIT_VM_FAILED;
 			break;
-		case OPT_TTL: if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms)) return EXIT_VM_FAILED; break;
+		case OPT_TTL:
+			if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms))
+				return EXIT_VM_FAILED;
+			break;
 		case OPT_IDLE_TIMEOUT:
 			if (cli_job_seconds("idle-timeout", optarg, &a->c.idle_ms))
 				return EXIT_VM_FAILED;
 			break;
 		case OPT_VSOCK_UDS: a->c.vsock_uds = optarg; break;
-		case OPT_NET: if (cli_parse_net(optarg, &a->c.net)) return EXIT_VM_FAILED; break;
+		case OPT_NET:
+			if (cli_parse_net(optarg, &a->c.net))
+				return EXIT_VM_FAILED;
+			break;
 		case OPT_NET_ALLOW:
 			if (a->c.net.nr_allow == TVM_MAX_NET_RULES) {
 				fprintf(stderr, "tinyvmm: --net-allow: at most %d rules\n", TVM_MAX_NET_RULES);
@@ -163,15 +242,22 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			if (cli_parse_size("--disk-size", optarg, &a->disk_size))
 				return EXIT_VM_FAILED;
 			if (!a->disk_size || a->disk_size % 512) {
-				fprintf(stderr, "tinyvmm: --disk-size %s: not a positive multiple of 512 bytes\n", optarg);
+				fprintf(stderr, "tinyvmm: --disk-size %s: not a positive multiple of 512 bytes\n",
+					optarg);
 				return EXIT_VM_FAILED;
 			}
 			break;
 		case OPT_DIE_WITH_PARENT: a->die_with_parent = 1; break;
 		case OPT_NO_CGROUP: a->no_cgroup = 1; break;
 		case OPT_JAIL: a->jail = 1; break;
-		case OPT_JAIL_DIR: a->jail_opts.dir = optarg; a->jail_flag = opts[idx].name; break;
-		case OPT_NETNS: a->jail_opts.netns = optarg; a->jail_flag = opts[idx].name; break;
+		case OPT_JAIL_DIR:
+			a->jail_opts.dir = optarg;
+			a->jail_flag = opts[idx].name;
+			break;
+		case OPT_NETNS:
+			a->jail_opts.netns = optarg;
+			a->jail_flag = opts[idx].name;
+			break;
 		case OPT_JAIL_UID:
 		case OPT_JAIL_GID: {
 			uint32_t *id = o == OPT_JAIL_UID ? &a->jail_opts.uid : &a->jail_opts.gid;
@@ -190,8 +276,14 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				return EXIT_VM_FAILED;
 			a->cgroup_flag = opts[idx].name;
 			break;
-		case OPT_CPUSET: a->c.cgroup.cpuset = optarg; a->cgroup_flag = opts[idx].name; break;
-		case OPT_CGROUP_PARENT: a->c.cgroup.parent = optarg; a->cgroup_flag = opts[idx].name; break;
+		case OPT_CPUSET:
+			a->c.cgroup.cpuset = optarg;
+			a->cgroup_flag = opts[idx].name;
+			break;
+		case OPT_CGROUP_PARENT:
+			a->c.cgroup.parent = optarg;
+			a->cgroup_flag = opts[idx].name;
+			break;
 		case OPT_MEM_ALLOWANCE:
 		case OPT_PIDS_MAX:
 			if (cli_parse_u32(o == OPT_PIDS_MAX ? "--pids-max" : "--mem-allowance", optarg,
@@ -201,9 +293,12 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			break;
 		case OPT_NO_SECCOMP: a->c.seccomp = TVM_SECCOMP_OFF; break;
 		case OPT_SECCOMP:
-			if (!strcmp(optarg, "kill")) a->c.seccomp = TVM_SECCOMP_KILL;
-			else if (!strcmp(optarg, "log")) a->c.seccomp = TVM_SECCOMP_LOG;
-			else if (!strcmp(optarg, "off")) a->c.seccomp = TVM_SECCOMP_OFF;
+			if (!strcmp(optarg, "kill"))
+				a->c.seccomp = TVM_SECCOMP_KILL;
+			else if (!strcmp(optarg, "log"))
+				a->c.seccomp = TVM_SECCOMP_LOG;
+			else if (!strcmp(optarg, "off"))
+				a->c.seccomp = TVM_SECCOMP_OFF;
 			else {
 				fprintf(stderr, "tinyvmm: --seccomp: '%s' is not kill, log or off\n", optarg);
 				return EXIT_VM_FAILED;
@@ -211,17 +306,24 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			break;
 		case OPT_METRICS: a->metrics = optarg; break;
 		case OPT_CONSOLE: a->console = 1; break;
-		case OPT_STDIN: case 'i': a->job.forward_stdin = 1; break;
+		case OPT_STDIN:
+		case 'i': a->job.forward_stdin = 1; break;
 		case OPT_JSON: a->job.json = 1; break;
-		case 'e': if (cli_job_option(&a->job, "env", optarg) < 0) return EXIT_VM_FAILED; break;
+		case 'e':
+			if (cli_job_option(&a->job, "env", optarg) < 0)
+				return EXIT_VM_FAILED;
+			break;
 		case OPT_JOB:
 			if (cli_job_option(&a->job, opts[idx].name, optarg) < 0)
 				return EXIT_VM_FAILED;
 			break;
 		case OPT_QUIRKS:
-			if (!strcmp(optarg, "auto")) a->c.quirks = TVM_QUIRKS_AUTO;
-			else if (!strcmp(optarg, "on")) a->c.quirks = TVM_QUIRKS_ON;
-			else if (!strcmp(optarg, "off")) a->c.quirks = TVM_QUIRKS_OFF;
+			if (!strcmp(optarg, "auto"))
+				a->c.quirks = TVM_QUIRKS_AUTO;
+			else if (!strcmp(optarg, "on"))
+				a->c.quirks = TVM_QUIRKS_ON;
+			else if (!strcmp(optarg, "off"))
+				a->c.quirks = TVM_QUIRKS_OFF;
 			else {
 				fprintf(stderr, "tinyvmm: --quirks: '%s' is not auto, on or off\n", optarg);
 				return EXIT_VM_FAILED;
@@ -245,12 +347,8 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				return EXIT_VM_FAILED;
 			a->nr_drives++;
 			break;
-		case OPT_HELP:
-			cli_usage(stdout);
-			return -1;
-		case ':':
-			fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv));
-			return EXIT_VM_FAILED;
+		case OPT_HELP: cli_usage(stdout); return -1;
+		case ':': fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv)); return EXIT_VM_FAILED;
 		default:
 			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));
 			return EXIT_VM_FAILED;
@@ -306,8 +404,10 @@ static int disk_size(struct cli_args *a)
 		return 0;
 	}
 	if (!a->root.cow || a->root.read_only) {
-		fprintf(stderr, "tinyvmm: --disk-size: the root drive %s is not copy-on-write (only an overlay can "
-				"be larger than its image)\n", a->root.path);
+		fprintf(stderr,
+			"tinyvmm: --disk-size: the root drive %s is not copy-on-write (only an overlay can "
+			"be larger than its image)\n",
+			a->root.path);
 		return -1;
 	}
 	if (want < (uint64_t)st.st_size) {
@@ -324,8 +424,8 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	int r;
 
 	tvm_config_init(&a->c);
-	a->c.seccomp = TVM_SECCOMP_KILL; /* one VM per process: the hardened form (vmm/tinyvmm.h) */
-	a->c.serial_out_fd = 1; /* the console is ours to show (the library's default is none) */
+	a->c.seccomp = TVM_SECCOMP_KILL;          /* one VM per process: the hardened form (vmm/tinyvmm.h) */
+	a->c.serial_out_fd = 1;                   /* the console is ours to show (the library's default is none) */
 	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
 	a->c.t0_ns = t0_ns;
 	r = cli_parse_args(argc, argv, a);
@@ -349,13 +449,16 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	if (r)
 		return r;
 	if (a->snapshot && a->boot_only) {
-		fprintf(stderr, "tinyvmm: --%s: a restore takes kernel, command line, memory, vCPUs, vsock CID and "
-				"quirks from the snapshot\n", a->boot_only);
+		fprintf(stderr,
+			"tinyvmm: --%s: a restore takes kernel, command line, memory, vCPUs, vsock CID and "
+			"quirks from the snapshot\n",
+			a->boot_only);
 		return EXIT_VM_FAILED;
 	}
 	if (!a->out != !create || (create && a->snapshot)) {
-		fprintf(stderr, "tinyvmm: %s\n", create ? "snapshot create needs --out DIR and boots (no --snapshot)"
-						    : "--out belongs to `tinyvmm snapshot create`");
+		fprintf(stderr, "tinyvmm: %s\n",
+			create ? "snapshot create needs --out DIR and boots (no --snapshot)"
+			       : "--out belongs to `tinyvmm snapshot create`");
 		return EXIT_VM_FAILED;
 	}
 	if (a->have_root && disk_size(a))

@@ -65,8 +65,9 @@ static int snapshot_vm(void *ctx, struct jail *j)
 		r = tvm_vm_snapshot(vm, out, &err);
 	saved = clock_mono_ns();
 	if (!r && !quiet)
-		fprintf(stderr, "tinyvmm: snapshot %s: agent ready %.1f s after start, warm-up %.1f s, saved in %.0f ms\n",
-			out, (double)(ready - t0_ns) / 1e9, (double)(warm - ready) / 1e9, (double)(saved - warm) / 1e6);
+		fprintf(stderr,
+			"tinyvmm: snapshot %s: agent ready %.1f s after start, warm-up %.1f s, saved in %.0f ms\n", out,
+			(double)(ready - t0_ns) / 1e9, (double)(warm - ready) / 1e9, (double)(saved - warm) / 1e6);
 	else if (r)
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 	tvm_vm_stop(vm);
@@ -80,8 +81,13 @@ static int snapshot_vm(void *ctx, struct jail *j)
 int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
 		      uint64_t t0_ns, int quiet, const struct jail_opts *jail)
 {
-	struct snap_make x = { .c = c, .warmup = warmup, .out = out, .metrics = metrics, .t0_ns = t0_ns, .quiet = quiet,
-			      .sole_vm = !quiet };
+	struct snap_make x = { .c = c,
+			       .warmup = warmup,
+			       .out = out,
+			       .metrics = metrics,
+			       .t0_ns = t0_ns,
+			       .quiet = quiet,
+			       .sole_vm = !quiet };
 	struct tvm_config jc;
 
 	if (!jail)

@@ -35,9 +35,21 @@ int cli_parse_size(const char *flag, const char *s, uint64_t *out)
 	if (s[0] < '0' || s[0] > '9' || errno)
 		goto bad;
 	switch (*end) {
-	case 'K': case 'k': shift = 10; end++; break;
-	case 'M': case 'm': shift = 20; end++; break;
-	case 'G': case 'g': shift = 30; end++; break;
+	case 'K':
+	case 'k':
+		shift = 10;
+		end++;
+		break;
+	case 'M':
+	case 'm':
+		shift = 20;
+		end++;
+		break;
+	case 'G':
+	case 'g':
+		shift = 30;
+		end++;
+		break;
 	}
 	if (*end || v > (UINT64_MAX >> shift))
 		goto bad;

@@ -44,8 +44,8 @@ int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e)
 		return r;
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
 	if (p == MAP_FAILED)
-		return tvm_errf(e, errno, "guest memory: cannot map %llu MiB: %s",
-				(unsigned long long)(size >> 20), strerror(errno));
+		return tvm_errf(e, errno, "guest memory: cannot map %llu MiB: %s", (unsigned long long)(size >> 20),
+				strerror(errno));
 	/* Guest RAM is not worth dumping with the VMM and should not be merged
 	 * into another process on fork. */
 	madvise(p, size, MADV_DONTDUMP);

@@ -28,10 +28,10 @@ struct gm_region {
 };
 
 struct guest_mem {
-	uint8_t *base;   /* start of the host mapping (region 0's host) */
-	uint64_t size;   /* total RAM in bytes */
-	int nr;          /* regions in use */
-	int mapped;      /* 1 when base was mmap'd by gm_init_* and is unmapped by gm_destroy */
+	uint8_t *base; /* start of the host mapping (region 0's host) */
+	uint64_t size; /* total RAM in bytes */
+	int nr;        /* regions in use */
+	int mapped;    /* 1 when base was mmap'd by gm_init_* and is unmapped by gm_destroy */
 	struct gm_region r[GM_MAX_REGIONS];
 };
 

@@ -30,8 +30,8 @@ void metrics_mark_at(struct metrics *m, enum metrics_mark which, uint64_t ns)
 const char *metrics_mark_name(enum metrics_mark which)
 {
 	static const char *const names[MARK_COUNT] = {
-		"vm_created_us", "kernel_loaded_us", "first_kvm_run_us", "first_serial_byte_us", "guest_end_us",
-		"restore_called_us", "state_restored_us",
+		"vm_created_us", "kernel_loaded_us",  "first_kvm_run_us",  "first_serial_byte_us",
+		"guest_end_us",  "restore_called_us", "state_restored_us",
 	};
 	return names[which];
 }

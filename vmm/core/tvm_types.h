@@ -79,17 +79,17 @@ struct tvm_rate_limit {
 
 /* A virtio-blk drive backed by a raw image file (virtio 1.2 section 5.2). */
 struct tvm_drive {
-	const char *path;         /* image file, size a multiple of 512 bytes */
-	const char *id;           /* serial (VIRTIO_BLK_T_GET_ID), <= 20 bytes; NULL: none */
-	int read_only;            /* guest writes fail (VIRTIO_BLK_F_RO) */
-	int cow;                  /* image opened read-only; writes go to a private overlay */
-	const char *overlay_path; /* cow: keep the overlay in this new file; NULL: discard at exit */
-	uint64_t overlay_limit;   /* cow: most bytes the overlay may hold (whole 4 KiB blocks); 0: the
+	const char *path;            /* image file, size a multiple of 512 bytes */
+	const char *id;              /* serial (VIRTIO_BLK_T_GET_ID), <= 20 bytes; NULL: none */
+	int read_only;               /* guest writes fail (VIRTIO_BLK_F_RO) */
+	int cow;                     /* image opened read-only; writes go to a private overlay */
+	const char *overlay_path;    /* cow: keep the overlay in this new file; NULL: discard at exit */
+	uint64_t overlay_limit;      /* cow: most bytes the overlay may hold (whole 4 KiB blocks); 0: the
 				   * drive's size. Writes past it fail with VIRTIO_BLK_S_IOERR (the
 				   * guest sees EIO) */
 	struct tvm_rate_limit limit; /* bytes (data moved) and requests; zero: unlimited. A restore
 				      * that gives any replaces the snapshot's, else keeps them */
-	uint64_t size;            /* cow: bytes the guest sees, a multiple of 512, at least the
+	uint64_t size;               /* cow: bytes the guest sees, a multiple of 512, at least the
 				   * image's size (past its end: zeros until written, host disk
 				   * used only for what is written); 0: the image's size. A
 				   * restore keeps the snapshot's */
@@ -102,18 +102,18 @@ struct tvm_drive {
  * policy the VMM enforces on every frame the guest sends (see
  * devices/net_filter.h for what it does and does not see). */
 struct tvm_net {
-	int enabled;            /* 1: attach the device; 0: the VM has no network */
-	const char *tap;        /* existing TAP interface; NULL: create one (needs CAP_NET_ADMIN) */
-	const char *mac;        /* "xx:xx:xx:xx:xx:xx"; NULL: derived from the vsock CID */
-	uint32_t mtu;           /* bytes; 0: 1500 */
+	int enabled;                          /* 1: attach the device; 0: the VM has no network */
+	const char *tap;                      /* existing TAP interface; NULL: create one (needs CAP_NET_ADMIN) */
+	const char *mac;                      /* "xx:xx:xx:xx:xx:xx"; NULL: derived from the vsock CID */
+	uint32_t mtu;                         /* bytes; 0: 1500 */
 	const char *allow[TVM_MAX_NET_RULES]; /* "CIDR[:PORT[/tcp|udp]]"; any rule means allow-list */
 	unsigned nr_allow;
-	const char *dns[TVM_MAX_NET_DNS];     /* resolvers DNS (port 53) may go to; allow-list too */
+	const char *dns[TVM_MAX_NET_DNS]; /* resolvers DNS (port 53) may go to; allow-list too */
 	unsigned nr_dns;
-	int deny_all;           /* allow-list with nothing but the rules above (and ARP/ND) */
-	const char *guest_ip;   /* "ADDR/PREFIX" (IPv4) the agent gives eth0; NULL: none */
-	const char *guest_gw;   /* default route for the guest; NULL: none */
-	int no_offload;         /* 1: offer the guest no checksum/TCP segmentation offload
+	int deny_all;                 /* allow-list with nothing but the rules above (and ARP/ND) */
+	const char *guest_ip;         /* "ADDR/PREFIX" (IPv4) the agent gives eth0; NULL: none */
+	const char *guest_gw;         /* default route for the guest; NULL: none */
+	int no_offload;               /* 1: offer the guest no checksum/TCP segmentation offload
 				 * (fewer host-kernel paths for guest frames, slower) */
 	struct tvm_rate_limit rx, tx; /* TAP -> guest and guest -> TAP: frame bytes (without the
 				       * virtio-net header) and frames; zero: unlimited. A restore
@@ -123,27 +123,27 @@ struct tvm_net {
 
 /* Why a frame was dropped: the index into tvm_net_stats.dropped. */
 enum tvm_net_drop {
-	TVM_NET_DROP_RUNT = 1,   /* shorter than an Ethernet header */
-	TVM_NET_DROP_OVERSIZE,   /* over MTU + 14 (+ 4 with a VLAN tag); 64 KiB + 18 with TSO */
-	TVM_NET_DROP_VNET_HDR,   /* virtio-net header asks for an offload not negotiated or out of bounds */
-	TVM_NET_DROP_BAD_CHAIN,  /* descriptor chain of the wrong shape */
-	TVM_NET_DROP_MALFORMED,  /* L2/L3/L4 headers truncated or inconsistent */
-	TVM_NET_DROP_FRAGMENT,   /* IP fragment under an allow-list */
-	TVM_NET_DROP_POLICY,     /* not allowed by the allow-list */
-	TVM_NET_DROP_SPOOF,      /* source MAC (or ARP sender) not the guest's, under an allow-list */
-	TVM_NET_DROP_BACKEND,    /* the TAP refused it */
+	TVM_NET_DROP_RUNT = 1,  /* shorter than an Ethernet header */
+	TVM_NET_DROP_OVERSIZE,  /* over MTU + 14 (+ 4 with a VLAN tag); 64 KiB + 18 with TSO */
+	TVM_NET_DROP_VNET_HDR,  /* virtio-net header asks for an offload not negotiated or out of bounds */
+	TVM_NET_DROP_BAD_CHAIN, /* descriptor chain of the wrong shape */
+	TVM_NET_DROP_MALFORMED, /* L2/L3/L4 headers truncated or inconsistent */
+	TVM_NET_DROP_FRAGMENT,  /* IP fragment under an allow-list */
+	TVM_NET_DROP_POLICY,    /* not allowed by the allow-list */
+	TVM_NET_DROP_SPOOF,     /* source MAC (or ARP sender) not the guest's, under an allow-list */
+	TVM_NET_DROP_BACKEND,   /* the TAP refused it */
 	TVM_NET_DROP_COUNT
 };
 
 /* Counters of the VM's network device since it was created. Frames are
  * counted without the 12-byte virtio-net header; bytes likewise. */
 struct tvm_net_stats {
-	uint64_t tx_frames, tx_bytes;   /* guest -> TAP, sent */
-	uint64_t rx_frames, rx_bytes;   /* TAP -> guest, delivered */
-	uint64_t tx_gso, rx_gso;        /* of those, frames with TCP segmentation offload */
-	uint64_t rx_dropped;            /* TAP frames the guest had no room for */
+	uint64_t tx_frames, tx_bytes;         /* guest -> TAP, sent */
+	uint64_t rx_frames, rx_bytes;         /* TAP -> guest, delivered */
+	uint64_t tx_gso, rx_gso;              /* of those, frames with TCP segmentation offload */
+	uint64_t rx_dropped;                  /* TAP frames the guest had no room for */
 	uint64_t dropped[TVM_NET_DROP_COUNT]; /* guest frames dropped, by enum tvm_net_drop; [0] unused */
-	int backend_down;               /* the TAP hit EOF or an error: no more rx */
+	int backend_down;                     /* the TAP hit EOF or an error: no more rx */
 };
 
 /* How a VM uses a host cgroup (one per VM: cgroup v2, or the v1 cpu,
@@ -189,30 +189,30 @@ struct tvm_config {
 	enum tvm_quirks quirks;
 	struct tvm_drive drives[TVM_MAX_DRIVES]; /* become /dev/vda, /dev/vdb, ... */
 	unsigned nr_drives;
-	int root_drive;             /* 1: drives[0] is the root fs (root=/dev/vda) */
-	uint32_t vsock_cid;         /* guest CID of the virtio-vsock device (default 3); 0: no device */
-	const char *vsock_uds;      /* Firecracker-style hybrid vsock Unix socket path; NULL: none */
-	uint32_t ttl_ms;            /* lifetime: the VM is stopped this long after start; 0: none */
-	uint32_t idle_ms;           /* with vsock: the VM is stopped (TVM_EXIT_IDLE) once no vsock
+	int root_drive;           /* 1: drives[0] is the root fs (root=/dev/vda) */
+	uint32_t vsock_cid;       /* guest CID of the virtio-vsock device (default 3); 0: no device */
+	const char *vsock_uds;    /* Firecracker-style hybrid vsock Unix socket path; NULL: none */
+	uint32_t ttl_ms;          /* lifetime: the VM is stopped this long after start; 0: none */
+	uint32_t idle_ms;         /* with vsock: the VM is stopped (TVM_EXIT_IDLE) once no vsock
 				     * connection has been open for this long (checked each second,
 				     * so up to a second later); 0: never */
-	struct tvm_net net;         /* network: off unless net.enabled */
-	uint64_t t0_ns;             /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
-	enum tvm_seccomp seccomp;   /* filters on the VM's threads; default TVM_SECCOMP_OFF */
-	struct tvm_cgroup cgroup;   /* host cgroup and its limits: none unless cgroup.mode says */
+	struct tvm_net net;       /* network: off unless net.enabled */
+	uint64_t t0_ns;           /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
+	enum tvm_seccomp seccomp; /* filters on the VM's threads; default TVM_SECCOMP_OFF */
+	struct tvm_cgroup cgroup; /* host cgroup and its limits: none unless cgroup.mode says */
 };
 
 /* How a VM ended. */
 enum tvm_exit {
-	TVM_EXIT_NONE = 0,      /* still running */
-	TVM_EXIT_RESET,         /* the guest reset itself (reboot, panic with panic=-1): clean end */
-	TVM_EXIT_STOPPED,       /* the host called tvm_vm_stop() */
-	TVM_EXIT_SHUTDOWN,      /* KVM_EXIT_SHUTDOWN (triple fault) */
-	TVM_EXIT_INTERNAL_ERROR,/* KVM_EXIT_INTERNAL_ERROR: KVM could not emulate something */
-	TVM_EXIT_FAIL_ENTRY,    /* KVM_EXIT_FAIL_ENTRY: invalid guest state */
-	TVM_EXIT_VMM_ERROR,     /* an ioctl or the VMM itself failed */
-	TVM_EXIT_TTL,           /* the VM's lifetime (ttl_ms) expired */
-	TVM_EXIT_IDLE,          /* no vsock connection for idle_ms: a clean end */
+	TVM_EXIT_NONE = 0,       /* still running */
+	TVM_EXIT_RESET,          /* the guest reset itself (reboot, panic with panic=-1): clean end */
+	TVM_EXIT_STOPPED,        /* the host called tvm_vm_stop() */
+	TVM_EXIT_SHUTDOWN,       /* KVM_EXIT_SHUTDOWN (triple fault) */
+	TVM_EXIT_INTERNAL_ERROR, /* KVM_EXIT_INTERNAL_ERROR: KVM could not emulate something */
+	TVM_EXIT_FAIL_ENTRY,     /* KVM_EXIT_FAIL_ENTRY: invalid guest state */
+	TVM_EXIT_VMM_ERROR,      /* an ioctl or the VMM itself failed */
+	TVM_EXIT_TTL,            /* the VM's lifetime (ttl_ms) expired */
+	TVM_EXIT_IDLE,           /* no vsock connection for idle_ms: a clean end */
 };
 
 /* Fill c with the defaults documented in struct tvm_config. */

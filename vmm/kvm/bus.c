@@ -3,22 +3,22 @@
 #include <errno.h>
 #include <string.h>
 
-int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name,
-		 bus_io_fn fn, void *opaque, struct tvm_err *e)
+int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_io_fn fn, void *opaque,
+		 struct tvm_err *e)
 {
 	uint64_t last;
 	int i;
 
 	if (len == 0 || __builtin_add_overflow(base, len - 1, &last))
-		return tvm_errf(e, EINVAL, "bus: %s: bad range 0x%llx+0x%llx", name,
-				(unsigned long long)base, (unsigned long long)len);
+		return tvm_errf(e, EINVAL, "bus: %s: bad range 0x%llx+0x%llx", name, (unsigned long long)base,
+				(unsigned long long)len);
 	if (b->n == BUS_MAX_RANGES)
 		return tvm_errf(e, ENOSPC, "bus: %s: no room for more than %d ranges", name, BUS_MAX_RANGES);
 	for (i = 0; i < b->n; i++) {
 		const struct bus_range *r = &b->r[i];
 		if (base <= r->base + (r->len - 1) && r->base <= last)
-			return tvm_errf(e, EEXIST, "bus: %s at 0x%llx+0x%llx overlaps %s at 0x%llx+0x%llx",
-					name, (unsigned long long)base, (unsigned long long)len, r->name,
+			return tvm_errf(e, EEXIST, "bus: %s at 0x%llx+0x%llx overlaps %s at 0x%llx+0x%llx", name,
+					(unsigned long long)base, (unsigned long long)len, r->name,
 					(unsigned long long)r->base, (unsigned long long)r->len);
 		if (r->base > base)
 			break;

@@ -33,8 +33,8 @@ struct bus {
 
 /* Add [base, base + len). -EINVAL for len 0 or overflow, -EEXIST when it
  * overlaps a registered range (the message names both), -ENOSPC when full. */
-int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name,
-		 bus_io_fn fn, void *opaque, struct tvm_err *e);
+int bus_register(struct bus *b, uint64_t base, uint64_t len, const char *name, bus_io_fn fn, void *opaque,
+		 struct tvm_err *e);
 
 /* The range holding addr, or NULL. */
 const struct bus_range *bus_find(const struct bus *b, uint64_t addr);

@@ -50,8 +50,7 @@ void cpuid_normalize(struct kvm_cpuid2 *cpuid, unsigned index, unsigned ncpus)
 			e->eax = index;
 			e->ebx = 0;
 			break;
-		default:
-			break;
+		default: break;
 		}
 	}
 }

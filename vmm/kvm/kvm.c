@@ -84,8 +84,7 @@ int kvm_create_pit(struct kvm_sys *k, struct tvm_err *e)
 	return 0;
 }
 
-int kvm_set_memory(struct kvm_sys *k, uint32_t slot, uint64_t gpa, uint64_t size, void *host,
-		   struct tvm_err *e)
+int kvm_set_memory(struct kvm_sys *k, uint32_t slot, uint64_t gpa, uint64_t size, void *host, struct tvm_err *e)
 {
 	struct kvm_userspace_memory_region r = {
 		.slot = slot,
@@ -130,7 +129,11 @@ int kvm_irq_line(struct kvm_sys *k, unsigned gsi, int level)
 int kvm_ioeventfd(struct kvm_sys *k, uint64_t addr, uint32_t datamatch, int fd, struct tvm_err *e)
 {
 	struct kvm_ioeventfd io = {
-		.datamatch = datamatch, .addr = addr, .len = 4, .fd = fd, .flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
+		.datamatch = datamatch,
+		.addr = addr,
+		.len = 4,
+		.fd = fd,
+		.flags = KVM_IOEVENTFD_FLAG_DATAMATCH,
 	};
 
 	if (ioctl(k->vm_fd, KVM_IOEVENTFD, &io) < 0)

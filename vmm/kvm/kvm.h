@@ -35,8 +35,7 @@ int kvm_create_irqchip(struct kvm_sys *k, struct tvm_err *e);
 int kvm_create_pit(struct kvm_sys *k, struct tvm_err *e);
 
 /* Register host memory [host, host + size) as guest RAM at gpa in slot. */
-int kvm_set_memory(struct kvm_sys *k, uint32_t slot, uint64_t gpa, uint64_t size, void *host,
-		   struct tvm_err *e);
+int kvm_set_memory(struct kvm_sys *k, uint32_t slot, uint64_t gpa, uint64_t size, void *host, struct tvm_err *e);
 
 /* KVM_GET_SUPPORTED_CPUID into a malloc'd table (caller frees). */
 int kvm_supported_cpuid(struct kvm_sys *k, struct kvm_cpuid2 **out, struct tvm_err *e);

@@ -55,6 +55,7 @@ const char *vcpu_exit_kind_name(enum vcpu_exit_kind k)
 
 static int set_msrs(struct vcpu *v, struct tvm_err *e)
 {
+	/* clang-format off */
 	static const struct {
 		uint32_t index;
 		uint64_t value;
@@ -65,6 +66,7 @@ static int set_msrs(struct vcpu *v, struct tvm_err *e)
 		{ MSR_IA32_MISC_ENABLE, 1 }, /* fast string operations */
 		{ MSR_MTRR_DEF_TYPE, (1u << 11) | 6 }, /* MTRRs on, default write-back */
 	};
+	/* clang-format on */
 	enum { N = sizeof(boot_msrs) / sizeof(boot_msrs[0]) };
 	union {
 		struct kvm_msrs hdr;
@@ -218,7 +220,8 @@ static void report_internal_error(struct vcpu *v)
 		tr.linear_address = regs.rip;
 		if (ioctl(v->fd, KVM_TRANSLATE, &tr) == 0 && tr.valid) {
 			const uint8_t *code = gm_ptr(v->host->mem, tr.physical_address, 16);
-			p += snprintf(p, (size_t)(end - p), " (gpa 0x%llx) code:", (unsigned long long)tr.physical_address);
+			p += snprintf(p, (size_t)(end - p),
+				      " (gpa 0x%llx) code:", (unsigned long long)tr.physical_address);
 			for (int i = 0; code && i < 16 && p < end - 4; i++)
 				p += snprintf(p, (size_t)(end - p), " %02x", code[i]);
 		}

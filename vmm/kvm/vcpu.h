@@ -43,7 +43,7 @@ struct vcpu_host {
 	const struct bus *mmio;
 	const struct guest_mem *mem;
 	struct metrics *metrics;
-	atomic_bool *stopping; /* set by the VM to make every loop return */
+	atomic_bool *stopping;    /* set by the VM to make every loop return */
 	struct vcpu_pause *pause; /* vmm/vcpu_pause.h; NULL: never paused */
 	/* A terminal event: reason is an enum tvm_exit, msg one line. */
 	void (*on_end)(void *ctx, int reason, const char *msg);
@@ -66,9 +66,9 @@ struct vcpu {
 	bool thread_started;
 	const struct vcpu_host *host;
 	_Atomic uint64_t exits[VEXIT_COUNT];
-	_Atomic uint64_t cpu_ns_at_end; /* its thread's CPU time, set as the thread ends... */
-	atomic_bool ended;              /* ...then this: its CPU clock is gone */
-	unsigned unhandled_logged;         /* distinct unhandled addresses logged */
+	_Atomic uint64_t cpu_ns_at_end;              /* its thread's CPU time, set as the thread ends... */
+	atomic_bool ended;                           /* ...then this: its CPU clock is gone */
+	unsigned unhandled_logged;                   /* distinct unhandled addresses logged */
 	uint64_t unhandled_seen[VCPU_UNHANDLED_LOG]; /* ...which ones (space tag in bit 63) */
 };
 

@@ -222,16 +222,11 @@ static uint32_t next_cp(const unsigned char *s, size_t n, size_t *i)
 		c = s[*i + 1];
 		*i += 2;
 		switch (c) {
-		case 'b':
-			return '\b';
-		case 'f':
-			return '\f';
-		case 'n':
-			return '\n';
-		case 'r':
-			return '\r';
-		case 't':
-			return '\t';
+		case 'b': return '\b';
+		case 'f': return '\f';
+		case 'n': return '\n';
+		case 'r': return '\r';
+		case 't': return '\t';
 		case 'u':
 			cp = (uint32_t)hex4(s + *i, n - *i);
 			*i += 4;
@@ -242,8 +237,7 @@ static uint32_t next_cp(const unsigned char *s, size_t n, size_t *i)
 				cp = 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00);
 			}
 			return cp;
-		default:
-			return c; /* " \ / */
+		default: return c; /* " \ / */
 		}
 	}
 	if (c < 0x80) {
@@ -382,19 +376,11 @@ static int parse_value(struct jp *p, unsigned depth)
 	memset(t, 0, sizeof(*t));
 	t->off = p->i;
 	switch (p->s[p->i]) {
-	case '{':
-		r = parse_container(p, idx, depth, true);
-		break;
-	case '[':
-		r = parse_container(p, idx, depth, false);
-		break;
-	case '"':
-		r = scan_string(p, t);
-		break;
+	case '{': r = parse_container(p, idx, depth, true); break;
+	case '[': r = parse_container(p, idx, depth, false); break;
+	case '"': r = scan_string(p, t); break;
 	case '-':
-	case '0' ... '9':
-		r = scan_number(p, t);
-		break;
+	case '0' ... '9': r = scan_number(p, t); break;
 	case 't':
 	case 'f':
 	case 'n': {
@@ -412,8 +398,7 @@ static int parse_value(struct jp *p, unsigned depth)
 		p->i += l;
 		break;
 	}
-	default:
-		return jfail(p, EINVAL, p->i, "expected a value (object, array, string, number, true, false, null)");
+	default: return jfail(p, EINVAL, p->i, "expected a value (object, array, string, number, true, false, null)");
 	}
 	if (r)
 		return r;
@@ -729,27 +714,13 @@ static void put_escaped(struct json_w *w, const char *str, size_t n)
 		}
 		put(w, s + run, i - run);
 		switch (c) {
-		case '"':
-			put(w, "\\\"", 2);
-			break;
-		case '\\':
-			put(w, "\\\\", 2);
-			break;
-		case '\b':
-			put(w, "\\b", 2);
-			break;
-		case '\f':
-			put(w, "\\f", 2);
-			break;
-		case '\n':
-			put(w, "\\n", 2);
-			break;
-		case '\r':
-			put(w, "\\r", 2);
-			break;
-		case '\t':
-			put(w, "\\t", 2);
-			break;
+		case '"': put(w, "\\\"", 2); break;
+		case '\\': put(w, "\\\\", 2); break;
+		case '\b': put(w, "\\b", 2); break;
+		case '\f': put(w, "\\f", 2); break;
+		case '\n': put(w, "\\n", 2); break;
+		case '\r': put(w, "\\r", 2); break;
+		case '\t': put(w, "\\t", 2); break;
 		default:
 			if (c < 0x20) {
 				snprintf(esc, sizeof(esc), "\\u%04x", c);

@@ -133,6 +133,7 @@ int dev_state_read_disk(const struct snap_section *sec, uint64_t max_words, uint
 		return tvm_errf(e, EINVAL, "drive 0 map: malformed section");
 	r = blk_map_decode(sec->data, sec->len, max_words, map, nwords);
 	if (r)
-		return tvm_errf(e, -r, "drive %u map: %s", sec->index, r == -ENOMEM ? "out of memory" : "malformed section");
+		return tvm_errf(e, -r, "drive %u map: %s", sec->index,
+				r == -ENOMEM ? "out of memory" : "malformed section");
 	return 0;
 }

@@ -72,12 +72,14 @@ static int apply_net(const struct snap_net *s, const struct tvm_config *o, struc
 	if (asked && !s->present)
 		return tvm_errf(e, EINVAL, "net: the snapshot has no network device; a restore cannot add one");
 	if (s->present && !asked)
-		return tvm_errf(e, EINVAL, "net: the snapshot has a network device: give it a TAP and its egress "
+		return tvm_errf(e, EINVAL,
+				"net: the snapshot has a network device: give it a TAP and its egress "
 				"policy (--net TAP|auto, --net-allow ...)");
 	if (!s->present)
 		return 0;
 	if (on->guest_ip || on->guest_gw || on->mac || on->mtu || on->no_offload)
-		return tvm_errf(e, EINVAL, "net: address, route, MAC, MTU and offloads come from the snapshot "
+		return tvm_errf(e, EINVAL,
+				"net: address, route, MAC, MTU and offloads come from the snapshot "
 				"(the guest already has them)");
 	/* The policy is the caller's only: a state file never widens it. */
 	*c = *on;
@@ -124,8 +126,7 @@ int snap_config_read(const struct snap_section *sec, struct snap_config *s, stru
 	return 0;
 }
 
-int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c,
-		      struct tvm_err *e)
+int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c, struct tvm_err *e)
 {
 	tvm_config_init(c);
 	if (o) {
@@ -135,12 +136,11 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 		c->ttl_ms = o->ttl_ms;
 		c->idle_ms = o->idle_ms;
 		c->seccomp = o->seccomp; /* how the new VM's threads are confined */
-		c->cgroup = o->cgroup; /* the host's limits belong to the new VM */
+		c->cgroup = o->cgroup;   /* the host's limits belong to the new VM */
 		c->t0_ns = o->t0_ns;
 		c->vsock_uds = o->vsock_uds;
 		if (o->nr_drives && o->nr_drives != s->nr_drives)
-			return tvm_errf(e, EINVAL, "drives: the snapshot has %u, %u given", s->nr_drives,
-					o->nr_drives);
+			return tvm_errf(e, EINVAL, "drives: the snapshot has %u, %u given", s->nr_drives, o->nr_drives);
 	}
 	c->mem_mib = s->mem_mib;
 	c->cpus = s->cpus;
@@ -154,8 +154,10 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 		const struct tvm_drive *od = o && o->nr_drives ? &o->drives[i] : NULL;
 		struct tvm_drive *d = &c->drives[i];
 
-		*d = (struct tvm_drive){ .path = s->d[i].path, .id = s->d[i].has_id ? s->d[i].id : NULL,
-					 .read_only = (int)s->d[i].read_only, .cow = (int)s->d[i].cow,
+		*d = (struct tvm_drive){ .path = s->d[i].path,
+					 .id = s->d[i].has_id ? s->d[i].id : NULL,
+					 .read_only = (int)s->d[i].read_only,
+					 .cow = (int)s->d[i].cow,
 					 .overlay_limit = s->d[i].overlay_limit };
 		if (od && od->path)
 			d->path = od->path;

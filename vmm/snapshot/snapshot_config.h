@@ -36,7 +36,7 @@ struct snap_config {
 	char kernel[PATH_MAX];
 	char cmdline[SNAP_CMDLINE_MAX]; /* the composed guest command line */
 	struct snap_drive d[TVM_MAX_DRIVES];
-	struct snap_net net;            /* filled by snap_net_read */
+	struct snap_net net; /* filled by snap_net_read */
 };
 
 /* Append the section. drive_size[i]: image size of drive i. */
@@ -67,7 +67,6 @@ int snap_net_read(const struct snap_section *sec, struct snap_config *s, struct 
  * -EINVAL: o has another number of drives, asks for a network the
  * snapshot has none of, gives none for one it has, or sets what the guest
  * already has (guest_ip, guest_gw, mac, mtu, no_offload). */
-int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c,
-		      struct tvm_err *e);
+int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, struct tvm_config *c, struct tvm_err *e);
 
 #endif

@@ -80,8 +80,8 @@ static int vio(struct vcpu *v, unsigned long req, void *arg, const char *name, s
 
 #define VIO(v, req, arg, e) vio(v, req, arg, #req, e)
 
-int vcpu_state_save(struct vcpu *v, struct kvm_sys *k, const uint32_t *msrs, uint32_t nmsrs,
-		    struct vcpu_state *s, struct tvm_err *e)
+int vcpu_state_save(struct vcpu *v, struct kvm_sys *k, const uint32_t *msrs, uint32_t nmsrs, struct vcpu_state *s,
+		    struct tvm_err *e)
 {
 	int r, khz;
 

@@ -31,7 +31,7 @@ struct vcpu_state {
 	uint32_t tsc_khz; /* 0: unknown (KVM_GET_TSC_KHZ unsupported) */
 	struct kvm_regs regs;
 	struct kvm_sregs sregs;
-	uint32_t xsave[1024];   /* struct kvm_xsave's region (it ends in a flexible array) */
+	uint32_t xsave[1024]; /* struct kvm_xsave's region (it ends in a flexible array) */
 	struct kvm_fpu fpu;
 	struct kvm_xcrs xcrs;
 	struct kvm_lapic_state lapic;
@@ -48,8 +48,8 @@ int vcpu_msr_list(struct kvm_sys *k, uint32_t **idx, uint32_t *n, struct tvm_err
 
 /* Read v's state into s. msrs: the list from vcpu_msr_list(); those
  * KVM_GET_MSRS refuses on this vCPU are left out. -errno naming the ioctl. */
-int vcpu_state_save(struct vcpu *v, struct kvm_sys *k, const uint32_t *msrs, uint32_t nmsrs,
-		    struct vcpu_state *s, struct tvm_err *e);
+int vcpu_state_save(struct vcpu *v, struct kvm_sys *k, const uint32_t *msrs, uint32_t nmsrs, struct vcpu_state *s,
+		    struct tvm_err *e);
 
 /* Load s into v (created, CPUID set, thread not started), in the order
  * TSC_KHZ, SREGS, REGS, XSAVE/FPU, XCRS, LAPIC, MSRS, DEBUGREGS,
