@@ -407,6 +407,31 @@ START_TEST(get_string_limits)
 }
 END_TEST
 
+/* An object of n members "k0".."k<n-1>" into buf; its parse's result. */
+static int members(char *buf, unsigned n, struct json_tok *t, uint32_t max)
+{
+	struct json_doc d;
+	size_t len = 0;
+
+	buf[len++] = '{';
+	for (unsigned i = 0; i < n; i++)
+		len += (size_t)sprintf(buf + len, "%s\"k%u\":%u", i ? "," : "", i, i);
+	buf[len++] = '}';
+	return json_parse(&d, buf, len, t, max, 0, NULL);
+}
+
+/* The duplicate-key check is quadratic in an object's members: a request
+ * of many thousands of keys (seconds of CPU) is refused at the limit. */
+START_TEST(member_limit)
+{
+	static struct json_tok big[4096];
+	static char buf[64 * 1024];
+
+	ck_assert_int_eq(members(buf, JSON_MEMBERS_MAX, big, 4096), 0);
+	ck_assert_int_eq(members(buf, JSON_MEMBERS_MAX + 1, big, 4096), -E2BIG);
+}
+END_TEST
+
 START_TEST(duplicate_keys)
 {
 	bad_at("{\"a\":1,\"a\":2}", 13, -EINVAL, 7);
@@ -760,6 +785,7 @@ int main(void)
 	tcase_add_test(tc, utf8);
 	tcase_add_test(tc, get_string_limits);
 	tcase_add_test(tc, duplicate_keys);
+	tcase_add_test(tc, member_limit);
 	tcase_add_test(tc, depth_limit);
 	tcase_add_test(tc, token_limit);
 	tcase_add_test(tc, error_messages);

@@ -4,6 +4,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -290,12 +291,36 @@ static void fork_by_clone(const void *arg)
 	syscall(__NR_clone, SIGCHLD, 0, 0, 0, 0);
 }
 
-static void thread_by_clone(const void *arg)
+static void thread_flag_only(const void *arg)
 {
 	(void)arg;
-	/* CLONE_THREAD without CLONE_SIGHAND|CLONE_VM: let through, the
-	 * kernel refuses it (no thread is made). */
-	if (syscall(__NR_clone, CLONE_THREAD, 0, 0, 0, 0) != -1 || errno != EINVAL)
+	/* Not pthread_create's flag set: were it let through, the kernel
+	 * would refuse it (EINVAL) and the child exit 0. */
+	syscall(__NR_clone, CLONE_THREAD, 0, 0, 0, 0);
+}
+
+static void thread_in_new_namespaces(const void *arg)
+{
+	(void)arg;
+	syscall(__NR_clone,
+		CLONE_VM | CLONE_FS | CLONE_FILES | CLONE_SIGHAND | CLONE_THREAD | CLONE_SYSVSEM | CLONE_NEWNS |
+			CLONE_NEWNET,
+		0, 0, 0, 0);
+}
+
+static void *thread_body(void *arg)
+{
+	return arg;
+}
+
+/* A real thread, as the event loop's restart makes one (clone3 first,
+ * ENOSYS, then clone). */
+static void pthread_thread(const void *arg)
+{
+	pthread_t t;
+
+	(void)arg;
+	if (pthread_create(&t, NULL, thread_body, NULL) || pthread_join(t, NULL))
 		_exit(4);
 }
 
@@ -332,9 +357,11 @@ END_TEST
 START_TEST(threads_only_where_the_event_loop_restarts)
 {
 	ck_assert(killed_by_sigsys(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, fork_by_clone, NULL)));
-	ck_assert(exited_ok(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, thread_by_clone, NULL)));
+	ck_assert(exited_ok(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, pthread_thread, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, thread_flag_only, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, thread_in_new_namespaces, NULL)));
 	ck_assert(exited_ok(run_confined(SC_SNAPSHOT, 0, TVM_SECCOMP_KILL, -1, clone3_call, NULL)));
-	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, thread_by_clone, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, pthread_thread, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, clone3_call, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_EVLOOP, ALL_F, TVM_SECCOMP_KILL, -1, fork_by_clone, NULL)));
 }

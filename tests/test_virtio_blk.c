@@ -737,6 +737,29 @@ START_TEST(limit_oversized_request_passes_then_owes)
 }
 END_TEST
 
+/* A write of zeroes is admitted for its 16-byte segment, then pays for
+ * the 8 KiB it zeroed: the next read waits for that debt (without the
+ * charge, one request could zero GiBs under bw=). */
+START_TEST(limit_write_zeroes_pays_its_range)
+{
+	struct virtio_blk_discard_write_zeroes s = seg(0, 16, 0);
+
+	start_limited((struct tvm_rate_limit){ .bytes = { .size = 4096 } });
+	ck_assert_uint_eq(dwz(VIRTIO_BLK_T_WRITE_ZEROES, &s, 1), 1);
+	ck_assert_uint_eq(*(uint8_t *)td_ptr(&d, ST), VIRTIO_BLK_S_OK);
+	post_read(1, 64, 512, true);
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	expect_untouched(1, 512);
+	tt_now = 1000 * TT_MS; /* 4 KiB back: still in debt */
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 1);
+	tt_now = 2000 * TT_MS; /* 16 + 8192 - 4096 owed, + 512, at 4 KiB/s: 1.13 s */
+	tt_fire(&lw, thr());
+	ck_assert_uint_eq(td_used_idx(&d), 2);
+	expect_read(1, 64, 512);
+}
+END_TEST
+
 /* A driver that breaks its ring behind a held request: when the timer runs
  * the queue, the held request is served and the broken chain breaks the
  * queue (NEEDS_RESET), nothing else; after a reset the drive works, still
@@ -892,6 +915,7 @@ int main(void)
 	tcase_add_test(tc, limit_holds_request_on_ring);
 	tcase_add_test(tc, limit_requests);
 	tcase_add_test(tc, limit_oversized_request_passes_then_owes);
+	tcase_add_test(tc, limit_write_zeroes_pays_its_range);
 	tcase_add_test(tc, limit_broken_chain_under_throttling);
 	tcase_add_test(tc, limit_saved_and_restored);
 	tcase_add_test(tc, limit_in_metrics_json);

@@ -221,15 +221,23 @@ write_customize() {
 	printf ')\n'
 	# A step that fails says which, for explain_failure.
 	echo 'step() { local s=$1; shift; "$@" || { echo "build-rootfs-step-failed: $s" >&2; exit 1; }; }'
+	# copy_in SRC DST OWNER: the tree may hold absolute symlinks (Debian's
+	# /var/run, /etc/alternatives/*, earlier copies), so DST is resolved
+	# only inside the chroot: SRC goes in as a tar stream, unpacked, copied
+	# and chowned by the chroot's own tools. (A host-side cp to "$r"DST
+	# would follow them onto the host's files.)
+	echo 'copy_in() {'
+	echo '	tar -C "$(dirname "$1")" -cf - -- "$(basename "$1")" | chroot "$r" /bin/sh -c '"'"'set -e'
+	echo '		t=$(mktemp -d); tar -xf - -C "$t" --no-same-owner; mkdir -p "$(dirname "$1")"'
+	echo '		cp -aT "$t/$2" "$1"; chown -R "$3" "$1"; rm -rf "$t"'"'"' copy-in "$2" "$(basename "$1")" "$3"'
+	echo '}'
 	for ((i = 0; i < ${#copies[@]}; i += 2)); do
 		src=${copies[i]} dst=${copies[i + 1]}
 		# GUEST is the copy's own path; a file into GUEST/ keeps its name.
 		if [[ $dst == */ ]]; then dst=${dst%/}/$(basename "$src"); fi
 		owner=0:0
 		[[ $dst/ != /home/sandbox/* ]] || owner=1000:1000
-		printf 'mkdir -p "$r"%q\n' "$(dirname "$dst")"
-		printf 'step copy cp -aT --no-preserve=ownership %q "$r"%q\n' "$src" "$dst"
-		printf 'chown -R %s "$r"%q\n' "$owner" "$dst"
+		printf 'step copy copy_in %q %q %s\n' "$src" "$dst" "$owner"
 	done
 	if ((${#pip_pkgs[@]})); then
 		printf 'echo %q >&2\n' "build-rootfs: pip install ${pip_pkgs[*]}"

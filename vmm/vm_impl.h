@@ -47,7 +47,8 @@ struct tvm_vm {
 	bool net_restricted;   /* its egress policy is an allow-list */
 	int ttl_fd;            /* timerfd for cfg.ttl_ms, -1 when none */
 	int idle_fd;           /* timerfd ticking each second for cfg.idle_ms, -1 when none */
-	uint64_t busy_ns;      /* CLOCK_MONOTONIC when a vsock connection was last seen open */
+	uint64_t busy_ns;      /* CLOCK_MONOTONIC when a vsock connection was last seen open or begun */
+	uint64_t idle_opened;  /* the vsock device's opened count at the last idle tick */
 	struct cgroup *cgroup; /* host cgroup holding the process, NULL without (vm_cgroup.c) */
 
 	atomic_bool stopping;

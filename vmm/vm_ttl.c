@@ -30,8 +30,10 @@ static void on_ttl(void *opaque, uint32_t events)
 		vm_end(vm, TVM_EXIT_TTL, "VM lifetime expired");
 }
 
-/* Each second: the vsock device is driven by this same thread, so its
- * connection count is read without a lock. */
+/* Each second: busy while a vsock connection is open or one was begun
+ * since the last tick. A guest that never closes its side keeps the VM
+ * busy: the idle timeout serves a host whose client died, --ttl bounds a
+ * hostile guest. */
 static void on_idle_tick(void *opaque, uint32_t events)
 {
 	struct tvm_vm *vm = opaque;
@@ -42,10 +44,14 @@ static void on_idle_tick(void *opaque, uint32_t events)
 	if (read(vm->idle_fd, &n, sizeof(n)) != (ssize_t)sizeof(n))
 		return;
 	virtio_vsock_stats(vm->vsock, &s);
-	if (s.conns)
+	/* A connection begun since the last tick counts even if it is
+	 * gone: a client retrying through a booting guest (each try refused
+	 * in milliseconds) or making short ones is not idle. */
+	if (s.conns || s.opened != vm->idle_opened)
 		vm->busy_ns = t;
 	else if (t - vm->busy_ns >= (uint64_t)vm->cfg.idle_ms * 1000000ULL)
 		vm_end(vm, TVM_EXIT_IDLE, "VM idle: no vsock connection for its idle timeout");
+	vm->idle_opened = s.opened;
 }
 
 /* A periodic timerfd on the loop: fd_out set, closed by destroy. */

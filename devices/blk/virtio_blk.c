@@ -101,6 +101,11 @@ static uint8_t do_dwz(struct virtio_blk *b, struct req *r, bool zeroes)
 		e = zeroes ? blk_image_write_zeroes(&b->img, off, len) : blk_image_discard(&b->img, off, len);
 		if (e)
 			return VIRTIO_BLK_S_IOERR;
+		/* Admitted for its segment list only, a write of zeroes then
+		 * pays for the range it wrote (the drive owes it: later requests
+		 * wait). A discard moves no data: its request is its cost. */
+		if (zeroes)
+			vq_throttle_take(&b->thr, 0, len, 0);
 	}
 	return VIRTIO_BLK_S_OK;
 }

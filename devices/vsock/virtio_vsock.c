@@ -307,6 +307,7 @@ void virtio_vsock_stats(struct virtio_vsock *v, struct vsock_stats *s)
 	memset(s, 0, sizeof(*s));
 	pthread_mutex_lock(&v->lock);
 	s->conns = v->nconns;
+	s->opened = v->opened;
 	for (unsigned i = 0; i < VSOCK_MAX_CONNS; i++) {
 		const struct vsock_conn *c = &v->conns[i];
 

@@ -67,6 +67,8 @@ struct vsock_opts {
 /* Counters for tests and the VMM's metrics. */
 struct vsock_stats {
 	unsigned conns;    /* connection slots in use */
+	uint64_t opened;   /* connections ever begun, either way (a host client's handshake
+			    * counts, answered or not) */
 	size_t buffered;   /* guest bytes held for host sockets, all connections */
 	size_t buffer_mem; /* bytes of those buffers allocated */
 };

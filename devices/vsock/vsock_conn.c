@@ -45,6 +45,7 @@ struct vsock_conn *vsock_conn_new(struct virtio_vsock *v, int fd, enum conn_stat
 		return NULL;
 	*c = (struct vsock_conn){ .v = v, .state = st, .fd = fd };
 	v->nconns++;
+	v->opened++;
 	return c;
 }
 

@@ -99,6 +99,7 @@ struct virtio_vsock {
 	uint32_t next_host_port;
 	unsigned rr;     /* rx round robin: slot to try first */
 	unsigned nconns; /* slots not FREE */
+	uint64_t opened; /* connections ever set up (slots taken), either way */
 	struct vsock_rst rst[VSOCK_RST_RING];
 	unsigned rst_head, rst_len;
 	struct vq_chain chain;         /* the chain being served, any queue */

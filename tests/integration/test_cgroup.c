@@ -384,8 +384,12 @@ static int ends_without_cgroup(const char *const *args, const char *what)
 	pid_t pid = running[0] = spawn(args, out, err);
 	int st;
 
+	/* Both of the VM's own: read at once after the memory one, pids
+	 * could still be the VMM's home (it enters them one by one, and a
+	 * template made first enters and leaves them too), which is never
+	 * gone. */
 	wait_cgroup(pid, CG_MEMORY, mem);
-	vmm_dir(pid, CG_PIDS, pids);
+	wait_cgroup(pid, CG_PIDS, pids);
 	st = wait_exit(pid);
 	e = it_slurp(err);
 	printf("%s: status %d\n", what, st);

@@ -139,6 +139,10 @@ START_TEST(usage_errors)
 	E("unknown command 'snapshot creat'", "snapshot", "creat");
 	E("unknown command 'image bild'", "image", "bild");
 	E("image build needs --out FILE", "image", "build", "--packages", "jq");
+	/* The script's own options are not the user's: --init would make any
+	 * file root can read the image's /sbin/init. */
+	E("image build: unknown option '--init'", "image", "build", "--out", p("new"), "--init", "/etc/shadow");
+	E("image build: --copy needs a value", "image", "build", "--out", p("new"), "--copy");
 	/* Used to be accepted and ignored. */
 	E("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	E("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
@@ -205,6 +209,7 @@ START_TEST(drive_specs)
 	E("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
 	E("--disk-size: 'x' is not a number", "run", "--kernel", p("garbage"), "--disk-size", "x");
 	E("--disk-size 1000: not a positive multiple of 512", "run", "--kernel", p("garbage"), "--disk-size", "1000");
+	E("--disk-size 1025G: more than 1024G", "run", "--kernel", p("garbage"), "--disk-size", "1025G");
 	E("--disk-size 512 bytes: smaller than the root image", "run", "--kernel", p("garbage"), "--rootfs", p("img"),
 	  "--disk-size", "512");
 	snprintf(spec, sizeof(spec), "%s,rw", p("img"));

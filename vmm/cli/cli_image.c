@@ -14,6 +14,20 @@
 
 #define IMAGE_MAX_ARGS 64
 
+/* Whether arg is one of the user image's options (--opt or --opt=VALUE). */
+static int user_option(const char *arg)
+{
+	static const char *const names[] = { "--out", "--packages", "--pip", "--npm", "--copy" };
+
+	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		size_t n = strlen(names[i]);
+
+		if (!strncmp(arg, names[i], n) && (arg[n] == 0 || arg[n] == '='))
+			return 1;
+	}
+	return 0;
+}
+
 int cli_cmd_image_build(int argc, char **argv)
 {
 	static const char *const layouts[][2] = {
@@ -36,6 +50,18 @@ int cli_cmd_image_build(int argc, char **argv)
 		}
 		if (!strcmp(argv[i], "--out") || !strncmp(argv[i], "--out=", 6))
 			have_out = 1;
+		/* Only the user image's options reach the script: its own
+		 * --init (which file becomes /sbin/init) and --print-path are
+		 * ours to give, and a value is never taken for an option. */
+		if (!user_option(argv[i])) {
+			fprintf(stderr, "tinyvmm: image build: unknown option '%s' (see tinyvmm image build --help)\n",
+				argv[i]);
+			return EXIT_VM_FAILED;
+		}
+		if (!strchr(argv[i], '=') && ++i == argc) {
+			fprintf(stderr, "tinyvmm: image build: %s needs a value\n", argv[i - 1]);
+			return EXIT_VM_FAILED;
+		}
 	}
 	if (!have_out) {
 		fprintf(stderr, "tinyvmm: image build needs --out FILE (see tinyvmm image build --help)\n");

@@ -554,7 +554,8 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		printf(",\"version\":\"%s\"}\n", TVM_VERSION);
 	} else {
 		if (res.timed_out && !res.host_timed_out)
-			fprintf(stderr, "tinyvmm: job timed out after %u ms\n", j->timeout_ms);
+			fprintf(stderr, "tinyvmm: job %s: timed out after its --timeout of %.1f s (killed)\n",
+				j->argv[0], j->timeout_ms / 1000.0);
 		/* Said once, so a cut output is never mistaken for the whole. */
 		if (res.stdout_truncated || res.stderr_truncated)
 			fprintf(stderr, "tinyvmm: job output cut at %u bytes per stream (--output-cap):%s%s\n",

@@ -12,6 +12,7 @@
 
 /* The base image's drive without --disk-size: room for a few `pip install`s. */
 #define DEFAULT_DISK_SIZE (2ULL << 30)
+#define MAX_DISK_SIZE (1ULL << 40)
 
 #define JOB_CMDLINE "console=ttyS0 reboot=k panic=-1 quiet"
 
@@ -244,6 +245,13 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			if (!a->disk_size || a->disk_size % 512) {
 				fprintf(stderr, "tinyvmm: --disk-size %s: not a positive multiple of 512 bytes\n",
 					optarg);
+				return EXIT_VM_FAILED;
+			}
+			/* The overlay may hold all of it (host disk), and its
+			 * block map costs size / 32768 bytes of VMM memory. */
+			if (a->disk_size > MAX_DISK_SIZE) {
+				fprintf(stderr, "tinyvmm: --disk-size %s: more than %lluG\n", optarg,
+					MAX_DISK_SIZE >> 30);
 				return EXIT_VM_FAILED;
 			}
 			break;

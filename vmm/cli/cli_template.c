@@ -112,8 +112,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		goto use;
 	}
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
-	fprintf(stderr, "tinyvmm: first run with this kernel and image: booting once to make a template snapshot "
-			"(later runs restore it; --no-snapshot boots cold)\n");
+	fprintf(stderr,
+		"tinyvmm: first run with this kernel, image and VM shape: booting once to make a template snapshot "
+		"(later runs restore it; --no-snapshot boots cold)\n");
 	{
 		struct tvm_config c = a->c;
 		struct cli_job warm = { .argv = warmup_argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .json = 1 };

@@ -323,6 +323,8 @@ static int parse_container(struct jp *p, uint32_t idx, unsigned depth, bool obj)
 				return jfail(p, EINVAL, p->i, "expected a string key");
 			if (p->ntok >= p->max)
 				return jfail(p, E2BIG, p->i, "more tokens than the token limit");
+			if (p->tok[idx].size >= JSON_MEMBERS_MAX)
+				return jfail(p, E2BIG, p->i, "more members in one object than its limit");
 			k = p->ntok++;
 			memset(&p->tok[k], 0, sizeof(p->tok[k]));
 			r = scan_string(p, &p->tok[k]);

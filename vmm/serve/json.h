@@ -54,6 +54,8 @@ struct json_doc {
 
 #define JSON_DEPTH_DEFAULT 32
 #define JSON_DEPTH_MAX 1024
+/* Members of one object: the duplicate-key check is quadratic in them. */
+#define JSON_MEMBERS_MAX 256
 
 /* Parse the whole of buf[0..len) (not NUL-terminated) as one JSON text
  * (RFC 8259 §2: any value, surrounded by optional whitespace) into
@@ -64,11 +66,11 @@ struct json_doc {
  * one object (compared after unescaping). max_depth: nesting of arrays
  * and objects (0: JSON_DEPTH_DEFAULT; more than JSON_DEPTH_MAX: -EINVAL).
  * Returns 0 and fills doc (tok[0] is the root); -EINVAL for invalid JSON
- * or -E2BIG when max_tok tokens or max_depth is not enough, with *err
- * (may be NULL) saying where and why. Cost: the parser recurses about
- * max_depth times (keep the default on small thread stacks), and checking
- * duplicate keys is quadratic in the members of one object, so keep
- * max_tok to what a request needs (a few thousand). */
+ * or -E2BIG when max_tok tokens or max_depth is not enough or an object
+ * has more than JSON_MEMBERS_MAX members, with *err (may be NULL) saying
+ * where and why. Cost: the parser recurses about max_depth times (keep the
+ * default on small thread stacks); checking duplicate keys is quadratic in
+ * the members of one object, hence their limit. */
 int json_parse(struct json_doc *doc, const char *buf, size_t len, struct json_tok *tok, uint32_t max_tok,
 	       unsigned max_depth, struct json_err *err);
 
