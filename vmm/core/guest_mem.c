@@ -34,6 +34,17 @@ static int check_size(uint64_t size, struct tvm_err *e)
 	return 0;
 }
 
+/* m's memory is the mapping p of size bytes (unmapped by gm_destroy).
+ * Guest RAM is not worth dumping with the VMM and should not be shared
+ * with a child on fork. */
+static void adopt_mapping(struct guest_mem *m, void *p, uint64_t size)
+{
+	madvise(p, size, MADV_DONTDUMP);
+	madvise(p, size, MADV_DONTFORK);
+	layout(m, p, size);
+	m->mapped = 1;
+}
+
 int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e)
 {
 	int r = check_size(size, e);
@@ -46,12 +57,7 @@ int gm_init_anon(struct guest_mem *m, uint64_t size, struct tvm_err *e)
 	if (p == MAP_FAILED)
 		return tvm_errf(e, errno, "guest memory: cannot map %llu MiB: %s", (unsigned long long)(size >> 20),
 				strerror(errno));
-	/* Guest RAM is not worth dumping with the VMM and should not be merged
-	 * into another process on fork. */
-	madvise(p, size, MADV_DONTDUMP);
-	madvise(p, size, MADV_DONTFORK);
-	layout(m, p, size);
-	m->mapped = 1;
+	adopt_mapping(m, p, size);
 	return 0;
 }
 
@@ -79,10 +85,7 @@ int gm_init_file(struct guest_mem *m, const char *path, uint64_t size, struct tv
 	if (p == MAP_FAILED)
 		return tvm_errf(e, errno, "%s: cannot map %llu MiB: %s", path, (unsigned long long)(size >> 20),
 				strerror(errno));
-	madvise(p, size, MADV_DONTDUMP);
-	madvise(p, size, MADV_DONTFORK);
-	layout(m, p, size);
-	m->mapped = 1;
+	adopt_mapping(m, p, size);
 	return 0;
 }
 
