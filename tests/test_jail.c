@@ -757,6 +757,34 @@ START_TEST(a_step_that_fails_is_named)
 }
 END_TEST
 
+/* A file swapped for another between the plan and the jail (the window a
+ * host user who owns its directory could use): the jail is refused, the
+ * replaced file named, and nothing is left. */
+START_TEST(a_file_replaced_after_the_plan_is_refused)
+{
+	char kernel[256], image[256], rw[256], other[256], base[PATH_MAX];
+	struct seen s = { 0 };
+	struct tvm_config c;
+	struct tvm_err e = { 0 };
+	struct jail *j;
+
+	if (geteuid() != 0)
+		return;
+	base_config(&c, kernel, image, rw);
+	j = new_jail();
+	snprintf(base, sizeof(base), "%s", j->base);
+	ck_assert_msg(jail_plan_vm(j, &c, NULL, NULL, &e) == 0, "%s", e.msg);
+	make_file(other, sizeof(other), "other", 4096);
+	ck_assert_int_eq(rename(other, kernel), 0);
+	s.kernel = c.kernel_path;
+	ck_assert_int_eq(jail_run(j, body, &s, &e), -ESTALE);
+	ck_assert_msg(strstr(e.msg, "vmlinux is no longer the file that was checked"), "%s", e.msg);
+	ck_assert_int_eq(jail_finish(j, 0, &e), 0);
+	jail_free(j);
+	ck_assert_int_eq(jail_entries(base), 0);
+}
+END_TEST
+
 static int not_root_child(void *arg)
 {
 	struct jail *j = arg;
@@ -800,6 +828,7 @@ int main(void)
 	tcase_add_test(run, runs_a_body_jailed_and_cleans_up);
 	tcase_add_test(run, a_crash_is_reported_and_cleaned_and_a_failed_snapshot_not_published);
 	tcase_add_test(run, a_step_that_fails_is_named);
+	tcase_add_test(run, a_file_replaced_after_the_plan_is_refused);
 	tcase_add_test(run, needs_root);
 	suite_add_tcase(s, plan);
 	suite_add_tcase(s, lock);

@@ -182,7 +182,12 @@ static int show(struct jail *j, const char *what, const char *path, unsigned fla
 		flags |= JAIL_M_DEV;
 	if (size)
 		*size = (uint64_t)st.st_size;
-	return add_mount(j, what, real, real, flags, e);
+	r = add_mount(j, what, real, real, flags, e);
+	if (r >= 0) {
+		j->m[r].dev = (uint64_t)st.st_dev;
+		j->m[r].ino = (uint64_t)st.st_ino;
+	}
+	return r;
 }
 
 /* The same for an optional path the VM is given: *path becomes the jail's. */

@@ -75,6 +75,8 @@ struct jail_mount {
 	char host[PATH_MAX]; /* resolved host path */
 	char path[PATH_MAX]; /* absolute path in the jail */
 	unsigned flags;      /* JAIL_M_* */
+	uint64_t dev, ino;   /* what host was when checked (ino 0: made by us); the bind
+			      * mount must show the same file, or the jail is refused */
 };
 
 /* A stage directory: what the VM writes there goes to target at the end. */

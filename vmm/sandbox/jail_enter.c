@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -31,6 +32,26 @@ static int bind(const char *src, const char *dst, unsigned flags, struct tvm_err
 		f |= MS_RDONLY;
 	if (mount(src, dst, NULL, MS_BIND, NULL) < 0 || mount(NULL, dst, NULL, f, NULL) < 0)
 		return tvm_errf(e, errno, "jail: mounts: %s: %s", src, strerror(errno));
+	return 0;
+}
+
+/* A shown file, bind-mounted at dst: the mount pins what it shows, so
+ * checking that against what was checked when the jail was planned closes
+ * the window in which the host path could have been swapped (for a
+ * symlink, another file) in between. */
+static int bind_checked(const struct jail_mount *m, const char *dst, struct tvm_err *e)
+{
+	struct stat st;
+	int r = bind(m->host, dst, m->flags, e);
+
+	if (r || !m->ino)
+		return r;
+	if (stat(dst, &st) < 0)
+		return tvm_errf(e, errno, "jail: mounts: %s: %s", m->host, strerror(errno));
+	if ((uint64_t)st.st_dev != m->dev || (uint64_t)st.st_ino != m->ino)
+		return tvm_errf(e, ESTALE,
+				"jail: mounts: %s is no longer the file that was checked (replaced meanwhile)",
+				m->host);
 	return 0;
 }
 
@@ -56,7 +77,7 @@ static int mounts(const struct jail *j, struct tvm_err *e)
 		return r;
 	for (unsigned i = 0; i < j->nm; i++)
 		if (!(j->m[i].flags & JAIL_M_SEEN) &&
-		    ((r = in_root(j, j->m[i].path, p, sizeof(p), e)) || (r = bind(j->m[i].host, p, j->m[i].flags, e))))
+		    ((r = in_root(j, j->m[i].path, p, sizeof(p), e)) || (r = bind_checked(&j->m[i], p, e))))
 			return r;
 	if ((r = in_root(j, "/proc", p, sizeof(p), e)))
 		return r;
