@@ -8,10 +8,14 @@
  * Last, the VM is snapshotted and restored onto a new TAP. */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/wait.h>
+#include <signal.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <net/if.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #define HOST_IP "10.77.0.1"
 #define PORT_OK 7007
 #define PORT_DENIED 7008
+#define PORT_HTTP 7009 /* a host HTTP server: a file and a pip index */
 
 static struct tvm_vm *vm;
 static int netns_ok;
@@ -85,8 +90,8 @@ static void setup(void)
 				  .tap = TAP,
 				  .guest_ip = "10.77.0.2/24",
 				  .guest_gw = HOST_IP,
-				  .allow = { HOST_IP ":7007/tcp" },
-				  .nr_allow = 1 };
+				  .allow = { HOST_IP ":7007/tcp", HOST_IP ":7009/tcp" },
+				  .nr_allow = 2 };
 	ck_assert_msg(tvm_vm_create(&c, &vm, &e) == 0, "create: %s", e.msg);
 	ck_assert_int_eq(
 		system("ip addr add " HOST_IP "/24 dev " TAP " && ip link set " TAP " up && ip link set lo up"), 0);
@@ -97,18 +102,14 @@ static void setup(void)
 	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
 }
 
-/* Run python3 code as root in the guest: it must exit 0 and print exactly
- * want on stdout. */
-static void py(const char *code, const char *want)
+/* Run argv in the guest as uid (TVM_ID_ROOT or TVM_ID_DEFAULT): it must
+ * exit 0 and print exactly want on stdout. */
+static void job(const char *const *argv, uint32_t uid, const char *want)
 {
-	const char *argv[] = { "python3", "-c", code, NULL };
 	struct it_out o = { 0 };
-	struct tvm_job j = { .argv = argv,
-			     .uid = TVM_ID_ROOT,
-			     .gid = TVM_ID_ROOT,
-			     .timeout_ms = 600000,
-			     .on_output = it_collect,
-			     .ctx = &o };
+	struct tvm_job j = {
+		.argv = argv, .uid = uid, .gid = uid, .timeout_ms = 600000, .on_output = it_collect, .ctx = &o
+	};
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
@@ -116,10 +117,92 @@ static void py(const char *code, const char *want)
 	ck_assert_msg(tvm_vm_agent_connect(vm, 600000, &a, &e) == 0, "agent: %s", e.msg);
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
-	ck_assert_msg(r.exit_code == 0, "exit %d, stderr: %s", r.exit_code, it_str(&o, 2));
+	ck_assert_msg(r.exit_code == 0, "exit %d, stdout: %s, stderr: %s", r.exit_code, it_str(&o, 1), it_str(&o, 2));
 	ck_assert_str_eq(it_str(&o, 1), want);
 	it_out_free(&o);
 }
+
+/* Run python3 code as root in the guest (as job()). */
+static void py(const char *code, const char *want)
+{
+	const char *argv[] = { "python3", "-c", code, NULL };
+
+	job(argv, TVM_ID_ROOT, want);
+}
+
+/* The host's HTTP server (python3 -m http.server in our namespace) serves
+ * dir: hello.txt, and a one-package pip index whose wheel the host makes. */
+static pid_t http_server(const char *dir)
+{
+	char cmd[1024];
+	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(PORT_HTTP) };
+	pid_t pid;
+
+	snprintf(
+		cmd, sizeof(cmd),
+		"set -e; cd %s; mkdir -p simple/tvmnet; echo 'hello from the host' > hello.txt; "
+		"python3 -c 'import zipfile; z = zipfile.ZipFile(\"tvmnet-1.0-py3-none-any.whl\", \"w\"); "
+		"[z.writestr(n, t) for n, t in ((\"tvmnet/__init__.py\", \"\"), "
+		"(\"tvmnet-1.0.dist-info/METADATA\", \"Metadata-Version: 2.1\\nName: tvmnet\\nVersion: 1.0\\n\"), "
+		"(\"tvmnet-1.0.dist-info/WHEEL\", \"Wheel-Version: 1.0\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n\"), "
+		"(\"tvmnet-1.0.dist-info/RECORD\", \"\"))]; z.close()'; "
+		"echo '<a href=\"../../tvmnet-1.0-py3-none-any.whl\">tvmnet-1.0-py3-none-any.whl</a>' "
+		"> simple/tvmnet/index.html",
+		dir);
+	ck_assert_int_eq(system(cmd), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL); /* gone with us, even after a failed check */
+		dup2(null, 1);
+		dup2(null, 2);
+		execlp("python3", "python3", "-m", "http.server", "--bind", HOST_IP, "--directory", dir, "7009",
+		       (char *)NULL);
+		_exit(127);
+	}
+	inet_pton(AF_INET, HOST_IP, &sa.sin_addr);
+	for (int i = 0; i < 300; i++) { /* up to 30 s for it to listen */
+		int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), up;
+
+		up = connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+		close(fd);
+		if (up)
+			return pid;
+		usleep(100000);
+	}
+	kill(pid, SIGKILL);
+	ck_abort_msg("python3 -m http.server did not listen on " HOST_IP ":7009");
+	return -1;
+}
+
+/* As the sandbox user, with the allow-list letting the host's HTTP server
+ * through: curl fetches a file and pip downloads a package from the
+ * host's index; the port the list leaves out stays unreachable. */
+START_TEST(curl_and_pip_reach_the_allowed_server_only)
+{
+	char dir[] = "/tmp/tinyvmm-it-http-XXXXXX", cmd[64];
+	const char *argv[] = { "sh", "-c",
+			       "curl -sfS -m 120 http://" HOST_IP ":7009/hello.txt && "
+			       "if curl -s -m 5 -o /dev/null http://" HOST_IP ":7008/; "
+			       "then echo reached 7008; else echo 7008 blocked; fi && "
+			       "timeout 300 pip download -q --no-deps --trusted-host " HOST_IP
+			       " --index-url http://" HOST_IP ":7009/simple/ -d /tmp/dl tvmnet && ls /tmp/dl",
+			       NULL };
+	pid_t srv;
+
+	if (!netns_ok)
+		return;
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	srv = http_server(dir);
+	job(argv, TVM_ID_DEFAULT, "hello from the host\n7008 blocked\ntvmnet-1.0-py3-none-any.whl\n");
+	kill(srv, SIGKILL);
+	waitpid(srv, NULL, 0);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
 
 /* Python lines: try the port the allow-list excludes. */
 #define PROBE_DENIED                                                       \
@@ -295,6 +378,7 @@ int main(void)
 	tcase_add_unchecked_fixture(tc, setup, NULL);
 	tcase_set_timeout(tc, 1200);
 	tcase_add_test(tc, echo_allowed_port_and_deny_the_other);
+	tcase_add_test(tc, curl_and_pip_reach_the_allowed_server_only);
 	tcase_add_test(tc, hostile_frames_leave_the_vmm_serving);
 	tcase_add_test(tc, policy_counts_and_entries_checked);
 	tcase_add_test(tc, snapshot_restores_onto_a_new_tap);
