@@ -107,6 +107,25 @@ START_TEST(zero_flag_run_twice_second_restores)
 	free(o);
 	free(e);
 
+	/* A run killed while saving a template leaves <key>.tmp-PID: the
+	 * next run that makes that template removes it. */
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd),
+			 "cd %s/templates && k=$(ls | grep -v '\\.' | head -1) && [ -n \"$k\" ] && rm -rf \"$k\" && "
+			 "mkdir \"$k.tmp-999999\" && touch \"$k.tmp-999999/mem\"",
+			 cache_dir);
+		ck_assert_int_eq(system(cmd), 0);
+		st = CLI(&o, &e, "run", "--json", "--", "true");
+		ck_assert_msg(st == 0, "status %d, stderr: %s", st, e);
+		ck_assert_msg(strstr(o, "\"template_made\":true"), "the template was not made again: %s", o);
+		snprintf(cmd, sizeof(cmd), "ls %s/templates | grep -q tmp-", cache_dir);
+		ck_assert_msg(system(cmd) != 0, "a dead run's template directory was left");
+		free(o);
+		free(e);
+	}
+
 	/* --no-snapshot boots cold, and says so. */
 	st = CLI(&o, &e, "run", "--json", "--no-snapshot", "--", "true");
 	ck_assert_msg(st == 0, "status %d, stderr: %s", st, e);

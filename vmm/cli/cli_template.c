@@ -37,6 +37,25 @@ static void remove_dir(const char *dir)
 	rmdir(dir);
 }
 
+/* Remove every "<name of dir>.tmp-*" in templates, the folder dir is in. */
+static void remove_stale(const char *templates, const char *dir)
+{
+	const char *name = strrchr(dir, '/') + 1;
+	char path[PATH_MAX + 256];
+	size_t n = strlen(name);
+	struct dirent *de;
+	DIR *d = opendir(templates);
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, name, n) && !strncmp(de->d_name + n, ".tmp-", 5)) {
+			if (snprintf(path, sizeof(path), "%s/%s", templates, de->d_name) < (int)sizeof(path))
+				remove_dir(path);
+		}
+	closedir(d);
+}
+
 /* FNV-1a, 64 bits: a cache key, not a defence (the inputs are ours). */
 static uint64_t fnv(uint64_t h, const void *p, size_t n)
 {
@@ -111,6 +130,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		close(fd);
 		goto use;
 	}
+	/* We hold the key's lock: a <dir>.tmp-PID is a run's that died
+	 * making it (killed, crashed), never one still at work. */
+	remove_stale(part, dir);
 	snprintf(tmp, sizeof(tmp), "%s.tmp-%d", dir, (int)getpid());
 	fprintf(stderr,
 		"tinyvmm: first run with this kernel, image and VM shape: booting once to make a template snapshot "
@@ -122,6 +144,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		/* The template belongs to no run: nothing of this run's I/O. */
 		c.serial_out_fd = -1;
 		c.serial_in_fd = -1;
+		/* Its VMM lines (the host quirks notice) would come again with
+		 * the run's own VM; its errors are said by cli_snapshot_make. */
+		c.log_fd = -1;
 		c.vsock_uds = NULL;
 		c.ttl_ms = 0;
 		c.idle_ms = 0;
