@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,8 @@ struct tvm_agent {
 	int fd;
 	uint32_t next_id;
 	struct tvp_decoder dec;
+	uint32_t job_id; /* the job tvm_agent_exec runs now, 0: none */
+	bool stdin_open; /* and it takes tvm_agent_job_stdin */
 };
 
 static int send_all(struct tvm_agent *a, const void *buf, size_t len, struct tvm_err *e)
@@ -294,6 +297,8 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		envc++;
 	if (!argc)
 		return tvm_errf(e, EINVAL, "job: empty argv");
+	if (j->stdin_open && j->stdin_len)
+		return tvm_errf(e, EINVAL, "job: stdin_open with stdin_data: send the data with tvm_agent_job_stdin");
 	m.exec = (struct tvp_exec){
 		.uid = wire_id(j->uid),
 		.gid = wire_id(j->gid),
@@ -316,12 +321,17 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		in->data = j->stdin_data;
 		in->len = j->stdin_len;
 	}
+	if (j->stdin_open)
+		m.flags |= TVP_EXEC_STDIN_STREAM;
 	r = send_msg(a, &m, e);
+	a->job_id = id;
+	a->stdin_open = j->stdin_open;
 	while (!r) {
-		struct pollfd pf = { .fd = a->fd, .events = POLLIN };
+		struct pollfd pfs[2] = { { .fd = a->fd, .events = POLLIN }, { .fd = j->control_fd, .events = POLLIN } };
+		struct pollfd *pf = &pfs[0];
 
 		if (in && !(in->closed && in->foff == in->flen))
-			pf.events |= POLLOUT;
+			pf->events |= POLLOUT;
 		/* Checked on every frame: a guest streaming output must not
 		 * keep us past the deadline either. */
 		if ((wait_ms = ms_left(deadline)) == 0) {
@@ -329,16 +339,19 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 			break;
 		}
 		/* Only buffered frames left, or new bytes: recv_msg decides. */
-		if (tvp_decoder_pending(&a->dec) == 0 && poll(&pf, 1, wait_ms) < 0 && errno != EINTR) {
+		if (tvp_decoder_pending(&a->dec) == 0 && poll(pfs, j->on_control ? 2 : 1, wait_ms) < 0 &&
+		    errno != EINTR) {
 			r = tvm_errf(e, errno, "job: poll: %s", strerror(errno));
 			break;
 		}
-		if (pf.revents & POLLOUT) {
+		if (j->on_control && (pfs[1].revents & (POLLIN | POLLHUP | POLLERR)))
+			j->on_control(j->ctx, a);
+		if (pf->revents & POLLOUT) {
 			r = feed_stdin(a, id, in, e);
 			if (r)
 				break;
 		}
-		if (!(pf.revents & (POLLIN | POLLHUP | POLLERR)) && tvp_decoder_pending(&a->dec) == 0)
+		if (!(pf->revents & (POLLIN | POLLHUP | POLLERR)) && tvp_decoder_pending(&a->dec) == 0)
 			continue;
 		r = recv_msg(a, &m, wait_ms, e);
 		if (r == -ETIMEDOUT && deadline) {
@@ -374,8 +387,39 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 			r = agent_error(&m, e);
 		}
 	}
+	a->job_id = 0;
 	free(in);
 	return r;
+}
+
+int tvm_agent_job_stdin(struct tvm_agent *a, const void *data, size_t len, struct tvm_err *e)
+{
+	struct tvp_msg m = { .type = TVP_STDIN_CLOSE, .id = a->job_id };
+	int r = 0;
+
+	if (!a->job_id)
+		return tvm_errf(e, ESRCH, "job: none running");
+	if (!a->stdin_open)
+		return tvm_errf(e, EINVAL, "job: its stdin is not open (stdin_open)");
+	if (!len) {
+		a->stdin_open = false;
+		return send_msg(a, &m, e);
+	}
+	for (size_t off = 0; !r && off < len; off += CHUNK)
+		r = send_data(a, TVP_STDIN, a->job_id, (const uint8_t *)data + off,
+			      len - off < CHUNK ? len - off : CHUNK, e);
+	return r;
+}
+
+int tvm_agent_job_signal(struct tvm_agent *a, int sig, struct tvm_err *e)
+{
+	struct tvp_msg m = { .type = TVP_KILL, .id = a->job_id, .kill = { .signal = (uint32_t)sig } };
+
+	if (!a->job_id)
+		return tvm_errf(e, ESRCH, "job: none running");
+	if (sig < 1 || sig > 64)
+		return tvm_errf(e, EINVAL, "job: signal %d: 1 to 64 is expected", sig);
+	return send_msg(a, &m, e);
 }
 
 /* Wait for the answer to a request: OK (0) or ERROR (-errno). */
@@ -394,43 +438,57 @@ static int wait_ok(struct tvm_agent *a, uint32_t id, struct tvp_msg *m, struct t
 	}
 }
 
-int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
-		       struct tvm_err *e)
+int tvm_agent_put_stream(struct tvm_agent *a, const char *path, uint32_t mode, uint32_t uid,
+			 ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx, uint64_t *size,
+			 struct tvm_err *e)
 {
 	uint32_t id = ++a->next_id;
 	struct tvp_msg m = { .type = TVP_PUT_FILE, .flags = TVP_PUT_MKDIRS, .id = id };
+	uint64_t total = 0;
+	uint8_t *buf = malloc(CHUNK);
 	int r;
 
-	m.put = (struct tvp_put_file){
-		.mode = mode, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path)
-	};
+	if (!buf)
+		return tvm_errf(e, ENOMEM, "put %s: out of memory", path);
+	m.put = (struct tvp_put_file){ .mode = mode, .uid = wire_id(uid), .gid = wire_id(uid), .path = tvp_cstr(path) };
 	r = send_msg(a, &m, e);
-	for (size_t off = 0; !r && off < len; off += CHUNK)
-		r = send_data(a, TVP_FILE_DATA, id, (const uint8_t *)data + off, len - off < CHUNK ? len - off : CHUNK,
-			      e);
+	while (!r) {
+		ssize_t n = read_fn(ctx, buf, CHUNK);
+
+		if (n < 0) {
+			r = tvm_errf(e, (int)-n, "source: %s", strerror((int)-n));
+			break;
+		}
+		if (n == 0)
+			break;
+		total += (uint64_t)n;
+		r = send_data(a, TVP_FILE_DATA, id, buf, (size_t)n, e);
+	}
+	free(buf);
 	if (!r) {
-		m = (struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { .size = len } };
+		m = (struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { .size = total } };
 		r = send_msg(a, &m, e);
 	}
 	if (!r)
 		r = wait_ok(a, id, &m, e);
 	if (r)
 		tvm_err_prefix(e, "put %s", path);
+	else if (size)
+		*size = total;
 	return r;
 }
 
-int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len, struct tvm_err *e)
+int tvm_agent_get_stream(struct tvm_agent *a, const char *path, uint64_t max_bytes, uint32_t uid,
+			 int (*write_fn)(void *ctx, const void *buf, size_t len), void *ctx, uint64_t *size,
+			 struct tvm_err *e)
 {
 	uint32_t id = ++a->next_id;
 	struct tvp_msg m = { .type = TVP_GET_FILE, .id = id };
-	uint8_t *buf = NULL;
-	size_t have = 0;
+	uint64_t have = 0;
 	int r;
 
-	*data = NULL;
-	*len = 0;
 	m.get = (struct tvp_get_file){
-		.max_bytes = cap, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .path = tvp_cstr(path)
+		.max_bytes = max_bytes, .uid = wire_id(uid), .gid = wire_id(uid), .path = tvp_cstr(path)
 	};
 	r = send_msg(a, &m, e);
 	while (!r) {
@@ -440,34 +498,86 @@ int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void *
 		if (m.type == TVP_ERROR) {
 			r = agent_error(&m, e);
 		} else if (m.type == TVP_FILE_DATA) {
-			/* The agent enforces cap; check it again, the peer is
-			 * not trusted with our memory. */
-			if (m.data.data.len > cap - have) {
-				r = tvm_errf(e, EFBIG, "more than %zu bytes", cap);
+			/* The agent enforces max_bytes; check it again, the peer
+			 * is not trusted with our memory. */
+			if (m.data.data.len > max_bytes - have) {
+				r = tvm_errf(e, EFBIG, "more than %llu bytes", (unsigned long long)max_bytes);
 				break;
 			}
-			uint8_t *nb = realloc(buf, have + m.data.data.len + 1);
-			if (!nb) {
-				r = tvm_errf(e, ENOMEM, "out of memory");
-				break;
-			}
-			buf = nb;
-			memcpy(buf + have, m.data.data.p, m.data.data.len);
 			have += m.data.data.len;
+			r = write_fn(ctx, m.data.data.p, m.data.data.len);
+			if (r)
+				r = tvm_errf(e, -r, "sink: %s", strerror(-r));
 		} else if (m.type == TVP_FILE_END) {
 			if (m.file_end.size != have)
-				r = tvm_errf(e, EPROTO, "agent said %llu bytes, sent %zu",
-					     (unsigned long long)m.file_end.size, have);
+				r = tvm_errf(e, EPROTO, "agent said %llu bytes, sent %llu",
+					     (unsigned long long)m.file_end.size, (unsigned long long)have);
 			break;
 		}
 	}
-	if (r) {
-		free(buf);
+	if (r)
 		tvm_err_prefix(e, "get %s", path);
+	else if (size)
+		*size = have;
+	return r;
+}
+
+/* tvm_agent_put_file's source: a buffer. */
+struct mem_src {
+	const uint8_t *p;
+	size_t len, off;
+};
+
+static ssize_t mem_read(void *ctx, void *buf, size_t cap)
+{
+	struct mem_src *s = ctx;
+	size_t n = s->len - s->off < cap ? s->len - s->off : cap;
+
+	memcpy(buf, s->p + s->off, n);
+	s->off += n;
+	return (ssize_t)n;
+}
+
+int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
+		       struct tvm_err *e)
+{
+	struct mem_src s = { data, len, 0 };
+
+	return tvm_agent_put_stream(a, path, mode, TVM_ID_DEFAULT, mem_read, &s, NULL, e);
+}
+
+/* tvm_agent_get_file's sink: a growing buffer, one byte more for a NUL. */
+struct mem_sink {
+	uint8_t *buf;
+	size_t len;
+};
+
+static int mem_write(void *ctx, const void *data, size_t len)
+{
+	struct mem_sink *s = ctx;
+	uint8_t *nb = realloc(s->buf, s->len + len + 1);
+
+	if (!nb)
+		return -ENOMEM;
+	s->buf = nb;
+	memcpy(nb + s->len, data, len);
+	s->len += len;
+	return 0;
+}
+
+int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len, struct tvm_err *e)
+{
+	struct mem_sink s = { 0 };
+	int r = tvm_agent_get_stream(a, path, cap, TVM_ID_DEFAULT, mem_write, &s, NULL, e);
+
+	*data = NULL;
+	*len = 0;
+	if (r) {
+		free(s.buf);
 		return r;
 	}
-	*data = buf ? buf : calloc(1, 1);
-	*len = have;
+	*data = s.buf ? s.buf : calloc(1, 1);
+	*len = s.len;
 	return 0;
 }
 

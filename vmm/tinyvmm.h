@@ -12,6 +12,7 @@
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "core/tvm_types.h"
 
@@ -142,6 +143,8 @@ TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, 
 #define TVM_ID_DEFAULT 0xFFFFFFFFu /* uid/gid: the agent's default (unprivileged) user; so is 0 */
 #define TVM_ID_ROOT 0xFFFFFFFEu    /* uid/gid: root (id 0), only ever when asked for this way */
 
+struct tvm_agent;
+
 /* One job. Start from tvm_job_init() or zero ({ .argv = argv } is a
  * complete job): every zero field is the safe default. Strings are
  * borrowed for the duration of tvm_agent_exec(). */
@@ -165,6 +168,16 @@ struct tvm_job {
 	/* Output as it arrives: stream 1 = stdout, 2 = stderr. May be NULL. */
 	void (*on_output)(void *ctx, int stream, const void *buf, size_t len);
 	void *ctx;
+	/* Interactive jobs. stdin_open: stdin stays open (stdin_data must
+	 * be empty) for tvm_agent_job_stdin. on_control (may be NULL): while
+	 * the job runs, control_fd is polled with the connection, and when it
+	 * is readable on_control(ctx, a) is called, on the thread running
+	 * tvm_agent_exec, which may then call tvm_agent_job_stdin and
+	 * tvm_agent_job_signal (and must drain control_fd). control_fd is
+	 * looked at only when on_control is set. */
+	int stdin_open;
+	int control_fd;
+	void (*on_control)(void *ctx, struct tvm_agent *a);
 };
 
 /* The host's grace beyond a job's timeout: 5 s + 10 %. */
@@ -234,6 +247,14 @@ TVM_API int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeo
  * -errno when it could not be started or the connection failed. */
 TVM_API int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_result *r, struct tvm_err *e);
 
+/* From a job's on_control only (struct tvm_job): send len bytes to the
+ * running job's stdin (len 0: close it; the job must have stdin_open), or
+ * signal sig (1..64) to its process group (guest/PROTOCOL.md KILL).
+ * -ESRCH when no job runs on a, -EINVAL for a bad signal or a job without
+ * stdin_open, or the connection's -errno, with e set. */
+TVM_API int tvm_agent_job_stdin(struct tvm_agent *a, const void *data, size_t len, struct tvm_err *e);
+TVM_API int tvm_agent_job_signal(struct tvm_agent *a, int sig, struct tvm_err *e);
+
 /* Write len bytes to guest file path (absolute; parents created) with mode. */
 TVM_API int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t mode, const void *data, size_t len,
 			       struct tvm_err *e);
@@ -241,6 +262,23 @@ TVM_API int tvm_agent_put_file(struct tvm_agent *a, const char *path, uint32_t m
 /* Read guest file path, at most cap bytes (else -EFBIG); *data is malloc'd. */
 TVM_API int tvm_agent_get_file(struct tvm_agent *a, const char *path, size_t cap, void **data, size_t *len,
 			       struct tvm_err *e);
+
+/* Streamed transfers (guest/PROTOCOL.md PUT_FILE/GET_FILE), for files
+ * that need not fit in memory. uid: who the agent acts as (TVM_ID_DEFAULT,
+ * TVM_ID_ROOT or an id, as struct tvm_job's; its gid the same). put:
+ * read_fn(ctx, buf, cap) fills buf with up to cap bytes and returns how
+ * many, 0 at the end, or -errno (then the connection must be closed:
+ * the agent drops the transfer, keeping what it had written). get: write_fn(ctx, buf, len) takes each
+ * piece in order and returns 0 or -errno (which ends the transfer); more
+ * than max_bytes: -EFBIG. *size (may be NULL) gets the bytes moved. The
+ * agent's refusals come back as its errno (-ENOENT, -EACCES, -ENOSPC,
+ * -EISDIR...) with e saying why. */
+TVM_API int tvm_agent_put_stream(struct tvm_agent *a, const char *path, uint32_t mode, uint32_t uid,
+				 ssize_t (*read_fn)(void *ctx, void *buf, size_t cap), void *ctx, uint64_t *size,
+				 struct tvm_err *e);
+TVM_API int tvm_agent_get_stream(struct tvm_agent *a, const char *path, uint64_t max_bytes, uint32_t uid,
+				 int (*write_fn)(void *ctx, const void *buf, size_t len), void *ctx, uint64_t *size,
+				 struct tvm_err *e);
 
 /* Send fresh entropy and the host's wall clock (tvm_agent_connect() does,
  * after a boot or a restore). */
