@@ -25,6 +25,9 @@ CHECK_LIBS := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubu
 LIB_DIRS := vmm/core vmm/kvm boot devices/virtio devices/legacy devices/blk devices/vsock devices/net vmm/snapshot vmm/sandbox vmm
 LIB_SRCS := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)) guest/protocol.c
 CLI_SRCS := $(wildcard vmm/cli/*.c)
+# tinyvmm serve: in the binary, not the library (tests include its parsers).
+SERVE_SRCS := $(wildcard vmm/serve/*.c)
+SERVE_OBJS := $(SERVE_SRCS:%.c=$(BUILD)/%.o)
 LIB_SRCS := $(wildcard $(LIB_SRCS))
 LIB_OBJS := $(LIB_SRCS:%.c=$(BUILD)/%.o)
 CLI_OBJS := $(CLI_SRCS:%.c=$(BUILD)/%.o)
@@ -95,7 +98,7 @@ $(BUILD)/libtinyvmm-san.a: $(SAN_OBJS)
 	@rm -f $@
 	ar rcs $@ $^
 
-tinyvmm: $(CLI_OBJS) $(BUILD)/libtinyvmm-internal.a
+tinyvmm: $(CLI_OBJS) $(SERVE_OBJS) $(BUILD)/libtinyvmm-internal.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 # For tests/integration/test_seccomp_run.c only, never installed: the
@@ -106,7 +109,7 @@ $(BUILD)/seccomp-test/seccomp.o: vmm/sandbox/seccomp.c $(BUILD)/lib-cflags
 	@mkdir -p $(dir $@)
 	$(CC) $(LIB_CFLAGS) -DTVM_SECCOMP_SELFTEST -c $< -o $@
 
-$(BUILD)/tinyvmm-seccomp-test: $(CLI_OBJS) $(BUILD)/seccomp-test/seccomp.o $(BUILD)/libtinyvmm-internal.a
+$(BUILD)/tinyvmm-seccomp-test: $(CLI_OBJS) $(SERVE_OBJS) $(BUILD)/seccomp-test/seccomp.o $(BUILD)/libtinyvmm-internal.a
 	$(CC) $(ALL_CFLAGS) -o $@ $^ -lpthread
 
 # A program whose own ev_add, cow_open and config_copy would clash with the
@@ -159,7 +162,8 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done; \
 	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
 	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
-	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"
+	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
+	echo "== tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"
 
 test: check-layers check-symbols format-check unit integration
 
@@ -203,6 +207,7 @@ bench: all
 	@bash tools/bench-blk.sh
 	@bash tools/bench-net.sh
 	@bash tools/bench-restore.sh
+	@bash tools/bench-serve.sh
 
 # The guest kernel and base image (cached in /var/tmp/tinyvmm-cache), linked
 # as build/guest/vmlinux and build/guest/rootfs.ext4: there `./tinyvmm run`

@@ -27,8 +27,8 @@ devices/net       3
 vmm/snapshot      4
 vmm/sandbox       4
 vmm               5
-vmm/cli           6
 vmm/serve         6
+vmm/cli           7
 '
 # "sealed": the guest agent is its own program; the host side may include
 # from it only what EXCEPTIONS lists (whatever the ranks say).

@@ -5,7 +5,8 @@ set -euo pipefail
 
 pkgs=(build-essential clang pkg-config check libsubunit-dev
       linux-source-6.1 flex bison bc libelf-dev libssl-dev cpio
-      busybox-static e2fsprogs qemu-system-x86 iproute2 strace help2man clang-format)
+      busybox-static e2fsprogs qemu-system-x86 iproute2 strace help2man clang-format
+      python3 nodejs curl)
 
 missing=()
 for p in "${pkgs[@]}"; do

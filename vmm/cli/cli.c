@@ -7,6 +7,7 @@
 #include "vmm/core/clock.h"
 #include "vmm/core/version.h"
 #include "vmm/sandbox/cgroup.h"
+#include "vmm/serve/serve.h"
 
 /* What this host makes tinyvmm add to every guest (benchmarks give other
  * VMMs the same words). */
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
 		return cli_cmd_exec(argc - 1, argv + 1, t0);
 	if (argc == 2 && !strcmp(argv[1], "host"))
 		return cmd_host();
+	if (argc >= 2 && !strcmp(argv[1], "serve"))
+		return serve_main(argc - 1, argv + 1);
 	if (argc >= 2 && !strcmp(argv[1], "gc"))
 		return cli_cmd_gc(argc - 1, argv + 1);
 	if (argc == 2 && (!strcmp(argv[1], "--version") || !strcmp(argv[1], "version"))) {
@@ -55,7 +58,7 @@ int main(int argc, char **argv)
 	}
 	if (argc >= 2)
 		fprintf(stderr,
-			"tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, image build, host, gc, version; see tinyvmm --help)\n",
+			"tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, serve, image build, host, gc, version; see tinyvmm --help)\n",
 			argv[1], argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? " " : "",
 			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
 	else

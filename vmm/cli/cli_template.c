@@ -81,9 +81,11 @@ static int eligible(const struct cli_args *a)
 {
 	const struct tvm_config *c = &a->c;
 
-	return a->job.argv && !a->snapshot && !a->no_snapshot && !c->net.enabled && c->nr_drives == 1 &&
-	       c->root_drive && c->drives[0].cow && !c->drives[0].read_only && !c->initrd_path && !c->cmdline_append &&
-	       !a->user_cmdline;
+	/* A job, or a long-lived VM of the default image for `exec` (and
+	 * `tinyvmm serve`'s sandboxes) reached through its vsock socket. */
+	return (a->job.argv || (a->c.vsock_uds && a->default_root)) && !a->snapshot && !a->no_snapshot &&
+	       !c->net.enabled && c->nr_drives == 1 && c->root_drive && c->drives[0].cow && !c->drives[0].read_only &&
+	       !c->initrd_path && !c->cmdline_append && !a->user_cmdline;
 }
 
 void cli_template_use(struct cli_args *a, uint64_t t0_ns)

@@ -1,0 +1,1194 @@
+"""Integration tests of `tinyvmm serve` (vmm/serve/API.md), the acceptance
+list of issue 14. Standard library only; run as root on a host with
+/dev/kvm (else every test is skipped):
+
+    python3 -m unittest discover -s tests/serve -v
+
+The module starts one daemon of <repo>/tinyvmm on a socket in a temporary
+directory DIR and stops it at the end (after deleting every sandbox), then
+checks that nothing was left behind: no process whose command line holds
+DIR or a sandbox id, no DIR/state/sandboxes/*/vsock.sock, no jail directory
+or cgroup named after a sandbox id.
+
+Owners: uid 0 (this process, owner A), uid 1001 (owner B, through a forked
+child that setuid()s), uid 1002 (a third party that has only a token).
+VMs are few: one long-lived sandbox per owner (A1, B1) serves most tests;
+the lifetime, crash and capacity tests make their own. Every request and
+answer goes through apicheck (vmm/serve/openapi.json); a mismatch fails the
+test that made it. Nothing asserts a wall-clock duration: waits are polls
+with generous limits (the guest kernel may be emulated here).
+
+Tests are ordered (unittest sorts classes and methods by name): the
+restart test is last.
+"""
+import base64
+import datetime
+import glob
+import hashlib
+import json
+import os
+import re
+import resource
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+import urllib.parse
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import apicheck  # noqa: E402
+import client  # noqa: E402
+from client import Client, as_uid  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(HERE))
+BIN = os.path.join(ROOT, "tinyvmm")
+DOC = os.path.join(ROOT, "vmm", "serve", "openapi.json")
+
+UID_A, UID_B, UID_C = 0, 1001, 1002
+WAIT = 120          # seconds: any poll for a state change
+CREATE_WAIT = 900   # seconds: a create (the first may build the default template)
+EXEC_WAIT = 900     # seconds: an HTTP exchange that runs a guest command
+MIB = 1 << 20
+
+API = apicheck.load(DOC)
+DIR = SOCK = STATE = LOG = None
+DAEMON = None
+SANDBOXES = {}      # "A"/"B" -> dict of the module sandboxes
+CREATED = {}        # every sandbox id made here -> (owner uid, token)
+FAILED_CREATES = {}  # "A"/"B" -> why the module sandbox could not be made
+START_RSS = None
+
+
+# --- the daemon ---------------------------------------------------------
+
+def daemon_args():
+    return [BIN, "serve", "--socket", SOCK, "--state-dir", STATE, "--socket-mode", "0666",
+            "--max-sandboxes", "6", "--max-per-owner", "4"]
+
+
+def log_tail(n=40):
+    try:
+        with open(LOG, "rb") as f:
+            return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
+    except OSError:
+        return "(no log)"
+
+
+def start_daemon():
+    global DAEMON
+    logf = open(LOG, "ab")
+    DAEMON = subprocess.Popen(daemon_args(), stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT)
+    logf.close()
+    deadline = time.monotonic() + WAIT
+    while True:
+        if DAEMON.poll() is not None:
+            raise RuntimeError("tinyvmm serve exited with %d:\n%s" % (DAEMON.returncode, log_tail()))
+        try:
+            r = Client(SOCK, API, timeout=10).get("/v1/health")
+            if r.status == 200:
+                return
+        except (FileNotFoundError, ConnectionRefusedError, socket.timeout, ConnectionResetError):
+            pass
+        if time.monotonic() > deadline:
+            raise RuntimeError("tinyvmm serve did not answer /v1/health in %d s:\n%s" % (WAIT, log_tail()))
+        time.sleep(0.2)
+
+
+def stop_daemon(timeout=WAIT):
+    """SIGTERM, wait; SIGKILL if it does not go. True if it ended by itself."""
+    if DAEMON is None or DAEMON.poll() is not None:
+        return True
+    DAEMON.send_signal(signal.SIGTERM)
+    try:
+        DAEMON.wait(timeout)
+        return True
+    except subprocess.TimeoutExpired:
+        DAEMON.kill()
+        DAEMON.wait()
+        return False
+
+
+def vmrss_kib(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for ln in f:
+            if ln.startswith("VmRSS:"):
+                return int(ln.split()[1])
+    return 0
+
+
+def procs_matching(text):
+    """pids (not ours) whose command line holds text."""
+    out = []
+    me = os.getpid()
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == me:
+            continue
+        try:
+            with open("/proc/%s/cmdline" % d, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if text.encode() in cmd:
+            out.append(int(d))
+    return out
+
+
+def vmm_pids(sid):
+    return [p for p in procs_matching(sid) if DAEMON is None or p != DAEMON.pid]
+
+
+def vsock_files():
+    return sorted(glob.glob(os.path.join(STATE, "sandboxes", "*", "vsock.sock")))
+
+
+def leaks(running=()):
+    """What is left behind beyond the daemon and the VMMs of the running
+    sandbox ids given."""
+    found = []
+    running = set(running)
+    for pid in procs_matching(DIR):
+        if DAEMON is not None and DAEMON.poll() is None and pid == DAEMON.pid:
+            continue
+        try:
+            with open("/proc/%d/cmdline" % pid, "rb") as f:
+                cmd = f.read().replace(b"\0", b" ").decode("utf-8", "replace")
+        except OSError:
+            continue
+        if not any(s in cmd for s in running):
+            found.append("process %d: %s" % (pid, cmd[:300]))
+    for sid in CREATED:
+        if sid in running:
+            continue
+        for pid in vmm_pids(sid):
+            found.append("process %d of ended sandbox %s" % (pid, sid))
+    for f in vsock_files():
+        name = os.path.basename(os.path.dirname(f))
+        if name not in running:
+            found.append("socket " + f)
+    jails = "/run/tinyvmm/jail"
+    if os.path.isdir(jails):
+        for name in os.listdir(jails):
+            if any(sid[4:] in name for sid in CREATED if sid not in running):
+                found.append("jail dir %s/%s" % (jails, name))
+    ended_ids = [sid[4:] for sid in CREATED if sid not in running]
+    if ended_ids and os.path.isdir("/sys/fs/cgroup"):
+        for top, dirs, _ in os.walk("/sys/fs/cgroup"):
+            if top.count("/") > 7:
+                dirs[:] = []
+                continue
+            for d in dirs:
+                if any(i in d for i in ended_ids):
+                    found.append("cgroup %s/%s" % (top, d))
+    return found
+
+
+def setUpModule():
+    global DIR, SOCK, STATE, LOG, START_RSS
+    if os.geteuid() != 0:
+        raise unittest.SkipTest("needs root (it runs requests as uids 0, 1001 and 1002)")
+    if not os.path.exists("/dev/kvm"):
+        raise unittest.SkipTest("needs /dev/kvm")
+    if not os.access(BIN, os.X_OK):
+        raise RuntimeError("no %s: build it first" % BIN)
+    DIR = tempfile.mkdtemp(prefix="tvm-serve-")
+    os.chmod(DIR, 0o755)  # uids 1001 and 1002 reach the socket
+    SOCK = os.path.join(DIR, "api.sock")
+    STATE = os.path.join(DIR, "state")
+    LOG = os.path.join(DIR, "daemon.log")
+    try:
+        start_daemon()
+    except BaseException:
+        stop_daemon(10)
+        raise
+    START_RSS = vmrss_kib(DAEMON.pid)
+
+
+def delete_everything():
+    if DAEMON is None or DAEMON.poll() is not None:
+        return
+    for uid in (UID_A, UID_B, UID_C):
+        r = call(uid, "GET", "/v1/sandboxes?state=running")
+        for sb in (r.json or {}).get("sandboxes", []):
+            call(uid, "DELETE", "/v1/sandboxes/" + sb["id"])
+    for sid, (uid, tok) in CREATED.items():
+        wait_for(lambda: (call(uid, "GET", "/v1/sandboxes/" + sid).json or {}).get("state") != "running",
+                 "sandbox %s to end" % sid, check=False)
+
+
+def tearDownModule():
+    problems = []
+    try:
+        try:
+            delete_everything()
+        except Exception as e:  # noqa: BLE001 - go on to stop the daemon and look for leaks
+            problems.append("deleting the sandboxes: %r" % e)
+        if not stop_daemon():
+            problems.append("the daemon did not exit within %d s of SIGTERM" % WAIT)
+        deadline = time.monotonic() + 30
+        while leaks() and time.monotonic() < deadline:
+            time.sleep(0.5)
+        problems += leaks()
+    finally:
+        for pid in procs_matching(DIR or "/nonexistent-dir"):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        fails = client.take_failures()
+        if fails:
+            problems += ["API check: " + f for f in fails]
+        if problems:
+            raise AssertionError("after the daemon's end (its log and state kept in %s):\n  %s"
+                                 % (DIR, "\n  ".join(problems)))
+        if DIR:
+            shutil.rmtree(DIR, ignore_errors=True)
+
+
+# --- requests -----------------------------------------------------------
+
+def call(uid, method, target, token=None, **kw):
+    """One request as uid -> client.Response."""
+    c = Client(SOCK, API, token=token, timeout=kw.pop("timeout", WAIT))
+    if uid == 0:
+        return c.request(method, target, **kw)
+    return as_uid(uid, c.request, method, target, **kw)
+
+
+def stream_events(uid, method, target, token=None, **kw):
+    """(status, content type, [events]) of a whole ndjson stream, as uid."""
+    def run():
+        c = Client(SOCK, API, token=token, timeout=kw.pop("timeout", EXEC_WAIT))
+        with c.stream(method, target, **kw) as s:
+            if s.status != 200:
+                return s.status, s.header("Content-Type"), s.json
+            return s.status, s.header("Content-Type"), list(s.events())
+    return run() if uid == 0 else as_uid(uid, run)
+
+
+def run_exec(uid, sid, body, token=None, **kw):
+    return call(uid, "POST", "/v1/sandboxes/%s/execs" % sid, token=token, json=body,
+                accept="application/json", timeout=kw.pop("timeout", EXEC_WAIT), **kw)
+
+
+def create(uid, body=None, expect=201):
+    r = call(uid, "POST", "/v1/sandboxes", json=body or {}, timeout=CREATE_WAIT)
+    if r.status == 201 and r.json:
+        CREATED[r.json["id"]] = (uid, r.json["access_token"])
+    if expect is not None and r.status != expect:
+        raise AssertionError("create as uid %d: %d, wanted %d: %r\n%s" % (uid, r.status, expect, r.body, log_tail()))
+    return r
+
+
+def delete(uid, sid):
+    return call(uid, "DELETE", "/v1/sandboxes/" + sid)
+
+
+def wait_for(pred, what, timeout=WAIT, interval=1.0, check=True):
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            v = pred()
+        except (OSError, AttributeError, TypeError):
+            v = None
+        if v:
+            return v
+        if time.monotonic() > deadline:
+            if check:
+                raise AssertionError("waited %d s for %s" % (timeout, what))
+            return None
+        time.sleep(interval)
+
+
+def wait_ended(uid, sid, timeout=WAIT, interval=1.0):
+    def ended():
+        r = call(uid, "GET", "/v1/sandboxes/" + sid)
+        return r.json if r.status == 200 and r.json["state"] == "ended" else None
+    return wait_for(ended, "sandbox %s to end" % sid, timeout, interval)
+
+
+def ts(s):
+    return datetime.datetime.fromisoformat(s.replace("Z", "+00:00"))
+
+
+def hostfile(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read()
+    except OSError:
+        return None
+
+
+def module_sandbox(name):
+    """The long-lived sandbox of owner A (uid 0) or B (uid 1001), made on
+    first use."""
+    if name in SANDBOXES:
+        return SANDBOXES[name]
+    if name in FAILED_CREATES:  # one try only: no stream of VMs for a broken create
+        raise AssertionError("the module sandbox %s could not be made: %s" % (name, FAILED_CREATES[name]))
+    uid = UID_A if name == "A" else UID_B
+    secret = "zq" + secrets.token_hex(16)
+    suite = "serve-test-" + secrets.token_hex(4)
+    body = {"envs": {"PLAIN_VAR": "plain-value"}, "secret_envs": {"SECRET_VAR": secret},
+            "metadata": {"suite": suite, "owner": name}}
+    try:
+        r = create(uid, body)
+    except BaseException as e:
+        FAILED_CREATES[name] = str(e)[:2000]
+        raise
+    sb = {"id": r.json["id"], "token": r.json["access_token"], "uid": uid, "secret": secret,
+          "suite": suite, "create": r, "body": body}
+    SANDBOXES[name] = sb
+    return sb
+
+
+def extend(sb):
+    """Keep a module sandbox from expiring: its timeout as long as the
+    server allows (1800 s, else the default 300)."""
+    for t in (1800, 300):
+        r = call(sb["uid"], "POST", "/v1/sandboxes/%s/timeout" % sb["id"], json={"timeout_s": t},
+                 check="response" if t == 1800 else True)
+        if r.status == 200:
+            return r
+    return r
+
+
+def check_offsets(tc, events):
+    """Output events have contiguous offsets; returns (stdout, stderr) bytes."""
+    out = {"stdout": b"", "stderr": b""}
+    nxt = None
+    for ev in events:
+        if ev.get("type") in ("stdout", "stderr"):
+            data = base64.b64decode(ev["data"])
+            if nxt is not None:
+                tc.assertEqual(ev["offset"], nxt, "output offsets are contiguous")
+            nxt = ev["offset"] + len(data)
+            out[ev["type"]] += data
+    return out["stdout"], out["stderr"]
+
+
+def check_stream_shape(tc, events):
+    """start first, exactly one terminal event, last."""
+    tc.assertTrue(events, "no events")
+    tc.assertEqual(events[0]["type"], "start", events[:3])
+    terminal = [e for e in events if e["type"] in ("exit", "error")]
+    tc.assertEqual(len(terminal), 1, terminal)
+    tc.assertIs(events[-1], terminal[0], "the exit/error event is the last")
+    for e in events[1:-1]:
+        tc.assertIn(e["type"], ("stdout", "stderr", "keepalive"))
+    return terminal[0]
+
+
+class ServeTest(unittest.TestCase):
+    maxDiff = 4000
+
+    def setUp(self):
+        client.take_failures()  # not ours
+        for sb in SANDBOXES.values():
+            extend(sb)
+
+    def tearDown(self):
+        fails = client.take_failures()
+        alive = DAEMON is not None and DAEMON.poll() is None
+        if fails:
+            self.fail("answers not as openapi.json says:\n  " + "\n  ".join(fails))
+        if not alive:
+            self.fail("the daemon is gone:\n" + log_tail())
+
+    def a(self):
+        return module_sandbox("A")
+
+    def b(self):
+        return module_sandbox("B")
+
+    def expect_error(self, r, statuses, error=None, http_level=False):
+        """r (a Response or raw bytes) is an error answer with a status in
+        statuses and an Error body."""
+        if isinstance(r, (bytes, bytearray)):
+            status, headers, body = client.parse_raw(r)
+        else:
+            status, headers, body = r.status, r.headers, r.body
+        if isinstance(statuses, int):
+            statuses = (statuses,)
+        self.assertIn(status, statuses, body[:300])
+        errs = API.check_error(status, body, http_level=http_level)
+        self.assertEqual(errs, [], body[:300])
+        e = json.loads(body)
+        if error:
+            self.assertEqual(e["error"], error)
+        return e
+
+
+# --- 01: the service ----------------------------------------------------
+
+class T01Service(ServeTest):
+    def test_health_and_version(self):
+        r = call(UID_A, "GET", "/v1/health")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["status"], "ok")
+        r = call(UID_B, "GET", "/v1/version")
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["api"], "v1")
+        m = re.search(r'TVM_VERSION "([^"]+)"', (hostfile(os.path.join(ROOT, "vmm/core/version.h")) or b"").decode())
+        if m:
+            self.assertEqual(r.json["version"], m.group(1))
+
+    def test_unknown_route_and_method(self):
+        self.expect_error(call(UID_A, "GET", "/v1/nothing", check=False), 404, "not_found")
+        self.expect_error(call(UID_A, "GET", "/v2/health", check=False), 404, "not_found")
+        self.expect_error(call(UID_A, "PATCH", "/v1/health", check=False), 405, "method_not_allowed")
+        self.expect_error(call(UID_A, "PUT", "/v1/sandboxes", check=False, json={}), 405, "method_not_allowed")
+
+
+# --- 02: sandboxes and who may use them ---------------------------------
+
+class T02Sandboxes(ServeTest):
+    def test_01_create_fields(self):
+        a = self.a()
+        r = a["create"]
+        self.assertEqual(r.status, 201)
+        j = r.json
+        self.assertRegex(j["id"], r"^sbx_[0-9a-f]{32}$")
+        self.assertRegex(j["access_token"], r"^[0-9a-f]{32}$")
+        self.assertEqual(j["state"], "running")
+        self.assertEqual(j["template"], "default")
+        self.assertEqual(j["metadata"], a["body"]["metadata"])
+        self.assertEqual((j["cpus"], j["memory_mib"], j["idle_timeout_s"]), (1, 256, 0))
+        self.assertIsNone(j["ended_at"])
+        self.assertIsNone(j["end_reason"])
+        self.assertGreater(ts(j["expires_at"]), ts(j["created_at"]))
+        self.assertNotIn(a["secret"].encode(), r.body)
+        self.assertNotEqual(self.b()["id"], j["id"])
+        self.assertNotEqual(self.b()["token"], j["access_token"])
+
+    def test_02_get_has_no_token_nor_secret(self):
+        a = self.a()
+        r = call(UID_A, "GET", "/v1/sandboxes/" + a["id"])
+        self.assertEqual(r.status, 200)
+        self.assertEqual(r.json["id"], a["id"])
+        self.assertEqual(r.json["state"], "running")
+        self.assertNotIn("access_token", r.json)
+        self.assertNotIn(a["token"].encode(), r.body)
+        self.assertNotIn(a["secret"].encode(), r.body)
+
+    def test_03_list_only_own(self):
+        a, b = self.a(), self.b()
+        ids = lambda r: [s["id"] for s in r.json["sandboxes"]]  # noqa: E731
+        ra = call(UID_A, "GET", "/v1/sandboxes")
+        self.assertEqual(ra.status, 200)
+        self.assertIn(a["id"], ids(ra))
+        self.assertNotIn(b["id"], ids(ra))
+        for body in (ra.body,):
+            self.assertNotIn(a["secret"].encode(), body)
+            self.assertNotIn(a["token"].encode(), body)
+        rb = call(UID_B, "GET", "/v1/sandboxes")
+        self.assertIn(b["id"], ids(rb))
+        self.assertNotIn(a["id"], ids(rb))
+        self.assertNotIn(b["secret"].encode(), rb.body)
+        rc = call(UID_C, "GET", "/v1/sandboxes")
+        self.assertEqual(rc.status, 200)
+        self.assertEqual([i for i in ids(rc) if i in CREATED], [])
+        # a token opens one sandbox, not the owner's listing
+        rc = call(UID_C, "GET", "/v1/sandboxes", token=b["token"])
+        self.assertNotIn(b["id"], ids(rc))
+        # filters
+        q = "/v1/sandboxes?state=running&metadata.suite=" + urllib.parse.quote(a["suite"])
+        self.assertEqual(ids(call(UID_A, "GET", q)), [a["id"]])
+        q = "/v1/sandboxes?metadata.suite=%s&metadata.owner=A" % urllib.parse.quote(a["suite"])
+        self.assertEqual(ids(call(UID_A, "GET", q)), [a["id"]])
+        q = "/v1/sandboxes?metadata.suite=%s&metadata.owner=B" % urllib.parse.quote(a["suite"])
+        self.assertEqual(ids(call(UID_A, "GET", q)), [])
+        self.assertNotIn(a["id"], ids(call(UID_A, "GET", "/v1/sandboxes?state=ended")))
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes?state=sleeping", check="response"), 400,
+                          "bad_request")
+
+    def test_04_other_owner_gets_404(self):
+        a, b = self.a(), self.b()
+        missing = "sbx_" + secrets.token_hex(16)
+        e_missing = self.expect_error(call(UID_A, "GET", "/v1/sandboxes/" + missing), 404, "sandbox_not_found")
+        # No token, a random one, and the caller's own sandbox's token:
+        # none opens the other owner's sandbox.
+        for tok in (None, secrets.token_hex(16), "own"):
+            for uid, sid, own in ((UID_A, b["id"], a["token"]), (UID_B, a["id"], b["token"])):
+                r = call(uid, "GET", "/v1/sandboxes/" + sid, token=own if tok == "own" else tok)
+                e = self.expect_error(r, 404, "sandbox_not_found")
+                self.assertEqual((e["code"], e["error"]), (e_missing["code"], e_missing["error"]))
+        # nothing under the id works for the other owner either
+        self.expect_error(run_exec(UID_B, a["id"], {"cmd": ["true"]}), 404, "sandbox_not_found")
+        self.expect_error(call(UID_B, "GET", "/v1/sandboxes/%s/files?path=/etc/hostname" % a["id"]), 404)
+        self.expect_error(call(UID_B, "GET", "/v1/sandboxes/%s/logs" % a["id"]), 404)
+        self.expect_error(call(UID_B, "POST", "/v1/sandboxes/%s/timeout" % a["id"], json={"timeout_s": 300}), 404)
+        self.expect_error(call(UID_B, "DELETE", "/v1/sandboxes/" + a["id"]), 404)
+        self.expect_error(call(UID_C, "DELETE", "/v1/sandboxes/" + b["id"], token=a["token"]), 404)
+        self.assertEqual(call(UID_A, "GET", "/v1/sandboxes/" + a["id"]).json["state"], "running")
+        self.assertEqual(call(UID_B, "GET", "/v1/sandboxes/" + b["id"]).json["state"], "running")
+
+    def test_05_token_access_from_third_uid(self):
+        a, b = self.a(), self.b()
+        r = call(UID_C, "GET", "/v1/sandboxes/" + b["id"], token=b["token"])
+        self.assertEqual(r.status, 200)
+        self.assertNotIn("access_token", r.json)
+        self.assertNotIn(b["secret"].encode(), r.body)
+        r = run_exec(UID_C, b["id"], {"cmd": ["echo", "via-token"]}, token=b["token"])
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["stdout"], "via-token\n")
+        r = call(UID_C, "GET", "/v1/sandboxes/%s/fs/list?path=/tmp" % b["id"], token=b["token"])
+        self.assertEqual(r.status, 200, r.body)
+        # the token opens that one sandbox only, and only itself
+        self.expect_error(call(UID_C, "GET", "/v1/sandboxes/" + a["id"], token=b["token"]), 404)
+        self.expect_error(call(UID_C, "GET", "/v1/sandboxes/" + b["id"]), 404)
+        self.expect_error(call(UID_C, "GET", "/v1/sandboxes/" + b["id"], token=secrets.token_hex(16)), 404)
+        self.expect_error(call(UID_C, "GET", "/v1/sandboxes/" + b["id"], token=b["token"][:-1]), 404)
+
+    def test_06_timeout_route(self):
+        a = self.a()
+        r = call(UID_A, "POST", "/v1/sandboxes/%s/timeout" % a["id"], json={"timeout_s": 300})
+        self.assertEqual(r.status, 200, r.body)
+        g = call(UID_A, "GET", "/v1/sandboxes/" + a["id"])
+        self.assertEqual(ts(g.json["expires_at"]), ts(r.json["expires_at"]))
+        self.assertGreater(ts(r.json["expires_at"]), datetime.datetime.now(datetime.timezone.utc))
+        for bad in ({"timeout_s": "300"}, {"timeout_s": 0}, {"timeout_s": -5}, {}):
+            self.expect_error(call(UID_A, "POST", "/v1/sandboxes/%s/timeout" % a["id"], json=bad,
+                                   check="response"), 400, "bad_request")
+        self.assertEqual(call(UID_A, "GET", "/v1/sandboxes/" + a["id"]).json["state"], "running")
+
+    def test_07_bad_create_bodies(self):
+        cases = [(b"{not json", None), (b"[]", None), (b'{"timeout_s": "ten"}', "timeout_s"),
+                 (b'{"cpus": 99}', "cpus"), (b'{"memory_mib": "lots"}', "memory_mib"),
+                 (b'{"envs": {"A": 1}}', "envs"), (b'{"metadata": [1]}', "metadata"),
+                 (b'{"network": {"enabled": "yes"}}', "enabled"), (b'{"timeout_s": 1e999}', None),
+                 (b'{"template": 5}', "template"), (b'\xff\xfe{}', None)]
+        try:
+            for body, field in cases:
+                r = call(UID_A, "POST", "/v1/sandboxes", body=body, content_type="application/json",
+                         check="response", timeout=CREATE_WAIT)
+                e = self.expect_error(r, 400, "bad_request")
+                if field:
+                    self.assertIn(field, e["message"], body)
+            big = json.dumps({"metadata": {"k": "x" * (2 * MIB)}}).encode()
+            r = call(UID_A, "POST", "/v1/sandboxes", body=big, content_type="application/json", check="response")
+            self.expect_error(r, 413, "payload_too_large")
+        finally:
+            r = call(UID_A, "GET", "/v1/sandboxes?state=running")
+            for sb in r.json["sandboxes"]:
+                if sb["id"] not in (s["id"] for s in SANDBOXES.values()):
+                    delete(UID_A, sb["id"])  # made by a body that should have been refused
+
+
+# --- 03: execs ------------------------------------------------------------
+
+class T03Exec(ServeTest):
+    def test_argv_and_status(self):
+        a = self.a()
+        r = run_exec(UID_A, a["id"], {"cmd": ["echo", "a b", "c"]})
+        self.assertEqual(r.status, 200, r.body)
+        j = r.json
+        self.assertEqual((j["exit_code"], j["signal"], j["timed_out"]), (0, 0, False))
+        self.assertEqual((j["stdout"], j["stderr"]), ("a b c\n", ""))
+        self.assertEqual((j["stdout_truncated"], j["stderr_truncated"]), (False, False))
+        g = call(UID_A, "GET", "/v1/sandboxes/%s/execs/%s" % (a["id"], j["exec_id"]))
+        self.assertEqual(g.status, 200)
+        self.assertEqual(g.json["state"], "exited")
+        self.assertIsNone(g.json["error"])
+        self.assertEqual(g.json["result"]["stdout"], "a b c\n")
+        self.assertEqual(g.json["result"]["exit_code"], 0)
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/execs/ex_%s" % (a["id"], secrets.token_hex(8))),
+                          404, "exec_not_found")
+
+    def test_shell_and_nonzero_exit(self):
+        r = run_exec(UID_B, self.b()["id"], {"shell": "echo one; echo two >&2; exit 3"})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual((r.json["exit_code"], r.json["stdout"], r.json["stderr"]), (3, "one\n", "two\n"))
+        self.assertFalse(r.json["timed_out"])
+        r = run_exec(UID_A, self.a()["id"], {"cmd": ["false"]})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["exit_code"], 1)
+
+    def test_envs_and_secret_envs(self):
+        a = self.a()
+        upper = a["secret"].translate(str.maketrans("abcdef", "ABCDEF"))
+        r = run_exec(UID_A, a["id"], {"shell": 'echo "$PLAIN_VAR|$EXEC_VAR"; printf %s "$SECRET_VAR" | tr a-f A-F',
+                                      "envs": {"EXEC_VAR": "per-exec"}})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["stdout"], "plain-value|per-exec\n" + upper, "the secret reached the job")
+        # a failed exec's error message does not carry it either
+        r2 = run_exec(UID_A, a["id"], {"cmd": ["/no/such/" + "x"]})
+        self.assertNotIn(a["secret"].encode(), r2.body)
+        # never in a listing, a GET, the audit log, the daemon's log
+        bodies = {
+            "GET": call(UID_A, "GET", "/v1/sandboxes/" + a["id"]).body,
+            "list": call(UID_A, "GET", "/v1/sandboxes").body,
+            "exec status": call(UID_A, "GET", "/v1/sandboxes/%s/execs/%s" % (a["id"], r.json["exec_id"])).body,
+        }
+        logs = call(UID_A, "GET", "/v1/sandboxes/%s/logs" % a["id"])
+        self.assertEqual(logs.status, 200, logs.body)
+        self.assertIn(b"\n", logs.body)
+        bodies["logs"] = logs.body
+        bodies["daemon log"] = hostfile(LOG) or b""
+        for path in glob.glob(os.path.join(STATE, "**", "*"), recursive=True):
+            if "log" in os.path.basename(path).lower() and os.path.isfile(path):
+                bodies[path] = hostfile(path) or b""
+        for what, body in bodies.items():
+            self.assertNotIn(a["secret"].encode(), body, "secret value in " + what)
+
+    def test_cwd_user_stdin(self):
+        a = self.a()
+        r = run_exec(UID_A, a["id"], {"cmd": ["pwd"], "cwd": "/tmp"})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "/tmp\n"))
+        r = run_exec(UID_A, a["id"], {"cmd": ["id", "-u"]})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "1000\n"))
+        r = run_exec(UID_A, a["id"], {"cmd": ["id", "-u"], "user": "root"})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "0\n"))
+        text = "héllo stdin\nline two\n"
+        r = run_exec(UID_A, a["id"], {"cmd": ["cat"], "stdin_b64": base64.b64encode(text.encode()).decode()})
+        self.assertEqual((r.status, r.json["stdout"]), (200, text))
+
+    def test_not_started(self):
+        r = run_exec(UID_A, self.a()["id"], {"cmd": ["/no/such/binary"]})
+        self.assertGreaterEqual(r.status, 400, "a command that never started is not a result")
+        self.expect_error(r, (400, 404, 502))
+
+    def test_timeout(self):
+        r = run_exec(UID_A, self.a()["id"], {"cmd": ["sleep", "600"], "timeout_s": 2})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertTrue(r.json["timed_out"])
+        self.assertTrue(r.json["exit_code"] != 0 or r.json["signal"] != 0)
+
+    def test_output_capped(self):
+        r = run_exec(UID_A, self.a()["id"], {"shell": "head -c 20971520 /dev/zero | tr '\\0' a",
+                                             "max_output_bytes": MIB, "timeout_s": 600})
+        self.assertEqual(r.status, 200, r.body[:300])
+        j = r.json
+        self.assertEqual(j["exit_code"], 0)
+        self.assertTrue(j["stdout_truncated"])
+        self.assertFalse(j["stderr_truncated"])
+        self.assertGreater(len(j["stdout"]), 0)
+        self.assertLessEqual(len(j["stdout"].encode()), MIB)
+        self.assertEqual(set(j["stdout"]), {"a"})
+
+    def test_bad_exec_bodies(self):
+        sid = self.a()["id"]
+        for body, field in ((b'{"cmd": "echo"}', "cmd"), (b"{}", None), (b'{"cmd": ["true"], "shell": "true"}', None),
+                            (b'{"cmd": ["true"], "timeout_s": "x"}', "timeout_s"), (b'{"cmd": [1]}', "cmd"),
+                            (b'{"shell": "true", "stdin_b64": "%%%"}', "stdin_b64"),
+                            (b'{"shell": "true", "user": "admin"}', "user"),
+                            (b'{"shell": "true", "envs": ["A=1"]}', "envs"),
+                            (b'{"shell": "true", "max_output_bytes": 1.5}', "max_output_bytes"),
+                            (b'{"shell": "true"', None)):
+            r = call(UID_A, "POST", "/v1/sandboxes/%s/execs" % sid, body=body, content_type="application/json",
+                     check="response", timeout=EXEC_WAIT)
+            e = self.expect_error(r, 400, "bad_request")
+            if field:
+                self.assertIn(field, e["message"], body)
+
+
+# --- 04: streams ------------------------------------------------------------
+
+class T04Stream(ServeTest):
+    def test_ndjson_stream(self):
+        a = self.a()
+        st, ct, events = stream_events(UID_A, "POST", "/v1/sandboxes/%s/execs" % a["id"],
+                                       json={"shell": "echo out1; echo err1 >&2; echo out2; exit 4"})
+        self.assertEqual(st, 200, events)
+        self.assertEqual(ct.split(";")[0], "application/x-ndjson")
+        end = check_stream_shape(self, events)
+        self.assertEqual(end["type"], "exit", end)
+        self.assertEqual(end["exit_code"], 4)
+        self.assertEqual(end["exec_id"], events[0]["exec_id"])
+        out, err = check_offsets(self, events)
+        self.assertEqual((out, err), (b"out1\nout2\n", b"err1\n"))
+        firsts = [e for e in events if e["type"] in ("stdout", "stderr")]
+        self.assertEqual(firsts[0]["offset"], 0)
+        # the same as uid 1002 through B's token
+        b = self.b()
+        st, ct, events = stream_events(UID_C, "POST", "/v1/sandboxes/%s/execs" % b["id"], token=b["token"],
+                                       json={"cmd": ["echo", "streamed"]})
+        self.assertEqual(st, 200, events)
+        self.assertEqual(check_stream_shape(self, events)["exit_code"], 0)
+        self.assertEqual(check_offsets(self, events)[0], b"streamed\n")
+
+    def test_background_and_reattach(self):
+        a = self.a()
+        n = 300
+        script = ("i=0; while [ $i -lt %d ]; do echo line$i; i=$((i+1)); done; sleep 3; "
+                  "i=0; while [ $i -lt %d ]; do echo tail$i; i=$((i+1)); done; echo done >&2" % (n, n))
+        want_out = "".join("line%d\n" % i for i in range(n)) + "".join("tail%d\n" % i for i in range(n))
+        r = run_exec(UID_A, a["id"], {"shell": script, "background": True})
+        self.assertEqual(r.status, 201, r.body)
+        eid = r.json["exec_id"]
+        base = "/v1/sandboxes/%s/execs/%s" % (a["id"], eid)
+        # first attach: take a little, then drop the connection
+        got = []
+        c = Client(SOCK, API, timeout=EXEC_WAIT)
+        with c.stream("GET", base + "/events?since=0") as s:
+            self.assertEqual(s.status, 200, s.body)
+            first = s.readline()
+            self.assertEqual(first, {"type": "start", "exec_id": eid})
+            while True:
+                ev = s.readline()
+                self.assertIsNotNone(ev, "the stream ended before any output")
+                got.append(ev)
+                if ev["type"] in ("stdout", "stderr", "exit", "error"):
+                    break
+        self.assertIn(got[-1]["type"], ("stdout", "stderr"), got)
+        mid = got[-1]["offset"] + len(base64.b64decode(got[-1]["data"]))
+        st = call(UID_A, "GET", base)
+        self.assertEqual(st.status, 200)
+        self.assertIn(st.json["state"], ("running", "exited"))
+        # reattach where we stopped: nothing is missing
+        st_, _, rest = stream_events(UID_A, "GET", base + "/events?since=%d" % mid)
+        self.assertEqual(st_, 200, rest)
+        end = check_stream_shape(self, rest)
+        self.assertEqual(end["type"], "exit", end)
+        outs = [e for e in rest if e["type"] in ("stdout", "stderr")]
+        self.assertTrue(outs)
+        self.assertLessEqual(outs[0]["offset"], mid)
+        self.assertGreater(outs[0]["offset"] + len(base64.b64decode(outs[0]["data"])), mid)
+        check_offsets(self, rest)
+        whole = check_offsets(self, [e for e in got if e["type"] in ("stdout", "stderr")])
+        stream = {"stdout": bytearray(whole[0]), "stderr": bytearray(whole[1])}
+        for e in outs:
+            data = base64.b64decode(e["data"])
+            skip = max(0, mid - e["offset"])
+            stream[e["type"]] += data[skip:]
+        self.assertEqual(bytes(stream["stdout"]).decode(), want_out)
+        self.assertEqual(bytes(stream["stderr"]), b"done\n")
+        # after the end: the status has the result; a replay from 0 is whole
+        st = call(UID_A, "GET", base)
+        self.assertEqual(st.json["state"], "exited")
+        self.assertEqual(st.json["result"]["stdout"], want_out)
+        st_, _, again = stream_events(UID_A, "GET", base + "/events?since=0")
+        self.assertEqual(check_offsets(self, again)[0].decode(), want_out)
+        self.assertEqual(check_stream_shape(self, again)["type"], "exit")
+
+
+    def test_stdin_and_signal(self):
+        sid = self.a()["id"]
+        c = Client(SOCK, API, timeout=WAIT)
+        # "stdin": true: the stdin route feeds it, eof=1 closes it
+        r = run_exec(UID_A, sid, {"cmd": ["cat"], "stdin": True, "background": True})
+        self.assertEqual(r.status, 201, r.body)
+        base = "/v1/sandboxes/%s/execs/%s" % (sid, r.json["exec_id"])
+        with c.stream("GET", base + "/events?since=0") as s:
+            self.assertEqual(s.status, 200, s.body)
+            events = [s.readline()]
+            self.assertEqual(events[0]["type"], "start")
+            self.assertEqual(call(UID_A, "POST", base + "/stdin", body=b"first ").status, 204)
+            self.assertEqual(call(UID_A, "POST", base + "/stdin?eof=1", body=b"second\n").status, 204)
+            events += list(s.events())
+        end = check_stream_shape(self, events)
+        self.assertEqual((end["type"], end["exit_code"]), ("exit", 0), end)
+        self.assertEqual(check_offsets(self, events)[0], b"first second\n")
+        self.expect_error(call(UID_A, "POST", base + "/stdin", body=b"late"), 409, "conflict")
+        # a signal to a running exec; stdin of an exec started without "stdin": true
+        r = run_exec(UID_A, sid, {"cmd": ["sleep", "600"], "background": True})
+        self.assertEqual(r.status, 201, r.body)
+        base = "/v1/sandboxes/%s/execs/%s" % (sid, r.json["exec_id"])
+        with c.stream("GET", base + "/events?since=0") as s:
+            events = [s.readline()]
+            self.assertEqual(events[0]["type"], "start")
+            self.expect_error(call(UID_A, "POST", base + "/stdin", body=b"x"), 409, "conflict")
+            for bad in ({"signal": 99}, {"signal": "SIGFOO"}, {"signal": "15"}, {}):
+                self.expect_error(call(UID_A, "POST", base + "/signal", json=bad, check="response"), 400,
+                                  "bad_request")
+            self.assertEqual(call(UID_A, "POST", base + "/signal", json={"signal": "SIGTERM"}).status, 204)
+            events += list(s.events())
+        end = check_stream_shape(self, events)
+        self.assertEqual((end["type"], end["signal"]), ("exit", 15), end)
+        st = call(UID_A, "GET", base)
+        self.assertEqual((st.json["state"], st.json["result"]["signal"]), ("exited", 15))
+        self.expect_error(call(UID_A, "POST", base + "/signal", json={"signal": 9}), 409, "conflict")
+        self.expect_error(call(UID_A, "POST", "/v1/sandboxes/%s/execs/ex_%s/signal" % (sid, secrets.token_hex(8)),
+                               json={"signal": 9}), 404, "exec_not_found")
+
+# --- 05: files ----------------------------------------------------------------
+
+class T05Files(ServeTest):
+    def test_put_get_20mib_streamed(self):
+        sid = self.a()["id"]
+        data = os.urandom(20 * MIB)
+        want = hashlib.sha256(data).hexdigest()
+        base = vmrss_kib(DAEMON.pid)
+        peak = [base]
+        stop = threading.Event()
+
+        def sample():
+            while not stop.is_set():
+                try:
+                    peak[0] = max(peak[0], vmrss_kib(DAEMON.pid))
+                except OSError:
+                    return
+                stop.wait(0.02)
+        t = threading.Thread(target=sample, daemon=True)
+        t.start()
+        try:
+            target = "/v1/sandboxes/%s/files?path=/tmp/big.bin&mode=0600" % sid
+            r = call(UID_A, "PUT", target, body=(data[i:i + 65536] for i in range(0, len(data), 65536)),
+                     headers={"Content-Length": str(len(data))}, timeout=EXEC_WAIT)
+            self.assertEqual(r.status, 201, r.body)
+            self.assertEqual(r.json, {"path": "/tmp/big.bin", "size": len(data)})
+            h, n = hashlib.sha256(), 0
+            c = Client(SOCK, API, timeout=EXEC_WAIT)
+            with c.stream("GET", "/v1/sandboxes/%s/files?path=/tmp/big.bin" % sid, accept=None) as s:
+                self.assertEqual(s.status, 200, s.body)
+                self.assertEqual(s.header("Content-Type").split(";")[0], "application/octet-stream")
+                for chunk in s.chunks():
+                    h.update(chunk)
+                    n += len(chunk)
+        finally:
+            stop.set()
+            t.join()
+        self.assertEqual(n, len(data))
+        self.assertEqual(h.hexdigest(), want, "the file came back byte-exact")
+        grew = (peak[0] - base) / 1024
+        self.assertLess(grew, 40, "the daemon's RSS grew %.1f MiB during a 20 MiB transfer" % grew)
+
+    def test_put_chunked_and_modes(self):
+        sid = self.a()["id"]
+        data = os.urandom(MIB + 123)
+        r = call(UID_A, "PUT", "/v1/sandboxes/%s/files?path=/tmp/chunked.bin" % sid,
+                 body=(data[i:i + 100000] for i in range(0, len(data), 100000)), timeout=EXEC_WAIT)
+        self.assertEqual(r.status, 201, r.body)
+        self.assertEqual(r.json["size"], len(data))
+        g = call(UID_A, "GET", "/v1/sandboxes/%s/files?path=/tmp/chunked.bin" % sid, timeout=EXEC_WAIT)
+        self.assertEqual(g.status, 200)
+        self.assertEqual(g.body, data)
+        r = call(UID_A, "PUT", "/v1/sandboxes/%s/files?path=/tmp/empty" % sid, body=b"",
+                 headers={"Content-Length": "0"}, check="response")
+        self.assertEqual((r.status, r.json["size"]), (201, 0))
+        self.assertEqual(call(UID_A, "GET", "/v1/sandboxes/%s/files?path=/tmp/empty" % sid).body, b"")
+        self.expect_error(call(UID_A, "PUT", "/v1/sandboxes/%s/files?path=/tmp/m&mode=rwx" % sid, body=b"x",
+                               check="response"), 400, "bad_request")
+        self.expect_error(call(UID_A, "PUT", "/v1/sandboxes/%s/files" % sid, body=b"x", check="response"),
+                          400, "bad_request")
+
+    def test_fs_list_and_delete(self):
+        sid = self.a()["id"]
+        r = call(UID_A, "PUT", "/v1/sandboxes/%s/files?path=/tmp/lsdir/sub/f.txt&mode=0640" % sid, body=b"hello")
+        self.assertEqual(r.status, 201, r.body)
+        self.assertEqual(r.json, {"path": "/tmp/lsdir/sub/f.txt", "size": 5})
+        r = call(UID_A, "GET", "/v1/sandboxes/%s/fs/list?path=/tmp/lsdir" % sid)
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual(r.json["path"], "/tmp/lsdir")
+        self.assertEqual([(e["name"], e["type"]) for e in r.json["entries"]], [("sub", "dir")])
+        r = call(UID_A, "GET", "/v1/sandboxes/%s/fs/list?path=/tmp/lsdir/sub" % sid)
+        ent = {e["name"]: e for e in r.json["entries"]}
+        self.assertEqual(set(ent), {"f.txt"})
+        self.assertEqual((ent["f.txt"]["type"], ent["f.txt"]["size"]), ("file", 5))
+        self.assertEqual(ent["f.txt"]["mode"] & 0o777, 0o640)
+        self.assertEqual(call(UID_A, "GET", "/v1/sandboxes/%s/files?path=/tmp/lsdir/sub/f.txt" % sid).body, b"hello")
+        r = call(UID_A, "DELETE", "/v1/sandboxes/%s/files?path=/tmp/lsdir/sub/f.txt" % sid)
+        self.assertEqual(r.status, 204, r.body)
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/files?path=/tmp/lsdir/sub/f.txt" % sid), (404, 502))
+        r = call(UID_A, "GET", "/v1/sandboxes/%s/fs/list?path=/tmp/lsdir/sub" % sid)
+        self.assertEqual((r.status, r.json["entries"]), (200, []))
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/fs/list?path=/no/such/dir" % sid), (404, 502))
+        r = call(UID_A, "DELETE", "/v1/sandboxes/%s/files?path=/no/such/file" % sid)
+        if r.status != 204:  # API.md does not say whether removing a missing file is an error
+            self.expect_error(r, (404, 502))
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/fs/list" % sid, check="response"), 400)
+
+    def test_path_traversal(self):
+        sid = self.a()["id"]
+        passwd = hostfile("/etc/passwd")
+        for p in ("../../etc/passwd", "/../../../etc/passwd", "/tmp/../../etc/passwd", "../" * 20 + "etc/shadow",
+                  "%2e%2e/%2e%2e/etc/passwd"):
+            r = call(UID_A, "GET", "/v1/sandboxes/%s/files?path=%s" % (sid, urllib.parse.quote(p, safe="")))
+            if r.status == 200:
+                self.assertNotEqual(r.body, passwd, "a host file through path=%s" % p)
+            else:
+                self.expect_error(r, (400, 404, 502))
+        # dot segments in the URL path never route elsewhere nor reach a host file
+        for path in ("/v1/sandboxes/%s/%%2e%%2e/%%2e%%2e/health" % sid,
+                     "/v1/sandboxes/%2e%2e/logs",
+                     "/v1/sandboxes/%2E%2E%2F%2E%2E%2F%2E%2E%2Fetc%2Fpasswd/logs",
+                     "/v1/sandboxes/..%2f..%2f..%2f..%2fetc%2fpasswd/logs",
+                     "/v1/sandboxes/%s%%2f..%%2f..%%2f..%%2fetc/logs" % sid,
+                     "/v1/sandboxes/%s/files/..%%2f..%%2fetc%%2fpasswd" % sid,
+                     "/v1/%2e%2e/v1/health",
+                     "/v1/sandboxes/%s/%%2e/logs" % sid):
+            for uid in (UID_A, UID_B):
+                r = call(uid, "GET", path, check=False)
+                self.assertNotIn(b"root:x:0:0", r.body, path)
+                self.expect_error(r, (400, 404))
+        # symlinks planted in the guest lead into the guest only
+        r = run_exec(UID_A, sid, {"shell": "ln -sfn / /tmp/rootlink && ln -sfn /etc/passwd /tmp/pwlink"})
+        self.assertEqual((r.status, r.json["exit_code"]), (200, 0))
+        for p in ("/tmp/rootlink/etc/passwd", "/tmp/pwlink"):
+            r = call(UID_A, "GET", "/v1/sandboxes/%s/files?path=%s" % (sid, p))
+            if r.status == 200:
+                self.assertNotEqual(r.body, passwd)
+            else:
+                self.expect_error(r, (400, 404, 502))
+        marker = "tvm-escape-" + secrets.token_hex(6)
+        for p in ("/tmp/rootlink/tmp/" + marker, os.path.join(STATE, marker), "/etc/" + marker,
+                  "../../../../tmp/" + marker):
+            r = call(UID_A, "PUT", "/v1/sandboxes/%s/files?path=%s" % (sid, urllib.parse.quote(p, safe="/")),
+                     body=b"x")
+            if r.status != 201:
+                self.expect_error(r, (400, 404, 502))
+        for hp in ("/tmp/" + marker, os.path.join(STATE, marker), "/etc/" + marker):
+            self.assertFalse(os.path.exists(hp), "the file API wrote the host's " + hp)
+
+
+# --- 06: hostile clients and capacity ------------------------------------------
+
+class T06Hostile(ServeTest):
+    def test_malformed_requests(self):
+        for raw in (b"GARBAGE\r\n\r\n", b"\x00\x01\x02\xff binary junk\r\n\r\n",
+                    b"GET\r\n\r\n", b"GET /v1/health HTTP/1.1\r\nno colon here\r\n\r\n",
+                    b"GET /v1/health HTTP/1.1\r\nHost: x\r\nContent-Length: -1\r\n\r\n"):
+            self.expect_error(client.raw_exchange(SOCK, raw), 400, "bad_request", http_level=True)
+        line = b"GET /v1/" + b"a" * (100 * 1024) + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        self.expect_error(client.raw_exchange(SOCK, line), (400, 414), "bad_request", http_level=True)
+        head = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Big: " + b"b" * (100 * 1024) + b"\r\n\r\n"
+        self.expect_error(client.raw_exchange(SOCK, head), (400, 431), "bad_request", http_level=True)
+        many = b"GET /v1/health HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-H%d: v\r\n" % i for i in range(2000)) + b"\r\n"
+        self.expect_error(client.raw_exchange(SOCK, many), (400, 431), "bad_request", http_level=True)
+        self.assertEqual(call(UID_A, "GET", "/v1/health").status, 200)
+
+    def test_slow_client_blocks_nobody(self):
+        sent = []
+        done = threading.Event()
+        head_sent = threading.Event()
+        answer = []
+
+        def slow():
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(WAIT)
+            try:
+                s.connect(SOCK)
+                head = b"GET /v1/health HTTP/1.1\r\nHost: x\r\nX-Slow: " + b"s" * 200
+                for i in range(len(head)):
+                    if done.is_set():
+                        break
+                    s.sendall(head[i:i + 1])
+                    sent.append(i)
+                    time.sleep(1)
+                s.sendall(b"\r\n\r\n")
+                head_sent.set()
+                answer.append(s.recv(4096))
+            except OSError as e:
+                answer.append(e)  # the daemon may give up on a slow head: fine
+            finally:
+                s.close()
+        t = threading.Thread(target=slow, daemon=True)
+        t.start()
+        wait_for(lambda: len(sent) >= 3, "the slow client to start", interval=0.2)
+        r = call(UID_A, "GET", "/v1/health")
+        self.assertEqual(r.status, 200)
+        self.assertFalse(head_sent.is_set(), "answered while the slow head was still being sent")
+        r = run_exec(UID_A, self.a()["id"], {"cmd": ["true"]})
+        self.assertEqual(r.status, 200)
+        self.assertFalse(head_sent.is_set())
+        done.set()
+        t.join(WAIT)
+
+    def test_1000_connections(self):
+        soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+        want = 1100 + 64
+        if soft < want:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, 4096) if hard != resource.RLIM_INFINITY
+                                                        else 4096, hard))
+        conns = []
+        refused = 0
+        try:
+            for i in range(1000):
+                s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                s.settimeout(5)
+                try:
+                    s.connect(SOCK)
+                    if i % 2:
+                        s.sendall(b"GET /v1/health HTTP/1.1\r\nHo")  # half a head
+                    conns.append(s)
+                except OSError:
+                    s.close()
+                    refused += 1
+                    if refused >= 3:  # the daemon's backlog is full: that many are waiting already
+                        break
+            r = call(UID_A, "GET", "/v1/health", timeout=WAIT)
+            self.assertEqual(r.status, 200, "with %d connections open" % len(conns))
+            r = call(UID_B, "GET", "/v1/sandboxes/" + self.b()["id"], timeout=WAIT)
+            self.assertEqual(r.status, 200)
+        finally:
+            for s in conns:
+                s.close()
+        wait_for(lambda: call(UID_A, "GET", "/v1/health").status == 200, "health after the connections closed")
+        self.assertEqual(DAEMON.poll(), None)
+
+    def test_capacity_and_quota(self):
+        a, b = self.a(), self.b()
+        made = []
+
+        def running(uid):
+            return len(call(uid, "GET", "/v1/sandboxes?state=running").json["sandboxes"])
+        try:
+            # owner B up to its limit (4), then 429
+            while running(UID_B) < 4 and len(made) < 4:
+                r = create(UID_B, {"metadata": {"filler": "B"}})
+                made.append((UID_B, r.json["id"]))
+            r = create(UID_B, {"metadata": {"filler": "B"}}, expect=None)
+            if r.status == 201:
+                made.append((UID_B, r.json["id"]))
+            self.expect_error(r, 429, "quota_exceeded")
+            # then owner A up to the host's limit (6), then 503 with Retry-After
+            while running(UID_A) + running(UID_B) < 6 and len(made) < 6:
+                r = create(UID_A, {"metadata": {"filler": "A"}})
+                made.append((UID_A, r.json["id"]))
+            self.assertLess(running(UID_A), 4)
+            r = create(UID_A, {"metadata": {"filler": "A"}}, expect=None)
+            if r.status == 201:
+                made.append((UID_A, r.json["id"]))
+            e = self.expect_error(r, 503, "capacity")
+            self.assertRegex(r.header("Retry-After") or "", r"^[0-9]+$")
+            self.assertNotIn("id", e)
+            # the third uid too
+            self.expect_error(create(UID_C, {}, expect=None), (429, 503))
+            self.assertEqual(call(UID_A, "GET", "/v1/health").json["sandboxes"], 6)
+            # the running ones still work at capacity
+            r = run_exec(UID_B, made[0][1], {"cmd": ["echo", "full"]})
+            self.assertEqual((r.status, r.json["stdout"]), (200, "full\n"))
+        finally:
+            for uid, sid in made:
+                delete(uid, sid)
+        for uid, sid in made:
+            self.assertEqual(wait_ended(uid, sid)["end_reason"], "killed")
+        self.assertEqual(call(UID_A, "GET", "/v1/sandboxes/" + a["id"]).json["state"], "running")
+        self.assertEqual(call(UID_B, "GET", "/v1/sandboxes/" + b["id"]).json["state"], "running")
+        wait_for(lambda: not any(vmm_pids(sid) for _, sid in made), "the fillers' VMMs to go")
+
+
+# --- 07: lifetimes ------------------------------------------------------------
+
+class T07Lifetimes(ServeTest):
+    def test_ttl_expired(self):
+        r = create(UID_A, {"timeout_s": 5})
+        sid = r.json["id"]
+        try:
+            self.assertGreater(ts(r.json["expires_at"]), ts(r.json["created_at"]))
+            sb = wait_ended(UID_A, sid)
+            self.assertEqual(sb["end_reason"], "expired")
+            self.assertIsNotNone(sb["ended_at"])
+            e = self.expect_error(run_exec(UID_A, sid, {"cmd": ["true"]}), 410, "sandbox_expired")
+            self.assertEqual(e["end_reason"], "expired")
+            base = "/v1/sandboxes/" + sid
+            self.expect_error(call(UID_A, "POST", base + "/timeout", json={"timeout_s": 60}), 410)
+            self.expect_error(call(UID_A, "PUT", base + "/files?path=/tmp/x", body=b"x"), 410)
+            self.expect_error(call(UID_A, "GET", base + "/files?path=/tmp/x"), 410)
+            self.expect_error(call(UID_A, "GET", base + "/fs/list?path=/"), 410)
+            lg = call(UID_A, "GET", base + "/logs")
+            self.assertIn(lg.status, (200, 410))
+            ids = [s["id"] for s in call(UID_A, "GET", "/v1/sandboxes?state=ended").json["sandboxes"]]
+            self.assertIn(sid, ids)
+            self.expect_error(call(UID_B, "GET", base), 404, "sandbox_not_found")
+        finally:
+            self.assertEqual(delete(UID_A, sid).status, 204)
+        g = call(UID_A, "GET", "/v1/sandboxes/" + sid)
+        self.assertEqual((g.json["state"], g.json["end_reason"]), ("ended", "expired"))
+        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to go" % sid)
+
+    def test_idle_timeout(self):
+        r = create(UID_B, {"idle_timeout_s": 3})
+        sid = r.json["id"]
+        self.assertEqual(r.json["idle_timeout_s"], 3)
+        try:
+            # poll the listing only: a request to the sandbox itself is activity
+            def ended():
+                lst = call(UID_B, "GET", "/v1/sandboxes?state=ended").json["sandboxes"]
+                return [s for s in lst if s["id"] == sid]
+            sb = wait_for(ended, "the idle sandbox to end", interval=5)[0]
+            self.assertEqual(sb["end_reason"], "idle")
+        finally:
+            delete(UID_B, sid)
+        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to go" % sid)
+
+    def test_delete_during_exec(self):
+        sid = create(UID_A, {}).json["id"]
+        c = Client(SOCK, API, timeout=WAIT)
+        events = []
+        try:
+            with c.stream("POST", "/v1/sandboxes/%s/execs" % sid, json={"cmd": ["sleep", "600"]}) as s:
+                self.assertEqual(s.status, 200, s.body)
+                events.append(s.readline())
+                self.assertEqual(events[0]["type"], "start")
+                self.assertEqual(delete(UID_A, sid).status, 204)
+                events += list(s.events())
+        finally:
+            delete(UID_A, sid)
+        end = check_stream_shape(self, events)
+        self.assertEqual(end["type"], "error", end)
+        sb = wait_ended(UID_A, sid)
+        self.assertEqual(sb["end_reason"], "killed")
+        self.assertEqual(delete(UID_A, sid).status, 204, "DELETE of an ended sandbox")
+        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to go" % sid)
+
+    def test_vmm_crash_ends_that_sandbox_only(self):
+        a = self.a()
+        sid = create(UID_A, {}).json["id"]
+        try:
+            pids = vmm_pids(sid)
+            self.assertTrue(pids, "no process holds %s in its command line" % sid)
+            self.assertNotIn(DAEMON.pid, pids)
+            for p in pids:
+                os.kill(p, signal.SIGKILL)
+            sb = wait_ended(UID_A, sid)
+            self.assertEqual(sb["end_reason"], "crashed")
+            self.expect_error(run_exec(UID_A, sid, {"cmd": ["true"]}), 410, "sandbox_expired")
+        finally:
+            delete(UID_A, sid)
+        r = run_exec(UID_A, a["id"], {"cmd": ["echo", "still here"]})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "still here\n"))
+        self.assertEqual(call(UID_B, "GET", "/v1/sandboxes/" + self.b()["id"]).json["state"], "running")
+        wait_for(lambda: not vmm_pids(sid), "the processes of %s to go" % sid)
+        wait_for(lambda: not [f for f in vsock_files() if sid in f], "the socket of %s to go" % sid)
+
+
+# --- 08: a restart of the daemon ------------------------------------------------
+
+class T08Restart(ServeTest):
+    def test_sigterm_then_restart_readopts(self):
+        a, b = self.a(), self.b()
+        before = {}
+        for uid in (UID_A, UID_B):
+            for sb in call(uid, "GET", "/v1/sandboxes?state=running").json["sandboxes"]:
+                before[sb["id"]] = uid
+        self.assertIn(a["id"], before)
+        self.assertIn(b["id"], before)
+        self.assertTrue(stop_daemon(), "the daemon did not exit on SIGTERM:\n" + log_tail())
+        start_daemon()
+        running = []
+        for sid, uid in before.items():
+            r = call(uid, "GET", "/v1/sandboxes/" + sid)
+            self.assertEqual(r.status, 200, "sandbox %s forgotten by the restart" % sid)
+            if r.json["state"] == "running":
+                running.append(sid)
+            else:
+                self.assertIn(r.json["end_reason"], ("crashed", "killed"), r.json)
+        self.assertIn(a["id"], running, "A's sandbox was not re-adopted")
+        self.assertIn(b["id"], running, "B's sandbox was not re-adopted")
+        r = run_exec(UID_A, a["id"], {"cmd": ["echo", "after-restart"]})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "after-restart\n"))
+        r = run_exec(UID_B, b["id"], {"cmd": ["cat"], "stdin_b64": base64.b64encode(b"B again").decode()})
+        self.assertEqual((r.status, r.json["stdout"]), (200, "B again"))
+        # the token and the environment survive too
+        r = run_exec(UID_C, b["id"], {"shell": 'echo "$PLAIN_VAR"'}, token=b["token"])
+        self.assertEqual((r.status, r.json["stdout"]), (200, "plain-value\n"))
+        self.expect_error(call(UID_B, "GET", "/v1/sandboxes/" + a["id"]), 404)
+        self.assertEqual(call(UID_A, "GET", "/v1/health").json["sandboxes"], len(running))
+        # nothing beyond the daemon and the running sandboxes' VMMs
+        wait_for(lambda: not leaks(running), "no leaks after the restart", timeout=30, check=False)
+        self.assertEqual(leaks(running), [])
+        for sid in running:
+            self.assertTrue(vmm_pids(sid), "re-adopted %s has no VMM process" % sid)
+        for sid in set(before) - set(running):
+            wait_for(lambda: not vmm_pids(sid), "the VMM of ended %s to go" % sid)
+
+
+if __name__ == "__main__":
+    unittest.main()

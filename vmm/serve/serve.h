@@ -1,0 +1,218 @@
+/* `tinyvmm serve`: the sandbox service (vmm/serve/API.md), one concept per
+ * file:
+ *   serve_main.c     options, the listening socket, one thread per
+ *                    connection, SIGTERM
+ *   serve_conn.c     one HTTP/1.1 connection: request heads and bodies in,
+ *                    JSON, chunked and error responses out
+ *   serve_router.c   which handler a request goes to, who may use a sandbox
+ *   serve_sandbox.c  the sandbox table: create (a `tinyvmm run` process per
+ *                    sandbox), end, the supervisor (lifetimes, crashes),
+ *                    the state kept on disk and re-adopted after a restart
+ *   serve_api.c      the sandbox routes (create, list, get, delete, timeout)
+ *   serve_exec.c     execs: one thread each, their output log, results and
+ *                    event streams
+ *   serve_files.c    the file routes, streamed both ways
+ *   serve_audit.c    each sandbox's audit log
+ * The daemon never maps guest memory: each sandbox is its own VMM process;
+ * the daemon talks to the guest agent through that VMM's hybrid vsock
+ * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
+ * variable announces every change (new output, an exec's end, a sandbox's
+ * end). */
+#ifndef TVM_SERVE_H
+#define TVM_SERVE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <time.h>
+
+#include "vmm/tinyvmm.h"
+#include "vmm/serve/http.h"
+#include "vmm/serve/json.h"
+
+/* Configuration: flags and --config FILE (JSON, the same names). */
+struct srv_cfg {
+	char socket_path[108];
+	char state_dir[256];
+	unsigned socket_mode;
+	long socket_gid;            /* -1: the daemon's */
+	unsigned max_sandboxes;     /* running at once, all owners */
+	unsigned max_per_owner;     /* running at once, one owner */
+	unsigned max_conns;         /* open connections */
+	unsigned default_timeout_s; /* a sandbox's lifetime when not asked */
+	unsigned max_timeout_s;     /* the longest one may ask for */
+	unsigned retention_s;       /* an ended sandbox stays listed this long */
+	unsigned orphan_timeout_s;  /* a VMM whose daemon is gone stops after this */
+	uint64_t max_file_bytes;    /* one PUT */
+	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
+	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
+};
+
+enum sb_state { SB_STARTING, SB_RUNNING, SB_ENDED };
+
+struct kv {
+	char *key, *value;
+};
+
+struct exec;
+
+/* One sandbox. Fields after `refs` change under srv.mu. */
+struct sandbox {
+	struct sandbox *next;
+	char id[40];    /* "sbx_" + 32 hex digits */
+	char token[33]; /* 32 hex digits */
+	uid_t owner;
+	char dir[512]; /* <state>/sandboxes/<id> */
+	char uds[600]; /* <dir>/vsock.sock */
+	char template[64];
+	unsigned cpus, memory_mib, idle_timeout_s;
+	char **env;                  /* "NAME=value", envs then secret_envs; NULL-terminated */
+	unsigned nenv, nsecret_from; /* env[nsecret_from..] are the secret ones */
+	struct kv *meta;
+	unsigned nmeta;
+	bool net_enabled;
+	unsigned refs; /* handlers and exec threads using it */
+	enum sb_state state;
+	const char *end_reason; /* static string once ended */
+	pid_t pid;
+	unsigned long long pid_start; /* /proc/PID/stat starttime: proves the pid is still ours */
+	bool own_child;               /* we forked it (waitpid), else re-adopted */
+	bool exited;                  /* the VMM process is gone */
+	uint64_t kill_at_ns;          /* SIGKILL after this (monotonic), once asked to end */
+	time_t created_at, expires_at, ended_at;
+	uint64_t last_active_ns;  /* monotonic: the last request or exec end */
+	struct tvm_agent *keeper; /* held open: the VMM's --idle-timeout runs only without us */
+	struct exec *execs;
+	unsigned nexecs, running_execs;
+};
+
+struct srv {
+	struct srv_cfg cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv; /* CLOCK_MONOTONIC */
+	struct sandbox *sandboxes;
+	unsigned nconns;
+	volatile int stopping;
+	int audit_fd; /* the daemon's own log of lifecycle events, -1: stderr only */
+};
+
+/* One HTTP connection, served by one thread. */
+struct conn {
+	struct srv *s;
+	int fd;
+	uid_t uid; /* SO_PEERCRED */
+	struct http_parser p;
+	void *store;
+	char *in; /* bytes received and not yet used */
+	size_t in_len, in_off, in_cap;
+	/* the current request's body */
+	bool body_chunked, body_done, body_started;
+	uint64_t body_left; /* Content-Length bytes left */
+	struct http_chunked chunk;
+	bool keep_alive;
+	bool head_sent; /* a streamed response has begun: errors can only close */
+	int head_deadline_s;
+};
+
+/* serve_conn.c */
+void conn_serve(struct conn *c);
+/* Read up to cap bytes of the request body: bytes, 0 at its end, -errno
+ * (-EFBIG over limit for a chunked body, -ETIMEDOUT, -EPROTO). */
+ssize_t conn_body_read(struct conn *c, void *buf, size_t cap);
+/* The whole body (at most max bytes) into a malloc'd NUL-terminated buffer. */
+int conn_body_all(struct conn *c, size_t max, char **out, size_t *len);
+int conn_send_all(struct conn *c, const void *p, size_t n);
+int conn_respond(struct conn *c, int status, const char *ctype, const void *body, size_t len,
+		 const char *extra_headers);
+int conn_json(struct conn *c, int status, struct json_w *w);
+int conn_error(struct conn *c, int status, const char *code, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+int conn_error_reason(struct conn *c, int status, const char *code, const char *reason, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+int conn_stream_begin(struct conn *c, int status, const char *ctype);
+int conn_chunk(struct conn *c, const void *p, size_t n);
+int conn_stream_end(struct conn *c);
+
+/* serve_router.c */
+void route(struct conn *c, const struct http_request *r);
+/* The query parameter name of r, percent-decoded into out: 1 found, 0 not,
+ * -EINVAL malformed. */
+int query_get(const struct http_request *r, const char *name, char *out, size_t cap);
+
+/* serve_sandbox.c */
+int srv_state_init(struct srv *s);
+void *srv_supervisor(void *arg);
+/* Find id for a caller (uid, Authorization header): a reference, or NULL
+ * (missing, another owner's, or a wrong token: the same to the caller). */
+struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct http_str *authz);
+void sb_put(struct srv *s, struct sandbox *sb);
+/* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
+void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
+int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
+void sb_persist_locked(struct srv *s, struct sandbox *sb);
+void sb_touch(struct srv *s, struct sandbox *sb);
+void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token);
+void srv_free_sandbox(struct sandbox *sb);
+void rfc3339(char *buf, size_t cap, time_t t);
+void random_hex(char *out, size_t nbytes);
+uint64_t now_ns(void);
+/* Connect to sb's agent: 0, or -errno with e set. */
+int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
+
+/* serve_api.c */
+/* A request's JSON body, parsed ({} when empty). */
+struct body {
+	char *text;
+	struct json_tok *tok;
+	struct json_doc d;
+};
+/* Read (at most 1 MiB) and parse c's body as one JSON object: 0, or -1
+ * after answering 400/413. body_free in either case. */
+int body_parse(struct conn *c, struct body *b);
+void body_free(struct body *b);
+/* Field key of object obj, if present and not null, into *v, checked to
+ * lo..hi: 0, or -1 after answering 400 naming it. */
+int field_u32(struct conn *c, const struct json_doc *d, int obj, const char *key, uint32_t lo, uint32_t hi,
+	      uint32_t *v);
+/* obj has only the NULL-terminated known keys: 0, or -1 after answering. */
+int fields_known(struct conn *c, const struct json_doc *d, int obj, const char *const *known, const char *what);
+/* Append the "NAME=value" strings of the object field of the root to
+ * *env (NULL-terminated, *n entries): 0, or -1 after answering (never
+ * quoting a value). */
+int env_append(struct conn *c, const struct json_doc *d, const char *field, char ***env, unsigned *n);
+void api_create(struct conn *c, const struct http_request *r);
+void api_list(struct conn *c, const struct http_request *r);
+void api_get(struct conn *c, struct sandbox *sb);
+void api_delete(struct conn *c, struct sandbox *sb);
+void api_timeout(struct conn *c, struct sandbox *sb);
+void api_logs(struct conn *c, struct sandbox *sb);
+/* 410 for an ended sandbox: true when answered. */
+bool api_ended(struct conn *c, struct sandbox *sb);
+
+/* serve_exec.c */
+void exec_create(struct conn *c, const struct http_request *r, struct sandbox *sb);
+void exec_get(struct conn *c, struct sandbox *sb, const char *eid);
+void exec_events(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid);
+void exec_free_all(struct sandbox *sb);
+/* POST .../execs/{eid}/stdin (stdin_route) or .../signal: queued for the
+ * exec's thread, which sends them to the agent. */
+void exec_control(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid, bool stdin_route);
+/* Run argv in sb as uid with output capped at cap per stream: 0 and *res,
+ * *out (stdout, malloc'd, NUL-terminated), *err_out (stderr); -errno with
+ * e. For the file routes that the agent has no message for. */
+int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t cap, struct tvm_job_result *res,
+		char **out, size_t *out_len, char **err_out, struct tvm_err *e);
+
+/* serve_files.c */
+void files_route(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *what);
+
+/* serve_audit.c: one JSON line (obj: an open object with its fields
+ * written, closed here) appended to sb's audit log and the daemon's. */
+void audit_begin(struct json_w *w, char *buf, size_t cap, const char *event);
+void audit_end(struct srv *s, struct sandbox *sb, struct json_w *w);
+
+/* The entry point: tinyvmm serve ARGS (argv[0] is "serve"). */
+int serve_main(int argc, char **argv);
+
+#endif

@@ -1,0 +1,502 @@
+/* The sandbox routes of vmm/serve/API.md: create, list, get, delete,
+ * timeout, logs. Every field of a request body is checked here, once:
+ * its type, its range, its length; an unknown field is refused (a client
+ * with a typo learns it at once). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve.h"
+
+#define BODY_MAX (1u << 20)
+#define MAX_TOK 8192
+#define MAX_META 32
+#define MAX_ENV 256
+#define MAX_RULES 32
+
+void body_free(struct body *b)
+{
+	free(b->text);
+	free(b->tok);
+}
+
+int body_parse(struct conn *c, struct body *b)
+{
+	struct json_err je = { 0 };
+	size_t len;
+	int r;
+
+	*b = (struct body){ 0 };
+	r = conn_body_all(c, BODY_MAX, &b->text, &len);
+	if (r == -EFBIG)
+		return conn_error(c, 413, "payload_too_large", "the request body is over %u bytes", BODY_MAX), -1;
+	if (r)
+		return conn_error(c, 400, "bad_request", "the request body could not be read: %s", strerror(-r)), -1;
+	b->tok = malloc(MAX_TOK * sizeof(*b->tok));
+	if (!b->tok)
+		return conn_error(c, 500, "internal", "out of memory"), -1;
+	if (len == 0) {
+		free(b->text);
+		b->text = strdup("{}");
+		len = 2;
+	}
+	if (json_parse(&b->d, b->text, len, b->tok, MAX_TOK, 0, &je))
+		return conn_error(c, 400, "bad_request", "body: invalid JSON at byte %zu: %s", je.off, je.msg), -1;
+	if (b->d.tok[0].type != JSON_OBJECT)
+		return conn_error(c, 400, "bad_request", "body: a JSON object is expected"), -1;
+	return 0;
+}
+
+int field_u32(struct conn *c, const struct json_doc *d, int obj, const char *key, uint32_t lo, uint32_t hi, uint32_t *v)
+{
+	int64_t x;
+	int i = json_find(d, obj, key);
+
+	if (i < 0 || json_is_null(d, i))
+		return 0;
+	if (json_get_int64(d, i, &x) || x < lo || x > hi) {
+		conn_error(c, 400, "bad_request", "%s: an integer from %u to %u is expected", key, lo, hi);
+		return -1;
+	}
+	*v = (uint32_t)x;
+	return 0;
+}
+
+/* Does obj have only keys from the NULL-terminated list? 0, or -1 after
+ * answering 400 naming the first other key. */
+int fields_known(struct conn *c, const struct json_doc *d, int obj, const char *const *known, const char *what)
+{
+	for (int k = json_first(d, obj); k >= 0; k = json_next(d, obj, k)) {
+		size_t i = 0;
+		char name[64];
+
+		while (known[i] && !json_str_eq(d, k, known[i], strlen(known[i])))
+			i++;
+		if (!known[i]) {
+			if (json_get_string(d, k, name, sizeof(name), NULL))
+				snprintf(name, sizeof(name), "(long)");
+			conn_error(c, 400, "bad_request", "%s: unknown field \"%s\"", what, name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static bool env_name_ok(const char *s)
+{
+	if (!*s || (*s >= '0' && *s <= '9'))
+		return false;
+	for (; *s; s++)
+		if (!((*s >= 'A' && *s <= 'Z') || (*s >= 'a' && *s <= 'z') || (*s >= '0' && *s <= '9') || *s == '_'))
+			return false;
+	return true;
+}
+
+int env_append(struct conn *c, const struct json_doc *d, const char *field, char ***env, unsigned *n)
+{
+	int obj = json_find(d, 0, field);
+
+	if (obj < 0 || json_is_null(d, obj))
+		return 0;
+	if (d->tok[obj].type != JSON_OBJECT) {
+		conn_error(c, 400, "bad_request", "%s: an object of NAME: value strings is expected", field);
+		return -1;
+	}
+	if (*n + d->tok[obj].size > MAX_ENV) {
+		conn_error(c, 400, "bad_request", "%s: at most %u variables", field, MAX_ENV);
+		return -1;
+	}
+	char **e = realloc(*env, (*n + d->tok[obj].size + 1) * sizeof(char *));
+	if (!e) {
+		conn_error(c, 500, "internal", "out of memory");
+		return -1;
+	}
+	*env = e;
+	for (int k = json_first(d, obj); k >= 0; k = json_next(d, obj, k)) {
+		char name[257];
+		size_t vl = d->tok[k + 1].len;
+		char *s;
+
+		if (json_get_string(d, k, name, sizeof(name), NULL) || !env_name_ok(name)) {
+			conn_error(c, 400, "bad_request",
+				   "%s: a name of letters, digits and _ (at most 256) is expected", field);
+			return -1;
+		}
+		if (d->tok[k + 1].type != JSON_STRING || vl > 131072) {
+			/* The value is never named: it may be a secret. */
+			conn_error(c, 400, "bad_request", "%s.%s: a string of at most 128 KiB is expected", field,
+				   name);
+			return -1;
+		}
+		s = malloc(strlen(name) + vl + 2);
+		if (!s) {
+			conn_error(c, 500, "internal", "out of memory");
+			return -1;
+		}
+		int w = sprintf(s, "%s=", name);
+		if (json_get_string(d, k + 1, s + w, vl + 1, NULL)) {
+			free(s);
+			conn_error(c, 400, "bad_request", "%s.%s: no NUL character allowed", field, name);
+			return -1;
+		}
+		(*env)[(*n)++] = s;
+		(*env)[*n] = NULL;
+	}
+	return 0;
+}
+
+static bool rule_ok(const char *s)
+{
+	for (; *s; s++)
+		if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') || *s == '.' ||
+		      *s == ':' || *s == '/' || *s == '[' || *s == ']'))
+			return false;
+	return true;
+}
+
+/* network: {enabled, allow_out, dns} into tinyvmm run flags (strings in
+ * store). 0, or -1 after answering. */
+static int parse_network(struct conn *c, const struct json_doc *d, const char **args, char store[][72], bool *on)
+{
+	static const char *const known[] = { "enabled", "allow_out", "dns", NULL };
+	int net = json_find(d, 0, "network"), i;
+	size_t n = 0, ns = 0;
+	bool en = false;
+
+	args[0] = NULL;
+	*on = false;
+	if (net < 0 || json_is_null(d, net))
+		return 0;
+	if (d->tok[net].type != JSON_OBJECT) {
+		conn_error(c, 400, "bad_request", "network: an object is expected");
+		return -1;
+	}
+	if (fields_known(c, d, net, known, "network"))
+		return -1;
+	if ((i = json_find(d, net, "enabled")) >= 0 && json_get_bool(d, i, &en)) {
+		conn_error(c, 400, "bad_request", "network.enabled: true or false is expected");
+		return -1;
+	}
+	if (!en)
+		return 0;
+	args[n++] = "--net";
+	args[n++] = "auto";
+	static const char *const lists[2] = { "allow_out", "dns" };
+	static const char *const flags[2] = { "--net-allow", "--net-dns" };
+	for (int l = 0; l < 2; l++) {
+		int a = json_find(d, net, lists[l]);
+		if (a < 0 || json_is_null(d, a))
+			continue;
+		if (d->tok[a].type != JSON_ARRAY || d->tok[a].size > MAX_RULES) {
+			conn_error(c, 400, "bad_request", "network.%s: an array of at most %u strings is expected",
+				   lists[l], MAX_RULES);
+			return -1;
+		}
+		for (int k = json_first(d, a); k >= 0; k = json_next(d, a, k)) {
+			if (json_get_string(d, k, store[ns], 72, NULL) || !rule_ok(store[ns])) {
+				conn_error(c, 400, "bad_request",
+					   "network.%s: CIDR[:PORT[/tcp|udp]] or an address is expected", lists[l]);
+				return -1;
+			}
+			args[n++] = flags[l];
+			args[n++] = store[ns++];
+		}
+	}
+	args[n] = NULL;
+	*on = true;
+	return 0;
+}
+
+static int parse_metadata(struct conn *c, const struct json_doc *d, struct sandbox *sb)
+{
+	int m = json_find(d, 0, "metadata");
+
+	if (m < 0 || json_is_null(d, m))
+		return 0;
+	if (d->tok[m].type != JSON_OBJECT || d->tok[m].size > MAX_META) {
+		conn_error(c, 400, "bad_request", "metadata: an object of at most %u string values is expected",
+			   MAX_META);
+		return -1;
+	}
+	sb->meta = calloc(d->tok[m].size + 1, sizeof(*sb->meta));
+	if (!sb->meta)
+		return conn_error(c, 500, "internal", "out of memory"), -1;
+	for (int k = json_first(d, m); k >= 0; k = json_next(d, m, k)) {
+		char key[65], val[513];
+
+		if (json_get_string(d, k, key, sizeof(key), NULL) || !*key ||
+		    json_get_string(d, k + 1, val, sizeof(val), NULL)) {
+			conn_error(c, 400, "bad_request",
+				   "metadata: keys of 1..64 bytes and string values of at most 512 bytes are expected");
+			return -1;
+		}
+		sb->meta[sb->nmeta].key = strdup(key);
+		sb->meta[sb->nmeta].value = strdup(val);
+		if (!sb->meta[sb->nmeta].key || !sb->meta[sb->nmeta].value)
+			return conn_error(c, 500, "internal", "out of memory"), -1;
+		sb->nmeta++;
+	}
+	return 0;
+}
+
+void api_create(struct conn *c, const struct http_request *r)
+{
+	static const char *const known[] = { "template", "timeout_s",   "idle_timeout_s", "cpus",    "memory_mib",
+					     "envs",     "secret_envs", "metadata",       "network", NULL };
+	struct srv *s = c->s;
+	struct body b;
+	struct sandbox *sb = NULL;
+	const char *net_args[2 + 4 * MAX_RULES + 1];
+	char net_store[2 * MAX_RULES][72];
+	char err[700];
+	uint32_t timeout_s = s->cfg.default_timeout_s;
+	unsigned running = 0, mine = 0;
+	int i;
+
+	(void)r;
+	if (body_parse(c, &b))
+		goto out;
+	if (fields_known(c, &b.d, 0, known, "body"))
+		goto out;
+	sb = calloc(1, sizeof(*sb));
+	if (!sb) {
+		conn_error(c, 500, "internal", "out of memory");
+		goto out;
+	}
+	snprintf(sb->template, sizeof(sb->template), "default");
+	sb->cpus = 1;
+	sb->memory_mib = 256;
+	if ((i = json_find(&b.d, 0, "template")) >= 0 && !json_is_null(&b.d, i) &&
+	    (json_get_string(&b.d, i, sb->template, sizeof(sb->template), NULL) || strcmp(sb->template, "default"))) {
+		conn_error(c, 400, "bad_request", "template: only \"default\" exists (the base image)");
+		goto out;
+	}
+	if (field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s) ||
+	    field_u32(c, &b.d, 0, "idle_timeout_s", 0, s->cfg.max_timeout_s, &sb->idle_timeout_s) ||
+	    field_u32(c, &b.d, 0, "cpus", 1, 8, &sb->cpus) ||
+	    field_u32(c, &b.d, 0, "memory_mib", 64, 16384, &sb->memory_mib))
+		goto out;
+	if (env_append(c, &b.d, "envs", &sb->env, &sb->nenv))
+		goto out;
+	sb->nsecret_from = sb->nenv;
+	if (env_append(c, &b.d, "secret_envs", &sb->env, &sb->nenv) || parse_metadata(c, &b.d, sb) ||
+	    parse_network(c, &b.d, net_args, net_store, &sb->net_enabled))
+		goto out;
+
+	sb->owner = c->uid;
+	memcpy(sb->id, "sbx_", 4);
+	random_hex(sb->id + 4, 16);
+	random_hex(sb->token, 16);
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", s->cfg.state_dir, sb->id);
+	snprintf(sb->uds, sizeof(sb->uds), "%s/vsock.sock", sb->dir);
+	sb->created_at = time(NULL);
+	sb->expires_at = sb->created_at + timeout_s;
+	sb->state = SB_STARTING;
+
+	pthread_mutex_lock(&s->mu);
+	for (struct sandbox *o = s->sandboxes; o; o = o->next)
+		if (o->state != SB_ENDED) {
+			running++;
+			mine += o->owner == c->uid;
+		}
+	if (running >= s->cfg.max_sandboxes || mine >= s->cfg.max_per_owner || s->stopping) {
+		pthread_mutex_unlock(&s->mu);
+		if (mine >= s->cfg.max_per_owner)
+			conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
+				   (unsigned)c->uid, mine);
+		else
+			conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later",
+				   running);
+		goto out;
+	}
+	sb->refs = 1;
+	sb->next = s->sandboxes;
+	s->sandboxes = sb;
+	pthread_mutex_unlock(&s->mu);
+
+	if (sb_create(s, sb, net_args, err, sizeof(err))) {
+		pthread_mutex_lock(&s->mu);
+		sb->state = SB_RUNNING; /* so that it ends like any other */
+		sb_end_locked(s, sb, "crashed");
+		sb->refs--;
+		pthread_mutex_unlock(&s->mu);
+		sb = NULL;
+		conn_error(c, 500, "internal", "sandbox could not start: %s", err);
+		goto out;
+	}
+	{
+		char buf[8192];
+		struct json_w w;
+
+		json_w_init(&w, buf, sizeof(buf));
+		pthread_mutex_lock(&s->mu);
+		sb_write_json(&w, sb, true);
+		sb->refs--;
+		pthread_mutex_unlock(&s->mu);
+		sb = NULL;
+		conn_json(c, 201, &w);
+	}
+out:
+	if (sb)
+		srv_free_sandbox(sb);
+	body_free(&b);
+}
+
+/* Does sb match every metadata.KEY=VALUE of the query? */
+static bool meta_match(const struct http_request *r, const struct sandbox *sb, int *bad)
+{
+	const char *p = r->query.p, *end = r->query.p + r->query.n;
+
+	while (r->has_query && p < end) {
+		const char *amp = memchr(p, '&', (size_t)(end - p));
+		const char *pe = amp ? amp : end;
+		const char *eq = memchr(p, '=', (size_t)(pe - p));
+		char key[128], val[600];
+
+		if (eq && !http_pct_decode(p, (size_t)(eq - p), key, sizeof(key), NULL, true, NULL) &&
+		    !strncmp(key, "metadata.", 9)) {
+			bool hit = false;
+			if (http_pct_decode(eq + 1, (size_t)(pe - eq - 1), val, sizeof(val), NULL, true, NULL)) {
+				*bad = 1;
+				return false;
+			}
+			for (unsigned i = 0; i < sb->nmeta; i++)
+				hit |= !strcmp(sb->meta[i].key, key + 9) && !strcmp(sb->meta[i].value, val);
+			if (!hit)
+				return false;
+		}
+		p = pe + 1;
+	}
+	return true;
+}
+
+void api_list(struct conn *c, const struct http_request *r)
+{
+	struct srv *s = c->s;
+	char state[16] = "";
+	size_t cap = 4096;
+	char *buf;
+	struct json_w w;
+	int bad = 0;
+
+	if (query_get(r, "state", state, sizeof(state)) < 0 ||
+	    (*state && strcmp(state, "running") && strcmp(state, "ended"))) {
+		conn_error(c, 400, "bad_request", "state: running or ended is expected");
+		return;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		cap += 1024 + sb->nmeta * 6 * (64 + 512 + 8);
+	buf = malloc(cap);
+	if (!buf) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 500, "internal", "out of memory");
+		return;
+	}
+	json_w_init(&w, buf, cap);
+	json_w_obj_begin(&w);
+	json_w_key(&w, "sandboxes", 9);
+	json_w_arr_begin(&w);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
+		if (sb->owner != c->uid || sb->state == SB_STARTING)
+			continue;
+		if (*state && strcmp(state, sb->state == SB_ENDED ? "ended" : "running"))
+			continue;
+		if (!meta_match(r, sb, &bad))
+			continue;
+		sb_write_json(&w, sb, false);
+	}
+	json_w_arr_end(&w);
+	json_w_obj_end(&w);
+	pthread_mutex_unlock(&s->mu);
+	if (bad)
+		conn_error(c, 400, "bad_request", "metadata filter: a malformed value");
+	else
+		conn_json(c, 200, &w);
+	free(buf);
+}
+
+void api_get(struct conn *c, struct sandbox *sb)
+{
+	char buf[8192];
+	struct json_w w;
+
+	json_w_init(&w, buf, sizeof(buf));
+	pthread_mutex_lock(&c->s->mu);
+	sb_write_json(&w, sb, false);
+	pthread_mutex_unlock(&c->s->mu);
+	conn_json(c, 200, &w);
+}
+
+void api_delete(struct conn *c, struct sandbox *sb)
+{
+	pthread_mutex_lock(&c->s->mu);
+	sb_end_locked(c->s, sb, "killed");
+	pthread_mutex_unlock(&c->s->mu);
+	conn_respond(c, 204, NULL, NULL, 0, NULL);
+}
+
+bool api_ended(struct conn *c, struct sandbox *sb)
+{
+	const char *reason = NULL;
+
+	pthread_mutex_lock(&c->s->mu);
+	if (sb->state == SB_ENDED)
+		reason = sb->end_reason ? sb->end_reason : "killed";
+	pthread_mutex_unlock(&c->s->mu);
+	if (reason)
+		conn_error_reason(c, 410, "sandbox_expired", reason, "sandbox %s has ended (%s)", sb->id, reason);
+	return reason != NULL;
+}
+
+void api_timeout(struct conn *c, struct sandbox *sb)
+{
+	static const char *const known[] = { "timeout_s", NULL };
+	struct body b;
+	uint32_t t = 0;
+	char buf[128], ts[32];
+	struct json_w w;
+
+	if (body_parse(c, &b) || fields_known(c, &b.d, 0, known, "body") ||
+	    field_u32(c, &b.d, 0, "timeout_s", 1, c->s->cfg.max_timeout_s, &t))
+		goto out;
+	if (!t) {
+		conn_error(c, 400, "bad_request", "timeout_s: required");
+		goto out;
+	}
+	pthread_mutex_lock(&c->s->mu);
+	sb->expires_at = time(NULL) + t;
+	sb_persist_locked(c->s, sb);
+	rfc3339(ts, sizeof(ts), sb->expires_at);
+	pthread_mutex_unlock(&c->s->mu);
+	json_w_init(&w, buf, sizeof(buf));
+	json_w_obj_begin(&w);
+	json_w_key(&w, "expires_at", 10);
+	json_w_string(&w, ts, strlen(ts));
+	json_w_obj_end(&w);
+	conn_json(c, 200, &w);
+out:
+	body_free(&b);
+}
+
+void api_logs(struct conn *c, struct sandbox *sb)
+{
+	char path[600], buf[16384];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/audit.jsonl", sb->dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (conn_stream_begin(c, 200, "application/x-ndjson"))
+		goto out;
+	while (fd >= 0 && (n = read(fd, buf, sizeof(buf))) > 0)
+		if (conn_chunk(c, buf, (size_t)n))
+			goto out;
+	conn_stream_end(c);
+out:
+	if (fd >= 0)
+		close(fd);
+}

@@ -1,0 +1,431 @@
+/* tinyvmm serve: options and --config, the state directory, the listening
+ * Unix socket, one thread per connection (bounded; a connection over the
+ * bound gets 503 at once), and SIGTERM/SIGINT: stop accepting, leave the
+ * sandboxes running for the next daemon to re-adopt, exit 0. */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <limits.h>
+#include <poll.h>
+#include <stddef.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve.h"
+
+#define CONN_STACK (256u << 10)
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
+		   "                     [--socket-group GROUP] [--max-sandboxes N] [--max-per-owner N]\n"
+		   "                     [--max-timeout S] [--retention S] [--no-jail]\n"
+		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
+		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
+		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
+		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
+		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
+		   "                       orphan_timeout_s, max_file_bytes, jail (flags given after it win)\n"
+		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
+		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
+		   "  --max-sandboxes N    running at once (default 16); over it: 503\n"
+		   "  --max-per-owner N    running at once per uid (default 8); over it: 429\n"
+		   "  --max-timeout S      the longest timeout_s a sandbox may ask for (default 86400)\n"
+		   "  --retention S        an ended sandbox stays visible this long (default 600)\n"
+		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
+}
+
+static void cfg_defaults(struct srv_cfg *c)
+{
+	*c = (struct srv_cfg){ .socket_mode = 0660,
+			       .socket_gid = -1,
+			       .max_sandboxes = 16,
+			       .max_per_owner = 8,
+			       .max_conns = 1024,
+			       .default_timeout_s = 300,
+			       .max_timeout_s = 86400,
+			       .retention_s = 600,
+			       .orphan_timeout_s = 600,
+			       .max_file_bytes = 1ull << 30,
+			       .jail = -1 };
+	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
+}
+
+static int num(const char *flag, const char *s, unsigned long long max, unsigned long long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtoull(s, &end, 10);
+	if (!*s || *end || errno || *s == '-' || *v > max) {
+		fprintf(stderr, "tinyvmm serve: %s: '%s' is not a number from 0 to %llu\n", flag, s, max);
+		return -1;
+	}
+	return 0;
+}
+
+static int load_config(struct srv_cfg *c, const char *path)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		unsigned long long max;
+	} keys[] = {
+		{ "max_sandboxes", offsetof(struct srv_cfg, max_sandboxes), 4096 },
+		{ "max_per_owner", offsetof(struct srv_cfg, max_per_owner), 4096 },
+		{ "max_connections", offsetof(struct srv_cfg, max_conns), 65536 },
+		{ "default_timeout_s", offsetof(struct srv_cfg, default_timeout_s), 31536000 },
+		{ "max_timeout_s", offsetof(struct srv_cfg, max_timeout_s), 31536000 },
+		{ "retention_s", offsetof(struct srv_cfg, retention_s), 31536000 },
+		{ "orphan_timeout_s", offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
+	};
+	char buf[65536];
+	struct json_tok tok[512];
+	struct json_doc d;
+	struct json_err je = { 0 };
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0) {
+		fprintf(stderr, "tinyvmm serve: --config %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	n = read(fd, buf, sizeof(buf));
+	close(fd);
+	if (n < 0 || n == (ssize_t)sizeof(buf)) {
+		fprintf(stderr, "tinyvmm serve: --config %s: unreadable or over 64 KiB\n", path);
+		return -1;
+	}
+	if (json_parse(&d, buf, (size_t)n, tok, 512, 0, &je) || tok[0].type != JSON_OBJECT) {
+		fprintf(stderr, "tinyvmm serve: --config %s: byte %zu: %s\n", path, je.off,
+			je.msg[0] ? je.msg : "a JSON object is expected");
+		return -1;
+	}
+	for (int k = json_first(&d, 0); k >= 0; k = json_next(&d, 0, k)) {
+		size_t j;
+		int64_t v;
+		for (j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
+			if (json_str_eq(&d, k, keys[j].key, strlen(keys[j].key)))
+				break;
+		if (j < sizeof(keys) / sizeof(keys[0])) {
+			if (json_get_int64(&d, k + 1, &v) || v < 0 || (unsigned long long)v > keys[j].max) {
+				fprintf(stderr, "tinyvmm serve: --config %s: %s: a number from 0 to %llu is expected\n",
+					path, keys[j].key, keys[j].max);
+				return -1;
+			}
+			*(unsigned *)((char *)c + keys[j].off) = (unsigned)v;
+		} else if (json_str_eq(&d, k, "max_file_bytes", 14)) {
+			if (json_get_int64(&d, k + 1, &v) || v < 1) {
+				fprintf(stderr,
+					"tinyvmm serve: --config %s: max_file_bytes: a positive number is expected\n",
+					path);
+				return -1;
+			}
+			c->max_file_bytes = (uint64_t)v;
+		} else if (json_str_eq(&d, k, "jail", 4)) {
+			bool b;
+			if (json_get_bool(&d, k + 1, &b)) {
+				fprintf(stderr, "tinyvmm serve: --config %s: jail: true or false is expected\n", path);
+				return -1;
+			}
+			c->jail = b;
+		} else {
+			char name[64] = "";
+			json_get_string(&d, k, name, sizeof(name), NULL);
+			fprintf(stderr, "tinyvmm serve: --config %s: unknown setting \"%s\"\n", path, name);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct srv_cfg *c)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		unsigned long long x;
+
+		if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
+			usage(stdout);
+			return 1;
+		}
+		if (!strcmp(f, "--no-jail")) {
+			c->jail = 0;
+			continue;
+		}
+		if (!v) {
+			fprintf(stderr, "tinyvmm serve: %s: unknown option, or its value is missing (see --help)\n", f);
+			return -1;
+		}
+		i++;
+		if (!strcmp(f, "--socket")) {
+			if (strlen(v) >= sizeof(c->socket_path)) {
+				fprintf(stderr, "tinyvmm serve: --socket: longer than %zu bytes\n",
+					sizeof(c->socket_path) - 1);
+				return -1;
+			}
+			snprintf(c->socket_path, sizeof(c->socket_path), "%s", v);
+		} else if (!strcmp(f, "--state-dir")) {
+			if (strlen(v) >= 200 || v[0] != '/') {
+				fprintf(stderr, "tinyvmm serve: --state-dir: an absolute path of at most 199 bytes\n");
+				return -1;
+			}
+			snprintf(c->state_dir, sizeof(c->state_dir), "%s", v);
+		} else if (!strcmp(f, "--config")) {
+			if (load_config(c, v))
+				return -1;
+		} else if (!strcmp(f, "--socket-mode")) {
+			char *end;
+			unsigned long m = strtoul(v, &end, 8);
+			if (!*v || *end || m > 0777) {
+				fprintf(stderr, "tinyvmm serve: --socket-mode: '%s' is not an octal mode\n", v);
+				return -1;
+			}
+			c->socket_mode = (unsigned)m;
+		} else if (!strcmp(f, "--socket-group")) {
+			struct group *g = getgrnam(v);
+			if (!g) {
+				fprintf(stderr, "tinyvmm serve: --socket-group: no group '%s'\n", v);
+				return -1;
+			}
+			c->socket_gid = g->gr_gid;
+		} else if (!strcmp(f, "--max-sandboxes") || !strcmp(f, "--max-per-owner") ||
+			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention")) {
+			if (num(f, v, 31536000, &x))
+				return -1;
+			if (!strcmp(f, "--max-sandboxes"))
+				c->max_sandboxes = (unsigned)x;
+			else if (!strcmp(f, "--max-per-owner"))
+				c->max_per_owner = (unsigned)x;
+			else if (!strcmp(f, "--max-timeout"))
+				c->max_timeout_s = (unsigned)x;
+			else
+				c->retention_s = (unsigned)x;
+		} else {
+			fprintf(stderr, "tinyvmm serve: %s: unknown option (see --help)\n", f);
+			return -1;
+		}
+	}
+	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns) {
+		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner and max_connections must "
+				"not be 0\n");
+		return -1;
+	}
+	if (c->default_timeout_s > c->max_timeout_s || !c->default_timeout_s)
+		c->default_timeout_s = c->max_timeout_s < 300 ? c->max_timeout_s : 300;
+	return 0;
+}
+
+/* Make the parents of path (0755), as mkdir -p. */
+static void mkparents(const char *path)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s", path);
+	for (char *s = p + 1; (s = strchr(s, '/')); s++) {
+		*s = 0;
+		mkdir(p, 0755);
+		*s = '/';
+	}
+}
+
+static int listen_on(struct srv_cfg *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct stat st;
+
+	if (fd < 0)
+		return -errno;
+	mkparents(c->socket_path);
+	/* A socket left by a daemon that died may go; anything else may not. */
+	if (lstat(c->socket_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			fprintf(stderr, "tinyvmm serve: --socket %s: exists and is not a socket\n", c->socket_path);
+			close(fd);
+			return -EEXIST;
+		}
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
+		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			fprintf(stderr, "tinyvmm serve: --socket %s: another daemon answers there\n", c->socket_path);
+			close(fd);
+			return -EADDRINUSE;
+		}
+		unlink(c->socket_path);
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+	}
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
+	mode_t old = umask(0777);
+	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	umask(old);
+	if (r < 0 || chmod(c->socket_path, c->socket_mode) < 0 ||
+	    (c->socket_gid >= 0 && chown(c->socket_path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
+	    listen(fd, SOMAXCONN) < 0) {
+		r = -errno;
+		fprintf(stderr, "tinyvmm serve: --socket %s: %s\n", c->socket_path, strerror(errno));
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void *conn_thread(void *arg)
+{
+	struct conn *c = arg;
+	struct srv *s = c->s;
+
+	conn_serve(c);
+	close(c->fd);
+	free(c);
+	pthread_mutex_lock(&s->mu);
+	s->nconns--;
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static struct srv *the_srv;
+static int wake_pipe[2] = { -1, -1 };
+
+static void on_stop(int sig)
+{
+	(void)sig;
+	if (the_srv)
+		the_srv->stopping = 1;
+	if (wake_pipe[1] >= 0 && write(wake_pipe[1], "x", 1) < 0) {
+		/* the flag is set: the accept loop sees it within a second */
+	}
+}
+
+/* Over the bound: one short answer, written without waiting. */
+static void refuse(int fd)
+{
+	static const char body[] =
+		"{\"code\":503,\"error\":\"capacity\",\"message\":\"too many connections: try again later\"}";
+	char msg[512];
+	int n = snprintf(msg, sizeof(msg),
+			 "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n"
+			 "Retry-After: 1\r\nConnection: close\r\n\r\n%s",
+			 sizeof(body) - 1, body);
+	if (send(fd, msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* the client is gone or not reading: nothing more to do */
+	}
+	close(fd);
+}
+
+int serve_main(int argc, char **argv)
+{
+	struct srv *s = calloc(1, sizeof(*s));
+	pthread_t sup;
+	pthread_attr_t at;
+	pthread_condattr_t ca;
+	struct rlimit rl;
+	int lfd, r;
+	ssize_t n;
+
+	if (!s)
+		return 1;
+	cfg_defaults(&s->cfg);
+	r = parse_args(argc, argv, &s->cfg);
+	if (r)
+		return r > 0 ? 0 : 2;
+	n = readlink("/proc/self/exe", s->cfg.exe, sizeof(s->cfg.exe) - 1);
+	if (n <= 0) {
+		fprintf(stderr, "tinyvmm serve: /proc/self/exe: %s\n", strerror(errno));
+		return 1;
+	}
+	/* A connection is a file and a thread: let the bound be the limit. */
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&s->cv, &ca);
+	mkparents(s->cfg.state_dir);
+	if ((r = srv_state_init(s))) {
+		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir, strerror(-r));
+		return 1;
+	}
+	lfd = listen_on(&s->cfg);
+	if (lfd < 0)
+		return 1;
+	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return 1;
+	the_srv = s;
+	signal(SIGPIPE, SIG_IGN);
+	struct sigaction sa = { .sa_handler = on_stop };
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	pthread_create(&sup, NULL, srv_supervisor, s);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&at, CONN_STACK);
+	fprintf(stderr, "tinyvmm serve: listening on %s (state in %s, jail %s)\n", s->cfg.socket_path, s->cfg.state_dir,
+		s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0) ? "on" : "off");
+
+	while (!s->stopping) {
+		struct pollfd pf[2] = { { .fd = lfd, .events = POLLIN }, { .fd = wake_pipe[0], .events = POLLIN } };
+		if (poll(pf, 2, 1000) <= 0 || !(pf[0].revents & POLLIN))
+			continue;
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		struct ucred cr;
+		socklen_t cl = sizeof(cr);
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &cl) < 0) {
+			close(fd);
+			continue;
+		}
+		pthread_mutex_lock(&s->mu);
+		bool full = s->nconns >= s->cfg.max_conns;
+		if (!full)
+			s->nconns++;
+		pthread_mutex_unlock(&s->mu);
+		struct conn *c = full ? NULL : calloc(1, sizeof(*c));
+		pthread_t t;
+		if (!c) {
+			if (!full) {
+				pthread_mutex_lock(&s->mu);
+				s->nconns--;
+				pthread_mutex_unlock(&s->mu);
+			}
+			refuse(fd);
+			continue;
+		}
+		c->s = s;
+		c->fd = fd;
+		c->uid = cr.uid;
+		if (pthread_create(&t, &at, conn_thread, c)) {
+			free(c);
+			pthread_mutex_lock(&s->mu);
+			s->nconns--;
+			pthread_mutex_unlock(&s->mu);
+			refuse(fd);
+		}
+	}
+	/* Stopping: no new connections; the sandboxes stay for the next
+	 * daemon (their keepers close with us, which starts their orphan
+	 * timeout). Open connections get a second to finish. */
+	close(lfd);
+	unlink(s->cfg.socket_path);
+	pthread_mutex_lock(&s->mu);
+	pthread_cond_broadcast(&s->cv);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(sup, NULL);
+	fprintf(stderr, "tinyvmm serve: stopped; running sandboxes are left for the next daemon\n");
+	return 0;
+}

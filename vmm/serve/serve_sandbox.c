@@ -1,0 +1,693 @@
+/* The sandbox table. Each sandbox is one `tinyvmm run` process (jailed
+ * when the daemon is root), restored from the default template, with a
+ * hybrid vsock socket in the sandbox's directory; the daemon holds one
+ * agent connection open to it (the keeper), so the VMM's --idle-timeout
+ * (the orphan timeout) only runs once the daemon is gone: a daemon that
+ * never comes back leaves no VM running for long. A restarted daemon
+ * re-adopts a sandbox only when its pid still has the start time recorded
+ * at spawn and its agent answers; any other is ended and cleaned up. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vmm/sandbox/jail.h"
+#include "vmm/serve/serve.h"
+
+#define STOP_GRACE_NS (5ull * 1000000000ull) /* SIGTERM, then SIGKILL */
+#define READY_TIMEOUT_S 900                  /* the first sandbox may wait for the template to be made */
+#define STATE_MAX (1u << 20)
+
+uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void rfc3339(char *buf, size_t cap, time_t t)
+{
+	struct tm tm;
+
+	gmtime_r(&t, &tm);
+	strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+void random_hex(char *out, size_t nbytes)
+{
+	uint8_t b[32];
+	size_t got = 0;
+
+	while (got < nbytes) {
+		ssize_t n = getrandom(b + got, nbytes - got, 0);
+		if (n > 0)
+			got += (size_t)n;
+	}
+	for (size_t i = 0; i < nbytes; i++)
+		sprintf(out + 2 * i, "%02x", b[i]);
+}
+
+static int pid_start(pid_t pid, unsigned long long *start)
+{
+	char path[64], buf[1024];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = 0;
+	return jail_parse_stat_start(buf, start);
+}
+
+static void jail_dir(const struct srv *s, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/jail", s->cfg.state_dir);
+}
+
+/* Tokens compared in time independent of where they differ. */
+static bool token_eq(const char *a, const char *b, size_t n)
+{
+	unsigned char d = 0;
+
+	for (size_t i = 0; i < n; i++)
+		d |= (unsigned char)(a[i] ^ b[i]);
+	return d == 0;
+}
+
+struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct http_str *authz)
+{
+	struct sandbox *found = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
+		if (strcmp(sb->id, id))
+			continue;
+		bool ok = sb->owner == uid;
+		/* "Bearer " + 32 hex digits (RFC 6750 §2.1), nothing else. */
+		if (!ok && authz && authz->n == 7 + 32 && !strncasecmp(authz->p, "Bearer ", 7))
+			ok = token_eq(authz->p + 7, sb->token, 32);
+		if (ok) {
+			sb->refs++;
+			found = sb;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&s->mu);
+	return found;
+}
+
+void sb_put(struct srv *s, struct sandbox *sb)
+{
+	pthread_mutex_lock(&s->mu);
+	sb->refs--;
+	pthread_mutex_unlock(&s->mu);
+}
+
+void sb_touch(struct srv *s, struct sandbox *sb)
+{
+	pthread_mutex_lock(&s->mu);
+	sb->last_active_ns = now_ns();
+	pthread_mutex_unlock(&s->mu);
+}
+
+int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e)
+{
+	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
+}
+
+void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
+{
+	char t[32];
+
+	json_w_obj_begin(w);
+	json_w_key(w, "id", 2);
+	json_w_string(w, sb->id, strlen(sb->id));
+	json_w_key(w, "state", 5);
+	json_w_string(w, sb->state == SB_ENDED ? "ended" : "running", sb->state == SB_ENDED ? 5 : 7);
+	json_w_key(w, "template", 8);
+	json_w_string(w, sb->template, strlen(sb->template));
+	json_w_key(w, "created_at", 10);
+	rfc3339(t, sizeof(t), sb->created_at);
+	json_w_string(w, t, strlen(t));
+	json_w_key(w, "expires_at", 10);
+	rfc3339(t, sizeof(t), sb->expires_at);
+	json_w_string(w, t, strlen(t));
+	json_w_key(w, "ended_at", 8);
+	if (sb->state == SB_ENDED) {
+		rfc3339(t, sizeof(t), sb->ended_at);
+		json_w_string(w, t, strlen(t));
+	} else {
+		json_w_null(w);
+	}
+	json_w_key(w, "end_reason", 10);
+	if (sb->end_reason)
+		json_w_string(w, sb->end_reason, strlen(sb->end_reason));
+	else
+		json_w_null(w);
+	json_w_key(w, "cpus", 4);
+	json_w_uint(w, sb->cpus);
+	json_w_key(w, "memory_mib", 10);
+	json_w_uint(w, sb->memory_mib);
+	json_w_key(w, "idle_timeout_s", 14);
+	json_w_uint(w, sb->idle_timeout_s);
+	json_w_key(w, "metadata", 8);
+	json_w_obj_begin(w);
+	for (unsigned i = 0; i < sb->nmeta; i++) {
+		json_w_key(w, sb->meta[i].key, strlen(sb->meta[i].key));
+		json_w_string(w, sb->meta[i].value, strlen(sb->meta[i].value));
+	}
+	json_w_obj_end(w);
+	if (with_token) {
+		json_w_key(w, "access_token", 12);
+		json_w_string(w, sb->token, 32);
+	}
+	json_w_obj_end(w);
+}
+
+/* The state kept on disk for a restart: what sb_write_json says plus what
+ * only the daemon may know (owner, token, pid, environment). The file is
+ * root's, mode 0600, in a 0700 directory. */
+void sb_persist_locked(struct srv *s, struct sandbox *sb)
+{
+	size_t cap = 64 * 1024;
+	char *buf, path[600], tmp[620];
+	struct json_w w;
+	size_t len;
+	int fd;
+
+	(void)s;
+	for (unsigned i = 0; i < sb->nenv; i++)
+		cap += 6 * strlen(sb->env[i]) + 8;
+	buf = malloc(cap);
+	if (!buf)
+		return;
+	json_w_init(&w, buf, cap);
+	json_w_obj_begin(&w);
+	json_w_key(&w, "sandbox", 7);
+	sb_write_json(&w, sb, true);
+	json_w_key(&w, "owner", 5);
+	json_w_uint(&w, sb->owner);
+	json_w_key(&w, "pid", 3);
+	json_w_int(&w, sb->pid);
+	json_w_key(&w, "pid_start", 9);
+	json_w_uint(&w, sb->pid_start);
+	json_w_key(&w, "net", 3);
+	json_w_bool(&w, sb->net_enabled);
+	json_w_key(&w, "secret_from", 11);
+	json_w_uint(&w, sb->nsecret_from);
+	json_w_key(&w, "env", 3);
+	json_w_arr_begin(&w);
+	for (unsigned i = 0; i < sb->nenv; i++)
+		json_w_string(&w, sb->env[i], strlen(sb->env[i]));
+	json_w_arr_end(&w);
+	json_w_obj_end(&w);
+	if (json_w_finish(&w, &len) == 0) {
+		snprintf(path, sizeof(path), "%s/state.json", sb->dir);
+		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (fd >= 0) {
+			bool ok = write(fd, buf, len) == (ssize_t)len;
+			close(fd);
+			if (!ok || rename(tmp, path) < 0)
+				unlink(tmp);
+		}
+	}
+	free(buf);
+}
+
+void srv_free_sandbox(struct sandbox *sb)
+{
+	for (unsigned i = 0; i < sb->nenv; i++)
+		free(sb->env[i]);
+	free(sb->env);
+	for (unsigned i = 0; i < sb->nmeta; i++) {
+		free(sb->meta[i].key);
+		free(sb->meta[i].value);
+	}
+	free(sb->meta);
+	exec_free_all(sb);
+	tvm_agent_close(sb->keeper);
+	free(sb);
+}
+
+static void audit_lifecycle(struct srv *s, struct sandbox *sb, const char *event)
+{
+	char buf[512];
+	struct json_w w;
+
+	audit_begin(&w, buf, sizeof(buf), event);
+	json_w_key(&w, "sandbox", 7);
+	json_w_string(&w, sb->id, strlen(sb->id));
+	json_w_key(&w, "owner", 5);
+	json_w_uint(&w, sb->owner);
+	if (sb->end_reason) {
+		json_w_key(&w, "end_reason", 10);
+		json_w_string(&w, sb->end_reason, strlen(sb->end_reason));
+	}
+	json_w_key(&w, "pid", 3);
+	json_w_int(&w, sb->pid);
+	audit_end(s, sb, &w);
+}
+
+void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
+{
+	if (sb->state == SB_ENDED)
+		return;
+	sb->state = SB_ENDED;
+	sb->end_reason = reason;
+	sb->ended_at = time(NULL);
+	if (!sb->exited && sb->pid > 0) {
+		kill(sb->pid, SIGTERM);
+		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
+	}
+	sb_persist_locked(s, sb);
+	audit_lifecycle(s, sb, "ended");
+	pthread_cond_broadcast(&s->cv);
+}
+
+/* The VMM process is gone: what it leaves is removed. */
+static void reaped_locked(struct srv *s, struct sandbox *sb, int status)
+{
+	sb->exited = true;
+	if (sb->state != SB_ENDED) {
+		sb_end_locked(s, sb, "crashed");
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x)\n", sb->id,
+			(int)sb->pid, status);
+	}
+	unlink(sb->uds);
+	tvm_agent_close(sb->keeper);
+	sb->keeper = NULL;
+	/* A VMM killed before it could clean up leaves its jail. */
+	if (status < 0 || WIFSIGNALED(status)) {
+		char jd[300];
+		jail_dir(s, jd, sizeof(jd));
+		jail_gc(jd, NULL, NULL);
+	}
+	sb_persist_locked(s, sb);
+	pthread_cond_broadcast(&s->cv);
+}
+
+static void remove_sandbox_dir(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	if (!d)
+		return;
+	while ((de = readdir(d)))
+		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
+			unlinkat(dirfd(d), de->d_name, 0);
+	closedir(d);
+	rmdir(dir);
+}
+
+void *srv_supervisor(void *arg)
+{
+	struct srv *s = arg;
+
+	pthread_mutex_lock(&s->mu);
+	while (!s->stopping) {
+		uint64_t mono = now_ns();
+		time_t real = time(NULL);
+		struct sandbox **pp = &s->sandboxes;
+
+		while (*pp) {
+			struct sandbox *sb = *pp;
+			int st = 0;
+
+			if (!sb->exited && sb->pid > 0) {
+				if (sb->own_child) {
+					if (waitpid(sb->pid, &st, WNOHANG) == sb->pid)
+						reaped_locked(s, sb, st);
+				} else if (!jail_owner_alive(sb->pid, sb->pid_start)) {
+					reaped_locked(s, sb, -1);
+				}
+			}
+			if (sb->state == SB_RUNNING) {
+				if (real >= sb->expires_at)
+					sb_end_locked(s, sb, "expired");
+				else if (sb->idle_timeout_s && !sb->running_execs &&
+					 mono - sb->last_active_ns >= (uint64_t)sb->idle_timeout_s * 1000000000u)
+					sb_end_locked(s, sb, "idle");
+			}
+			if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
+				kill(sb->pid, SIGKILL);
+				sb->kill_at_ns = 0;
+			}
+			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
+			    real - sb->ended_at >= (time_t)s->cfg.retention_s) {
+				*pp = sb->next;
+				remove_sandbox_dir(sb->dir);
+				srv_free_sandbox(sb);
+				continue;
+			}
+			pp = &sb->next;
+		}
+		struct timespec ts;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 250 * 1000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		pthread_cond_timedwait(&s->cv, &s->mu, &ts);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+/* The argv of the sandbox's VMM. */
+static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_args, char **argv, size_t cap,
+		    char num[][24])
+{
+	size_t n = 0;
+	static char jd[300];
+
+#define ADD(x)                           \
+	do {                             \
+		if (n + 2 > cap)         \
+			return -E2BIG;   \
+		argv[n++] = (char *)(x); \
+	} while (0)
+	ADD(s->cfg.exe);
+	ADD("run");
+	ADD("--vsock-uds");
+	ADD(sb->uds);
+	ADD("--serial-out");
+	ADD("/dev/null");
+	snprintf(num[0], 24, "%u", sb->memory_mib);
+	snprintf(num[1], 24, "%u", sb->cpus);
+	snprintf(num[2], 24, "%u", s->cfg.orphan_timeout_s);
+	ADD("--mem");
+	ADD(num[0]);
+	ADD("--cpus");
+	ADD(num[1]);
+	ADD("--idle-timeout");
+	ADD(num[2]);
+	if (s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0)) {
+		jail_dir(s, jd, sizeof(jd));
+		ADD("--jail");
+		ADD("--jail-dir");
+		ADD(jd);
+	}
+	for (size_t i = 0; net_args && net_args[i]; i++)
+		ADD(net_args[i]);
+	argv[n] = NULL;
+	return 0;
+#undef ADD
+}
+
+int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap)
+{
+	char *argv[64], num[3][24], log[600];
+	struct tvm_err e = { 0 };
+	pid_t pid;
+	int r;
+
+	if (mkdir(sb->dir, 0700) < 0) {
+		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
+		return -errno;
+	}
+	if ((r = vmm_argv(s, sb, net_args, argv, 64, num))) {
+		snprintf(err, errcap, "too many network rules");
+		return r;
+	}
+	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
+	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (logfd < 0) {
+		snprintf(err, errcap, "%s: %s", log, strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid == 0) {
+		sigset_t none;
+		int null = open("/dev/null", O_RDONLY);
+
+		/* Its own session: a signal to the daemon's group (a ^C in its
+		 * terminal) is not one to the sandboxes, which outlive a
+		 * daemon restart. */
+		setsid();
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(null, 0);
+		dup2(logfd, 1);
+		dup2(logfd, 2);
+		close_range(3, ~0u, 0);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	close(logfd);
+	if (pid < 0) {
+		snprintf(err, errcap, "fork: %s", strerror(errno));
+		return -errno;
+	}
+	pthread_mutex_lock(&s->mu);
+	sb->pid = pid;
+	sb->own_child = true;
+	pid_start(pid, &sb->pid_start);
+	sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
+
+	/* Wait for the agent (seeded: a restored guest must not share its
+	 * template's entropy and clock), while the VMM lives. */
+	uint64_t deadline = now_ns() + (uint64_t)READY_TIMEOUT_S * 1000000000u;
+	for (;;) {
+		bool gone;
+
+		r = tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, 2000, TVM_AGENT_SEED,
+				      &sb->keeper, &e);
+		if (!r)
+			break;
+		pthread_mutex_lock(&s->mu);
+		gone = sb->exited || sb->state == SB_ENDED;
+		pthread_mutex_unlock(&s->mu);
+		if (gone || now_ns() > deadline) {
+			snprintf(err, errcap, "the sandbox's VM %s (see %s)",
+				 gone ? "ended while starting" : "did not start", log);
+			return -EIO;
+		}
+	}
+	pthread_mutex_lock(&s->mu);
+	if (sb->state == SB_STARTING)
+		sb->state = SB_RUNNING;
+	sb->last_active_ns = now_ns();
+	sb_persist_locked(s, sb);
+	audit_lifecycle(s, sb, "created");
+	pthread_mutex_unlock(&s->mu);
+	return 0;
+}
+
+/* ---- After a restart ---- */
+
+static char *read_file(const char *path, size_t max, size_t *len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	char *b;
+	ssize_t n;
+
+	if (fd < 0)
+		return NULL;
+	b = malloc(max + 1);
+	n = b ? read(fd, b, max + 1) : -1;
+	close(fd);
+	if (n < 0 || (size_t)n > max) {
+		free(b);
+		return NULL;
+	}
+	b[n] = 0;
+	*len = (size_t)n;
+	return b;
+}
+
+static int get_u64(const struct json_doc *d, int obj, const char *key, uint64_t *v)
+{
+	int64_t x;
+	int i = json_find(d, obj, key);
+
+	if (i < 0 || json_get_int64(d, i, &x) || x < 0)
+		return -EINVAL;
+	*v = (uint64_t)x;
+	return 0;
+}
+
+static time_t get_time(const struct json_doc *d, int obj, const char *key)
+{
+	char t[40];
+	struct tm tm = { 0 };
+	int i = json_find(d, obj, key);
+
+	if (i < 0 || json_get_string(d, i, t, sizeof(t), NULL) || !strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return 0;
+	return timegm(&tm);
+}
+
+static const char *reason_const(const char *r)
+{
+	static const char *const all[] = { "killed", "expired", "idle", "crashed", "oom" };
+
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		if (!strcmp(r, all[i]))
+			return all[i];
+	return "crashed";
+}
+
+/* One sandbox directory of a previous daemon: into the table (ended or
+ * re-adopted), or removed when it cannot be read. */
+static void load_one(struct srv *s, const char *dir, const char *name)
+{
+	char path[600], str[256];
+	size_t len;
+	char *text;
+	struct json_tok *tok = NULL;
+	struct json_doc d;
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	uint64_t v;
+	int o, i;
+
+	snprintf(path, sizeof(path), "%.500s/state.json", dir);
+	text = read_file(path, STATE_MAX, &len);
+	tok = calloc(16384, sizeof(*tok));
+	if (!sb || !text || !tok || json_parse(&d, text, len, tok, 16384, 0, NULL) ||
+	    (o = json_find(&d, 0, "sandbox")) < 0)
+		goto bad;
+	snprintf(sb->dir, sizeof(sb->dir), "%.500s", dir);
+	snprintf(sb->uds, sizeof(sb->uds), "%.500s/vsock.sock", dir);
+	if ((i = json_find(&d, o, "id")) < 0 || json_get_string(&d, i, sb->id, sizeof(sb->id), NULL) ||
+	    strcmp(sb->id, name) || (i = json_find(&d, o, "access_token")) < 0 ||
+	    json_get_string(&d, i, sb->token, sizeof(sb->token), &len) || len != 32)
+		goto bad;
+	if ((i = json_find(&d, o, "template")) < 0 || json_get_string(&d, i, sb->template, sizeof(sb->template), NULL))
+		goto bad;
+	if (get_u64(&d, 0, "owner", &v))
+		goto bad;
+	sb->owner = (uid_t)v;
+	if (get_u64(&d, 0, "pid", &v))
+		goto bad;
+	sb->pid = (pid_t)v;
+	if (get_u64(&d, 0, "pid_start", &v))
+		goto bad;
+	sb->pid_start = v;
+	get_u64(&d, o, "cpus", &v) == 0 ? (void)(sb->cpus = (unsigned)v) : (void)0;
+	get_u64(&d, o, "memory_mib", &v) == 0 ? (void)(sb->memory_mib = (unsigned)v) : (void)0;
+	get_u64(&d, o, "idle_timeout_s", &v) == 0 ? (void)(sb->idle_timeout_s = (unsigned)v) : (void)0;
+	get_u64(&d, 0, "secret_from", &v) == 0 ? (void)(sb->nsecret_from = (unsigned)v) : (void)0;
+	sb->created_at = get_time(&d, o, "created_at");
+	sb->expires_at = get_time(&d, o, "expires_at");
+	sb->ended_at = get_time(&d, o, "ended_at");
+	if ((i = json_find(&d, o, "metadata")) >= 0 && d.tok[i].type == JSON_OBJECT && d.tok[i].size) {
+		sb->meta = calloc(d.tok[i].size, sizeof(*sb->meta));
+		for (int k = json_first(&d, i); k >= 0 && sb->meta; k = json_next(&d, i, k)) {
+			char key[256], val[1024];
+			if (json_get_string(&d, k, key, sizeof(key), NULL) ||
+			    json_get_string(&d, k + 1, val, sizeof(val), NULL))
+				continue;
+			sb->meta[sb->nmeta].key = strdup(key);
+			sb->meta[sb->nmeta].value = strdup(val);
+			sb->nmeta++;
+		}
+	}
+	if ((i = json_find(&d, 0, "env")) >= 0 && d.tok[i].type == JSON_ARRAY) {
+		sb->env = calloc(d.tok[i].size + 1, sizeof(char *));
+		for (int k = json_first(&d, i); k >= 0 && sb->env; k = json_next(&d, i, k)) {
+			size_t n = d.tok[k].len + 1;
+			char *e = malloc(n);
+			if (e && json_get_string(&d, k, e, n, NULL) == 0)
+				sb->env[sb->nenv++] = e;
+			else
+				free(e);
+		}
+	}
+	if (sb->nsecret_from > sb->nenv)
+		sb->nsecret_from = sb->nenv;
+	i = json_find(&d, o, "state");
+	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
+	sb->state = SB_ENDED;
+	sb->exited = true;
+	if ((i = json_find(&d, o, "end_reason")) >= 0 && json_get_string(&d, i, str, sizeof(str), NULL) == 0)
+		sb->end_reason = reason_const(str);
+	if (was_running) {
+		struct tvm_err e = { 0 };
+
+		if (sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
+		    sb_agent(sb, 5000, &sb->keeper, &e) == 0) {
+			sb->state = SB_RUNNING;
+			sb->exited = false;
+			sb->end_reason = NULL;
+			sb->last_active_ns = now_ns();
+			fprintf(stderr, "tinyvmm serve: sandbox %s re-adopted (VMM pid %d)\n", sb->id, (int)sb->pid);
+		} else {
+			/* Not provably ours and alive: ended, and its process
+			 * (if that pid still runs the VMM we started) stopped. */
+			if (sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) && sb->pid_start)
+				kill(sb->pid, SIGKILL);
+			sb->state = SB_RUNNING; /* for sb_end_locked */
+			sb_end_locked(s, sb, "crashed");
+			sb->kill_at_ns = 0;
+			sb->exited = true;
+			unlink(sb->uds);
+			fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM did not survive the restart: ended\n",
+				sb->id);
+		}
+		sb_persist_locked(s, sb);
+	}
+	if (!sb->ended_at)
+		sb->ended_at = time(NULL);
+	sb->next = s->sandboxes;
+	s->sandboxes = sb;
+	free(text);
+	free(tok);
+	return;
+bad:
+	fprintf(stderr, "tinyvmm serve: %s: unreadable sandbox state: removed\n", dir);
+	remove_sandbox_dir(dir);
+	free(text);
+	free(tok);
+	if (sb)
+		srv_free_sandbox(sb);
+}
+
+int srv_state_init(struct srv *s)
+{
+	char path[300];
+	DIR *d;
+	struct dirent *de;
+
+	if (mkdir(s->cfg.state_dir, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	jail_dir(s, path, sizeof(path));
+	jail_gc(path, NULL, NULL);
+	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
+	d = opendir(path);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		char dir[600];
+
+		if (strncmp(de->d_name, "sbx_", 4))
+			continue;
+		snprintf(dir, sizeof(dir), "%s/%s", path, de->d_name);
+		pthread_mutex_lock(&s->mu);
+		load_one(s, dir, de->d_name);
+		pthread_mutex_unlock(&s->mu);
+	}
+	closedir(d);
+	return 0;
+}
