@@ -1,0 +1,194 @@
+// Types of the tinyvmm JavaScript SDK (index.js).
+import type { IncomingMessage } from 'node:http';
+import type { Readable } from 'node:stream';
+
+export declare const DEFAULT_SOCKET: string;
+export declare const VERSION: string;
+export declare function resolveSocketPath(socketPath?: string): string;
+
+export interface ErrorOptions { status?: number; error?: string; body?: Record<string, unknown>; }
+/** Base of every SDK error: status (0: no answer), error (API code), message (the server's). */
+export declare class TinyvmmError extends Error {
+  constructor(message: string, opts?: ErrorOptions);
+  status: number;
+  error: string;
+  body: Record<string, unknown>;
+}
+export declare class BadRequestError extends TinyvmmError {}
+export declare class NotFoundError extends TinyvmmError {}
+export declare class SandboxNotFoundError extends NotFoundError {}
+export declare class ExecNotFoundError extends NotFoundError {}
+export declare class ConflictError extends TinyvmmError {}
+export type EndReason = 'killed' | 'expired' | 'idle' | 'crashed' | 'oom';
+export declare class SandboxExpiredError extends TinyvmmError {
+  constructor(message: string, opts?: ErrorOptions & { endReason?: EndReason | null });
+  endReason: EndReason | null;
+}
+export declare class PayloadTooLargeError extends TinyvmmError {}
+export declare class QuotaExceededError extends TinyvmmError {}
+export declare class ServiceUnavailableError extends TinyvmmError {
+  constructor(message: string, opts?: ErrorOptions & { retryAfter?: number | null });
+  retryAfter: number | null;
+}
+export declare class NotImplementedByServerError extends TinyvmmError {}
+export declare class GuestError extends TinyvmmError {}
+export declare class InsufficientStorageError extends TinyvmmError {}
+export declare class TimeoutError extends TinyvmmError {}
+export declare class CommandExitError extends TinyvmmError {
+  constructor(result: CommandResult);
+  result: CommandResult;
+}
+export declare function errorFromResponse(status: number, raw: Buffer | string, headers?: Record<string, string | string[] | undefined>): TinyvmmError;
+
+export interface ClientOptions { socketPath?: string; accessToken?: string | null; requestTimeoutMs?: number; }
+export interface RequestOptions {
+  query?: Record<string, unknown> | Array<[string, unknown]>;
+  json?: unknown;
+  body?: string | Uint8Array | ArrayBuffer | Readable | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+  accept?: string;
+  /** socket inactivity timeout; 0: none */
+  timeoutMs?: number;
+}
+export declare class Client {
+  constructor(opts?: ClientOptions);
+  socketPath: string;
+  accessToken: string | null;
+  withToken(accessToken: string | null): Client;
+  open(method: string, path: string, opts?: RequestOptions): Promise<IncomingMessage>;
+  call<T = any>(method: string, path: string, opts?: RequestOptions): Promise<T>;
+}
+export declare function ndjson(res: IncomingMessage): AsyncGenerator<Record<string, any>>;
+
+export interface CommandResult {
+  execId: string | null;
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  timedOut: boolean;
+  signal: number;
+  /** either stream was capped at maxOutputBytes */
+  truncated: boolean;
+  stdoutTruncated: boolean;
+  stderrTruncated: boolean;
+  durationMs: number;
+  cpuMs: number;
+  maxRssKib: number;
+  /** exit code 0, no signal, no timeout */
+  readonly ok: boolean;
+}
+
+export type OutputCallback = (text: string) => void;
+
+export interface RunOptions {
+  /** with cmd a string: run cmd with these arguments, no shell */
+  args?: string[];
+  envs?: Record<string, string>;
+  cwd?: string;
+  user?: 'sandbox' | 'root';
+  /** the command's own timeout (rounded up to seconds); a timeout is a result (timedOut) */
+  timeoutMs?: number;
+  stdin?: string | Uint8Array;
+  onStdout?: OutputCallback;
+  onStderr?: OutputCallback;
+  background?: boolean;
+  /** throw CommandExitError for a non-zero exit, a signal or a timeout */
+  check?: boolean;
+  maxOutputBytes?: number;
+  requestTimeoutMs?: number;
+}
+
+export interface WaitOptions { timeoutMs?: number; onStdout?: OutputCallback; onStderr?: OutputCallback; check?: boolean; }
+
+export declare class CommandHandle {
+  readonly sandbox: Sandbox;
+  readonly execId: string;
+  readonly stdout: string;
+  readonly stderr: string;
+  status(): Promise<{ exec_id: string; state: 'running' | 'exited' | 'failed'; result: Record<string, any> | null; error: { error: string; message: string } | null }>;
+  wait(opts?: WaitOptions): Promise<CommandResult>;
+  kill(signal?: number): Promise<void>;
+  sendStdin(data: string | Uint8Array): Promise<void>;
+  closeStdin(): Promise<void>;
+}
+
+export declare class Commands {
+  run(cmd: string | string[], opts: RunOptions & { background: true }): Promise<CommandHandle>;
+  run(cmd: string | string[], opts?: RunOptions & { background?: false }): Promise<CommandResult>;
+  connect(execId: string, opts?: { onStdout?: OutputCallback; onStderr?: OutputCallback }): Promise<CommandHandle>;
+  kill(execId: string, signal?: number): Promise<void>;
+  sendStdin(execId: string, data: string | Uint8Array): Promise<void>;
+  closeStdin(execId: string): Promise<void>;
+}
+
+export interface EntryInfo { name: string; type: 'file' | 'dir' | 'symlink' | 'other'; size: number; mode: number; path: string; }
+export type WriteData = string | Uint8Array | ArrayBuffer | Readable | AsyncIterable<Uint8Array> | Iterable<Uint8Array>;
+
+export declare class Files {
+  write(path: string, data: WriteData, opts?: { mode?: number | string }): Promise<{ path: string; size: number }>;
+  read(path: string, opts?: { format?: 'text' }): Promise<string>;
+  read(path: string, opts: { format: 'bytes' }): Promise<Buffer>;
+  read(path: string, opts: { format: 'stream' }): Promise<IncomingMessage>;
+  list(path?: string): Promise<EntryInfo[]>;
+  exists(path: string): Promise<boolean>;
+  remove(path: string): Promise<void>;
+}
+
+export interface SandboxInfo {
+  sandboxId: string;
+  id: string;
+  state: 'running' | 'ended';
+  template: string | null;
+  createdAt: string | null;
+  expiresAt: string | null;
+  endedAt: string | null;
+  endReason: EndReason | null;
+  cpus: number | null;
+  memoryMib: number | null;
+  idleTimeoutS: number | null;
+  metadata: Record<string, string>;
+}
+
+export interface NetworkOptions { enabled?: boolean; allow_out?: string[]; dns?: string[]; }
+
+export interface CreateOptions {
+  template?: string;
+  /** lifetime in seconds (default 300) */
+  timeout?: number;
+  /** lifetime in milliseconds (rounded up to seconds); wins over timeout */
+  timeoutMs?: number;
+  /** seconds without a request or a running command before the sandbox ends */
+  idleTimeout?: number;
+  cpus?: number;
+  memoryMib?: number;
+  envs?: Record<string, string>;
+  secretEnvs?: Record<string, string>;
+  metadata?: Record<string, string>;
+  network?: NetworkOptions;
+  socketPath?: string;
+  requestTimeoutMs?: number;
+}
+
+export declare class Sandbox {
+  readonly sandboxId: string;
+  readonly id: string;
+  readonly accessToken: string | null;
+  readonly info: SandboxInfo;
+  readonly commands: Commands;
+  readonly files: Files;
+  static create(opts?: CreateOptions): Promise<Sandbox>;
+  static connect(sandboxId: string, opts?: { accessToken?: string; socketPath?: string }): Promise<Sandbox>;
+  static list(opts?: { state?: 'running' | 'ended'; metadata?: Record<string, string>; socketPath?: string }): Promise<SandboxInfo[]>;
+  static kill(sandboxId: string, opts?: { accessToken?: string; socketPath?: string }): Promise<boolean>;
+  kill(): Promise<boolean>;
+  /** end the sandbox timeoutMs from now (rounded up to seconds); resolves with expires_at */
+  setTimeout(timeoutMs: number): Promise<string>;
+  getInfo(): Promise<SandboxInfo>;
+  isRunning(): Promise<boolean>;
+  logs(): Promise<AsyncGenerator<Record<string, any>>>;
+  [Symbol.asyncDispose](): Promise<void>;
+}
+
+export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;
+export declare function version(opts?: { socketPath?: string }): Promise<{ version: string; api: string }>;
+
+export default Sandbox;

@@ -1,0 +1,300 @@
+// TEST DOUBLE -- NOT the tinyvmm daemon.
+// A node:http fake of `tinyvmm serve` (vmm/serve/API.md v1) on a Unix socket in
+// a temp dir, so the JS SDK tests run without KVM. Each "sandbox" is a host
+// directory, each exec a host child process run as the current user (no
+// isolation). Guest paths map to ROOT + path for file routes; in exec command
+// lines, absolute paths under /tmp, /home, /work, /data are rewritten textually.
+import http from 'node:http';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import crypto from 'node:crypto';
+import { spawn } from 'node:child_process';
+
+const PATH_RE = /(?<![\w./~-])\/(?:tmp|home|work|data)(?=\/|\b)/g;
+const hex = (n) => crypto.randomBytes(n).toString('hex');
+const iso = (ms) => (ms == null ? null : new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
+
+class ApiError extends Error {
+  constructor(code, error, message, extra = {}) { super(message); Object.assign(this, { code, error, extra }); }
+}
+
+export class FakeDaemon {
+  constructor() {
+    this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tinyvmm-fake-js-'));
+    this.socketPath = path.join(this.tmp, 'api.sock');
+    this.sandboxes = new Map();
+    this.quota = 20;
+    this.supportStdinSignal = true;
+    this.capacityFull = false;
+    this.uploads = [];
+  }
+
+  start() {
+    this.server = http.createServer((req, res) => this.handle(req, res).catch((e) => this.fail(res, e)));
+    this.reaper = setInterval(() => {
+      for (const sb of this.sandboxes.values()) if (!sb.endedAt && Date.now() >= sb.expires) this.end(sb, 'expired');
+    }, 100);
+    return new Promise((resolve) => this.server.listen(this.socketPath, () => resolve(this)));
+  }
+
+  async stop() {
+    clearInterval(this.reaper);
+    for (const sb of this.sandboxes.values()) this.end(sb, 'killed');
+    this.server.closeAllConnections?.();
+    await new Promise((r) => this.server.close(r));
+    fs.rmSync(this.tmp, { recursive: true, force: true });
+  }
+
+  fail(res, e) {
+    if (!(e instanceof ApiError)) e = new ApiError(500, 'internal', String(e && e.stack || e));
+    if (res.headersSent) { res.destroy(); return; }
+    const headers = { 'Content-Type': 'application/json', Connection: 'close' };
+    if (e.code === 503) headers['Retry-After'] = '1';
+    res.writeHead(e.code, headers);
+    res.end(JSON.stringify({ code: e.code, error: e.error, message: e.message, ...e.extra }));
+  }
+
+  json(res, code, obj) {
+    if (obj === null) { res.writeHead(code, { 'Content-Length': '0' }); res.end(); return; }
+    const b = Buffer.from(JSON.stringify(obj));
+    res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': String(b.length) });
+    res.end(b);
+  }
+
+  async body(req) {
+    const chunks = [];
+    for await (const c of req) chunks.push(c);
+    return Buffer.concat(chunks);
+  }
+
+  async jsonBody(req) {
+    const b = await this.body(req);
+    if (!b.length) return {};
+    let d;
+    try { d = JSON.parse(b); } catch { throw new ApiError(400, 'bad_request', 'body: malformed JSON'); }
+    if (!d || typeof d !== 'object' || Array.isArray(d)) throw new ApiError(400, 'bad_request', 'body: must be an object');
+    return d;
+  }
+
+  sbJson(sb) {
+    return { id: sb.id, state: sb.endedAt ? 'ended' : 'running', template: 'default', created_at: iso(sb.created),
+      expires_at: iso(sb.expires), ended_at: iso(sb.endedAt), end_reason: sb.endReason, cpus: sb.cpus,
+      memory_mib: sb.memory, idle_timeout_s: 0, metadata: sb.metadata };
+  }
+
+  end(sb, reason) {
+    if (sb.endedAt) return;
+    sb.endedAt = Date.now();
+    sb.endReason = reason;
+    for (const ex of sb.execs.values()) {
+      if (!ex.final) {
+        try { process.kill(-ex.proc.pid, 'SIGKILL'); } catch { /* gone */ }
+        this.finish(ex, { type: 'error', error: 'sandbox_ended', message: `the sandbox ended (${reason})` });
+      }
+    }
+  }
+
+  finish(ex, final) {
+    if (ex.final) return;
+    ex.final = final;
+    if (final.type === 'exit') {
+      const { type, ...r } = final;
+      ex.result = { ...r, stdout: Buffer.concat(ex.out.stdout).toString('utf8'), stderr: Buffer.concat(ex.out.stderr).toString('utf8') };
+    } else ex.error = { error: final.error, message: final.message };
+    for (const w of ex.waiters.splice(0)) w();
+  }
+
+  gpath(sb, p) {
+    if (!p || !p.startsWith('/')) throw new ApiError(400, 'bad_request', 'path: must be absolute');
+    const n = path.posix.normalize(p);
+    return sb.root + (n === '/' ? '' : n);
+  }
+
+  startExec(sb, body) {
+    const cap = body.max_output_bytes ?? (1 << 20);
+    const rw = (s) => s.replace(PATH_RE, (m) => sb.root + m);
+    const argv = body.cmd ? body.cmd.map(rw) : ['/bin/sh', '-c', rw(body.shell)];
+    const cwd = body.cwd ? this.gpath(sb, body.cwd) : path.join(sb.root, 'home/sandbox');
+    const env = { ...process.env, HOME: path.join(sb.root, 'home/sandbox'), ...sb.envs, ...(body.envs || {}) };
+    const ex = { id: 'ex_' + hex(8), events: [{ type: 'start' }], offset: 0, kept: { stdout: 0, stderr: 0 },
+      trunc: { stdout: false, stderr: false }, out: { stdout: [], stderr: [] }, final: null, result: null,
+      error: null, waiters: [], t0: Date.now(), timedOut: false };
+    ex.events[0].exec_id = ex.id;
+    return new Promise((resolve, reject) => {
+      const proc = spawn(argv[0], argv.slice(1), { cwd, env, detached: true, stdio: ['pipe', 'pipe', 'pipe'] });
+      ex.proc = proc;
+      proc.on('error', () => reject(new ApiError(502, 'guest_error', `no such file: ${argv[0]}`)));
+      proc.on('spawn', () => {
+        sb.execs.set(ex.id, ex);
+        proc.stdin.on('error', () => {});
+        if (body.stdin_b64) proc.stdin.write(Buffer.from(body.stdin_b64, 'base64'));
+        if (!(body.background && this.supportStdinSignal && !body.stdin_b64)) proc.stdin.end();
+        resolve(ex);
+      });
+      for (const kind of ['stdout', 'stderr']) {
+        proc[kind].on('data', (d) => {
+          const room = cap - ex.kept[kind];
+          if (room <= 0) { ex.trunc[kind] = true; return; }
+          if (d.length > room) { d = d.subarray(0, room); ex.trunc[kind] = true; }
+          ex.kept[kind] += d.length;
+          ex.out[kind].push(d);
+          ex.events.push({ type: kind, offset: ex.offset, data: d.toString('base64') });
+          ex.offset += d.length;
+          for (const w of ex.waiters.splice(0)) w();
+        });
+      }
+      let timer = null;
+      if (body.timeout_s) {
+        timer = setTimeout(() => { ex.timedOut = true; try { process.kill(-proc.pid, 'SIGKILL'); } catch { /* */ } }, body.timeout_s * 1000);
+      }
+      proc.on('close', (code, sig) => {
+        clearTimeout(timer);
+        const signo = sig ? os.constants.signals[sig] : 0;
+        this.finish(ex, { type: 'exit', exec_id: ex.id, exit_code: ex.timedOut ? 124 : (signo ? 128 + signo : code),
+          signal: signo, timed_out: ex.timedOut, stdout_truncated: ex.trunc.stdout, stderr_truncated: ex.trunc.stderr,
+          wall_ms: Date.now() - ex.t0, cpu_ms: 0, max_rss_kib: 0 });
+      });
+    });
+  }
+
+  async stream(res, ex, since) {
+    res.writeHead(200, { 'Content-Type': 'application/x-ndjson', 'Transfer-Encoding': 'chunked' });
+    let i = 0;
+    for (;;) {
+      while (i < ex.events.length) {
+        const ev = ex.events[i++];
+        if (ev.type !== 'start' && ev.offset + Buffer.from(ev.data, 'base64').length <= since) continue;
+        res.write(JSON.stringify(ev) + '\n');
+      }
+      if (ex.final) { res.end(JSON.stringify(ex.final) + '\n'); return; }
+      await new Promise((r) => { ex.waiters.push(r); });
+    }
+  }
+
+  lookup(req, sid) {
+    const sb = this.sandboxes.get(sid);
+    const auth = req.headers.authorization || '';
+    if (sb && (auth ? auth === `Bearer ${sb.token}` : true)) return sb;
+    throw new ApiError(404, 'sandbox_not_found', `no sandbox ${sid}`);
+  }
+
+  async handle(req, res) {
+    const u = new URL(req.url, 'http://localhost');
+    const q = u.searchParams;
+    const parts = u.pathname.split('/').filter(Boolean);
+    const m = req.method;
+    if (parts[0] !== 'v1') throw new ApiError(404, 'not_found', 'no route');
+    const [, a, sid, ...rest] = parts;
+    if (a === 'health' && !sid) return this.json(res, 200, { status: 'ok', sandboxes: this.sandboxes.size });
+    if (a === 'version' && !sid) return this.json(res, 200, { version: '0.0.0-fake', api: 'v1' });
+    if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');
+    if (!sid) {
+      if (m === 'POST') {
+        const b = await this.jsonBody(req);
+        if (b.timeout_s !== undefined && (!Number.isInteger(b.timeout_s) || b.timeout_s < 1)) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
+        if (b.cpus !== undefined && (!Number.isInteger(b.cpus) || b.cpus < 1 || b.cpus > 8)) throw new ApiError(400, 'bad_request', 'cpus: 1..8');
+        if (this.capacityFull) throw new ApiError(503, 'capacity', 'no capacity');
+        if ([...this.sandboxes.values()].filter((s) => !s.endedAt).length >= this.quota) throw new ApiError(429, 'quota_exceeded', `at most ${this.quota} sandboxes`);
+        const id = 'sbx_' + hex(16);
+        const root = fs.mkdtempSync(path.join(this.tmp, id + '-'));
+        fs.mkdirSync(path.join(root, 'tmp'));
+        fs.mkdirSync(path.join(root, 'home/sandbox'), { recursive: true });
+        const sb = { id, token: hex(16), root, created: Date.now(), expires: Date.now() + (b.timeout_s ?? 300) * 1000,
+          endedAt: null, endReason: null, cpus: b.cpus ?? 1, memory: b.memory_mib ?? 256, metadata: b.metadata || {},
+          envs: { ...(b.envs || {}), ...(b.secret_envs || {}) }, execs: new Map() };
+        this.sandboxes.set(id, sb);
+        return this.json(res, 201, { ...this.sbJson(sb), access_token: sb.token });
+      }
+      if (m === 'GET') {
+        const state = q.get('state');
+        const meta = [...q.entries()].filter(([k]) => k.startsWith('metadata.')).map(([k, v]) => [k.slice(9), v]);
+        const out = [...this.sandboxes.values()].map((s) => this.sbJson(s))
+          .filter((s) => (!state || s.state === state) && meta.every(([k, v]) => s.metadata[k] === v));
+        return this.json(res, 200, { sandboxes: out });
+      }
+      throw new ApiError(405, 'method_not_allowed', m);
+    }
+    const sb = this.lookup(req, sid);
+    if (!rest.length) {
+      if (m === 'GET') return this.json(res, 200, this.sbJson(sb));
+      if (m === 'DELETE') { this.end(sb, 'killed'); return this.json(res, 204, null); }
+      throw new ApiError(405, 'method_not_allowed', m);
+    }
+    if (sb.endedAt && !(rest.join('/') === 'logs' && m === 'GET')) throw new ApiError(410, 'sandbox_expired', `sandbox ended (${sb.endReason})`, { end_reason: sb.endReason });
+    const key = rest.join('/');
+    if (key === 'timeout' && m === 'POST') {
+      const b = await this.jsonBody(req);
+      if (!Number.isInteger(b.timeout_s)) throw new ApiError(400, 'bad_request', 'timeout_s: integer');
+      sb.expires = Date.now() + b.timeout_s * 1000;
+      return this.json(res, 200, { expires_at: iso(sb.expires) });
+    }
+    if (key === 'execs' && m === 'POST') {
+      const b = await this.jsonBody(req);
+      if (!b.cmd === !b.shell) throw new ApiError(400, 'bad_request', 'cmd or shell');
+      const ex = await this.startExec(sb, b);
+      if (b.background) return this.json(res, 201, { exec_id: ex.id });
+      if ((req.headers.accept || '').includes('application/x-ndjson')) return this.stream(res, ex, 0);
+      while (!ex.final) await new Promise((r) => ex.waiters.push(r));
+      if (ex.result) return this.json(res, 200, ex.result);
+      throw new ApiError(410, 'sandbox_expired', ex.error.message, { end_reason: sb.endReason });
+    }
+    if (rest[0] === 'execs') {
+      const ex = sb.execs.get(rest[1]);
+      if (!ex) throw new ApiError(404, 'exec_not_found', `no exec ${rest[1]}`);
+      if (rest.length === 2 && m === 'GET') return this.json(res, 200, { exec_id: ex.id, state: ex.final ? (ex.result ? 'exited' : 'failed') : 'running', result: ex.result, error: ex.error });
+      if (rest[2] === 'events' && m === 'GET') return this.stream(res, ex, Number(q.get('since') || 0));
+      if ((rest[2] === 'stdin' || rest[2] === 'signal') && m === 'POST') {
+        if (!this.supportStdinSignal) { await this.body(req); throw new ApiError(501, 'not_implemented', `${rest[2]} not implemented`); }
+        if (ex.final) { await this.body(req); throw new ApiError(409, 'conflict', 'the exec has ended'); }
+        if (rest[2] === 'signal') {
+          const b = await this.jsonBody(req);
+          try { process.kill(-ex.proc.pid, b.signal); } catch { /* gone */ }
+          return this.json(res, 200, {});
+        }
+        const data = await this.body(req);
+        if (data.length) ex.proc.stdin.write(data);
+        if (q.get('eof') === '1') ex.proc.stdin.end();
+        return this.json(res, 200, {});
+      }
+      throw new ApiError(405, 'method_not_allowed', m);
+    }
+    if (key === 'files') {
+      const p = q.get('path');
+      const hp = this.gpath(sb, p);
+      if (m === 'PUT') {
+        fs.mkdirSync(path.dirname(hp), { recursive: true });
+        const out = fs.createWriteStream(hp, { mode: parseInt(q.get('mode') || '0644', 8) });
+        let n = 0;
+        for await (const c of req) { n += c.length; if (!out.write(c)) await new Promise((r) => out.once('drain', r)); }
+        await new Promise((r) => out.end(r));
+        fs.chmodSync(hp, parseInt(q.get('mode') || '0644', 8));
+        this.uploads.push({ path: p, size: n, chunked: /chunked/i.test(req.headers['transfer-encoding'] || '') });
+        return this.json(res, 201, { path: p, size: n });
+      }
+      if (m === 'GET') {
+        if (!fs.existsSync(hp) || !fs.statSync(hp).isFile()) throw new ApiError(502, 'guest_error', 'no such file');
+        res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Transfer-Encoding': 'chunked' });
+        for await (const c of fs.createReadStream(hp)) { if (!res.write(c)) await new Promise((r) => res.once('drain', r)); }
+        return res.end();
+      }
+      if (m === 'DELETE') {
+        try { fs.unlinkSync(hp); } catch { throw new ApiError(502, 'guest_error', 'no such file'); }
+        return this.json(res, 204, null);
+      }
+    }
+    if (key === 'fs/list' && m === 'GET') {
+      const p = q.get('path') || '/';
+      const hp = this.gpath(sb, p);
+      let names;
+      try { names = fs.readdirSync(hp).sort(); } catch { throw new ApiError(502, 'guest_error', 'no such directory'); }
+      const entries = names.map((name) => {
+        const st = fs.lstatSync(path.join(hp, name));
+        const type = st.isSymbolicLink() ? 'symlink' : st.isDirectory() ? 'dir' : st.isFile() ? 'file' : 'other';
+        return { name, type, size: st.size, mode: st.mode & 0o7777 };
+      });
+      return this.json(res, 200, { path: p, entries });
+    }
+    throw new ApiError(404, 'not_found', 'no route');
+  }
+}

@@ -1,0 +1,50 @@
+"""``python3 -m tinyvmm`` against the fake daemon (a test double)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from _support import PKG_ROOT, FakeDaemonTest
+
+
+class Cli(FakeDaemonTest):
+    def cli(self, *args, input=None):
+        env = dict(os.environ, PYTHONPATH=PKG_ROOT, TINYVMM_SOCKET=self.sock)
+        return subprocess.run([sys.executable, "-m", "tinyvmm", *args], input=input, capture_output=True,
+                              env=env, timeout=60)
+
+    def test_flow(self):
+        p = self.cli("create", "--timeout", "60", "--metadata", "k=v")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        sid = p.stdout.decode().strip()
+        self.assertTrue(sid.startswith("sbx_"))
+        with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
+            f.write("import sys\nprint('out'); print('err', file=sys.stderr); sys.exit(4)\n")
+        self.addCleanup(os.unlink, f.name)
+        p = self.cli("cp", f.name, f"{sid}:/tmp/job.py")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.cli("exec", sid, "--", "python3", "/tmp/job.py")
+        self.assertEqual((p.returncode, p.stdout, p.stderr), (4, b"out\n", b"err\n"))
+        p = self.cli("exec", sid, "--json", "echo hi | tr a-z A-Z")
+        self.assertEqual(json.loads(p.stdout)["stdout"], "HI\n")
+        p = self.cli("exec", sid, "--timeout", "1", "sleep 5")
+        self.assertEqual(p.returncode, 124)
+        p = self.cli("cp", "-", f"{sid}:/tmp/in.txt", input=b"piped")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        p = self.cli("cp", f"{sid}:/tmp/in.txt", "-")
+        self.assertEqual(p.stdout, b"piped")
+        p = self.cli("ls", sid, "/tmp")
+        self.assertIn(b"job.py", p.stdout)
+        self.assertIn(b"in.txt", p.stdout)
+        p = self.cli("list")
+        self.assertIn(sid.encode(), p.stdout)
+        self.assertIn(b"k=v", p.stdout)
+        self.assertEqual(self.cli("kill", sid).returncode, 0)
+        p = self.cli("exec", sid, "true")
+        self.assertEqual(p.returncode, 125)
+        self.assertIn(b"sandbox_expired", p.stderr)
+        p = self.cli("list", "--state", "running", "--json")
+        self.assertEqual(json.loads(p.stdout), [])
+        p = self.cli("kill", "sbx_" + "0" * 32)
+        self.assertEqual(p.returncode, 1)

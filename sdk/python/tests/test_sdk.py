@@ -1,0 +1,366 @@
+"""SDK tests against the fake daemon (tests/fake_server.py, a test double)."""
+import builtins
+import io
+import json
+import os
+import threading
+import time
+import unittest
+
+from _support import FakeDaemonTest
+
+import tinyvmm
+from tinyvmm import (BadRequest, CommandExitError, GuestError, NotImplementedByServer, QuotaExceeded,
+                     Sandbox, SandboxExpired, SandboxNotFound, ServiceUnavailable, TinyvmmError)
+from tinyvmm._http import error_from_response
+from tinyvmm.commands import _Collector
+
+TASK = "import json\nprint(json.dumps({'total': sum([3, 4, 5, 6, 7])}))\n"
+
+
+class ErrorMapping(unittest.TestCase):
+    def m(self, status, body, headers=None):
+        return error_from_response(status, json.dumps(body).encode(), headers)
+
+    def test_codes(self):
+        e = self.m(404, {"code": 404, "error": "sandbox_not_found", "message": "no sandbox x"})
+        self.assertIsInstance(e, SandboxNotFound)
+        self.assertEqual(e.message, "no sandbox x")
+        e = self.m(410, {"code": 410, "error": "sandbox_expired", "message": "gone", "end_reason": "idle"})
+        self.assertIsInstance(e, SandboxExpired)
+        self.assertEqual(e.end_reason, "idle")
+        self.assertIsInstance(self.m(429, {"error": "quota_exceeded", "message": "m"}), QuotaExceeded)
+        e = self.m(503, {"error": "capacity", "message": "m"}, {"Retry-After": "7"})
+        self.assertIsInstance(e, ServiceUnavailable)
+        self.assertEqual(e.retry_after, 7.0)
+        e = self.m(501, {"error": "not_implemented", "message": "m"})
+        self.assertIsInstance(e, NotImplementedByServer)
+        self.assertIsInstance(e, NotImplementedError)
+        self.assertIsInstance(self.m(502, {"error": "guest_error", "message": "no such file"}), GuestError)
+        self.assertIsInstance(self.m(400, {"error": "bad_request", "message": "cpus"}), ValueError)
+        e = error_from_response(500, b"not json")
+        self.assertIsInstance(e, TinyvmmError)
+        self.assertEqual(e.status, 500)
+        self.assertIn("not json", e.message)
+
+    def test_timeout_error_is_builtin(self):
+        self.assertTrue(issubclass(tinyvmm.TimeoutError, builtins.TimeoutError))
+        self.assertTrue(issubclass(tinyvmm.TimeoutError, TinyvmmError))
+
+    def test_collector_trims_replay(self):
+        import base64
+        got = []
+        c = _Collector(got.append, None, since=3)
+        c.feed({"type": "stdout", "offset": 0, "data": base64.b64encode(b"abcdef").decode()})
+        c.feed({"type": "stdout", "offset": 0, "data": base64.b64encode(b"abcdef").decode()})  # dup
+        c.feed({"type": "stdout", "offset": 6, "data": base64.b64encode("\u00e9".encode()[:1]).decode()})
+        c.feed({"type": "stdout", "offset": 7, "data": base64.b64encode("\u00e9".encode()[1:]).decode()})
+        c.finish()
+        self.assertEqual("".join(got), "def\u00e9")
+        self.assertEqual(c.offset, 8)
+
+    def test_no_daemon(self):
+        with self.assertRaises(ServiceUnavailable) as cm:
+            Sandbox.create(socket_path="/nonexistent/dir/api.sock")
+        self.assertIn("/nonexistent/dir/api.sock", str(cm.exception))
+
+    def test_socket_from_env(self):
+        old = os.environ.get("TINYVMM_SOCKET")
+        os.environ["TINYVMM_SOCKET"] = "/x/y.sock"
+        try:
+            self.assertEqual(tinyvmm.resolve_socket_path(), "/x/y.sock")
+            self.assertEqual(tinyvmm.resolve_socket_path("/a.sock"), "/a.sock")
+        finally:
+            if old is None:
+                del os.environ["TINYVMM_SOCKET"]
+            else:
+                os.environ["TINYVMM_SOCKET"] = old
+        if old is None:
+            self.assertEqual(tinyvmm.resolve_socket_path(), "/run/tinyvmm/api.sock")
+
+
+class SandboxLifecycle(FakeDaemonTest):
+    def test_health_version(self):
+        self.assertEqual(tinyvmm.health(self.sock)["status"], "ok")
+        self.assertEqual(tinyvmm.version(self.sock)["api"], "v1")
+
+    def test_create_list_connect_kill(self):
+        sb = Sandbox.create(timeout=60, metadata={"job": "a"}, envs={"X": "1"}, socket_path=self.sock)
+        self.assertRegex(sb.id, r"^sbx_[0-9a-f]{32}$")
+        self.assertRegex(sb.access_token, r"^[0-9a-f]{32}$")
+        other = Sandbox.create(metadata={"job": "b"}, socket_path=self.sock)
+        ids = [i.id for i in Sandbox.list(socket_path=self.sock)]
+        self.assertCountEqual(ids, [sb.id, other.id])
+        self.assertEqual([i.id for i in Sandbox.list(metadata={"job": "a"}, socket_path=self.sock)], [sb.id])
+        self.assertNotIn("access_token", Sandbox.list(socket_path=self.sock)[0].raw)
+        c = Sandbox.connect(sb.id, socket_path=self.sock)
+        self.assertEqual(c.info.metadata, {"job": "a"})
+        self.assertTrue(c.is_running())
+        self.assertTrue(sb.kill())
+        self.assertEqual(sb.get_info().end_reason, "killed")
+        self.assertTrue(sb.kill())  # an ended one: 204 again
+        self.assertEqual([i.id for i in Sandbox.list(state="running", socket_path=self.sock)], [other.id])
+        self.assertTrue(Sandbox.kill(other.id, socket_path=self.sock))
+        self.assertFalse(Sandbox.kill("sbx_" + "0" * 32, socket_path=self.sock))
+
+    def test_ended_sandbox_is_expired(self):
+        sb = Sandbox.create(socket_path=self.sock)
+        sb.kill()
+        with self.assertRaises(SandboxExpired) as cm:
+            sb.commands.run("true")
+        self.assertEqual(cm.exception.end_reason, "killed")
+        self.assertEqual(cm.exception.status, 410)
+
+    def test_timeout_expiry_and_set_timeout(self):
+        sb = Sandbox.create(timeout=1, socket_path=self.sock)
+        exp = sb.set_timeout(30)
+        self.assertTrue(exp.endswith("Z"))
+        sb.set_timeout(1)
+        time.sleep(1.6)
+        with self.assertRaises(SandboxExpired) as cm:
+            sb.files.list("/")
+        self.assertEqual(cm.exception.end_reason, "expired")
+
+    def test_not_found_and_tokens(self):
+        with self.assertRaises(SandboxNotFound):
+            Sandbox.connect("sbx_" + "1" * 32, socket_path=self.sock)
+        sb = Sandbox.create(socket_path=self.sock)
+        with self.assertRaises(SandboxNotFound):
+            Sandbox.connect(sb.id, access_token="f" * 32, socket_path=self.sock)
+        c = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
+        self.assertEqual(c.commands.run("echo hi").stdout, "hi\n")
+
+    def test_context_manager_kills_after_exception(self):
+        with self.assertRaises(ZeroDivisionError):
+            with Sandbox.create(socket_path=self.sock) as sb:
+                sid = sb.id
+                1 / 0
+        self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
+        self.assertEqual(Sandbox.connect(sid, socket_path=self.sock).info.end_reason, "killed")
+
+    def test_errors_quota_capacity_badrequest(self):
+        self.fake.quota = 1
+        Sandbox.create(socket_path=self.sock)
+        with self.assertRaises(QuotaExceeded) as cm:
+            Sandbox.create(socket_path=self.sock)
+        self.assertIn("at most 1", cm.exception.message)
+        self.fake.quota = 10
+        self.fake.capacity_full = True
+        with self.assertRaises(ServiceUnavailable) as cm:
+            Sandbox.create(socket_path=self.sock)
+        self.assertEqual(cm.exception.retry_after, 1.0)
+        self.fake.capacity_full = False
+        with self.assertRaises(BadRequest) as cm:
+            Sandbox.create(cpus=99, socket_path=self.sock)
+        self.assertIn("cpus", cm.exception.message)
+
+    def test_logs(self):
+        with Sandbox.create(socket_path=self.sock) as sb:
+            sb.commands.run("true")
+            events = [r.get("event") for r in sb.logs()]
+        self.assertIn("exec", events)
+
+
+class Commands(FakeDaemonTest):
+    def setUp(self):
+        super().setUp()
+        self.sb = Sandbox.create(socket_path=self.sock)
+        self.addCleanup(self.sb.kill)
+
+    def test_seed_flow(self):
+        self.sb.files.write("/tmp/task.py", TASK)
+        r = self.sb.commands.run("python3 /tmp/task.py", timeout=30, user="sandbox")
+        self.assertEqual(r.exit_code, 0, r.stderr)
+        self.assertFalse(r.truncated)
+        self.assertFalse(r.timed_out)
+        self.assertEqual(json.loads(r.stdout), {"total": 25})
+        self.assertTrue(r.ok)
+        self.assertGreaterEqual(r.duration, 0)
+
+    def test_failure_is_a_result_and_check_raises(self):
+        self.sb.files.write("/tmp/bad.py", "def f():\n    raise ValueError('boom')\nf()\n")
+        r = self.sb.commands.run("python3 /tmp/bad.py", timeout=30)
+        self.assertEqual(r.exit_code, 1)
+        self.assertIn("Traceback", r.stderr)
+        self.assertIn("ValueError: boom", r.stderr)
+        with self.assertRaises(CommandExitError) as cm:
+            self.sb.commands.run("python3 /tmp/bad.py", timeout=30, check=True)
+        self.assertEqual(cm.exception.result.exit_code, 1)
+        self.assertIn("ValueError: boom", cm.exception.result.stderr)
+        self.assertIn("ValueError: boom", str(cm.exception))
+
+    def test_argv_env_cwd_stdin(self):
+        r = self.sb.commands.run("python3", args=["-c", "import os,sys; print(os.environ['A'], sys.stdin.read())"],
+                                 envs={"A": "x y"}, stdin="in put")
+        self.assertEqual(r.stdout, "x y in put\n")
+        r = self.sb.commands.run(["sh", "-c", "pwd"], cwd="/tmp")
+        self.assertTrue(r.stdout.strip().endswith("/tmp"))
+        self.assertEqual(self.sb.commands.run("exit 3").exit_code, 3)
+
+    def test_command_timeout_is_result(self):
+        r = self.sb.commands.run("sleep 5", timeout=1)
+        self.assertTrue(r.timed_out)
+        self.assertFalse(r.ok)
+        with self.assertRaises(CommandExitError):
+            self.sb.commands.run("sleep 5", timeout=1, check=True)
+
+    def test_truncation(self):
+        r = self.sb.commands.run("head -c 5000 /dev/zero", max_output_bytes=1000)
+        self.assertTrue(r.truncated)
+        self.assertTrue(r.stdout_truncated)
+        self.assertEqual(len(r.stdout), 1000)
+
+    def test_streaming_callbacks(self):
+        got, times = [], []
+        t0 = time.monotonic()
+
+        def out(s):
+            got.append(("out", s))
+            times.append(time.monotonic() - t0)
+        r = self.sb.commands.run("echo a; sleep 0.6; echo b >&2; echo c", on_stdout=out,
+                                 on_stderr=lambda s: got.append(("err", s)))
+        self.assertEqual(r.stdout, "a\nc\n")
+        self.assertEqual(r.stderr, "b\n")
+        self.assertEqual("".join(s for k, s in got if k == "out"), "a\nc\n")
+        self.assertIn(("err", "b\n"), got)
+        self.assertLess(times[0], 0.5)  # "a" came before the command ended
+        self.assertEqual(r.exit_code, 0)
+
+    def test_background_and_reconnect(self):
+        h = self.sb.commands.run("for i in $(seq 1 20); do echo line$i; sleep 0.05; done; echo done >&2",
+                                 background=True)
+        self.assertTrue(h.exec_id.startswith("ex_"))
+        time.sleep(0.3)
+        del h  # the client goes away; the exec lives on
+        # a new client: another Sandbox object, by id and token
+        sb2 = Sandbox.connect(self.sb.id, access_token=self.sb.access_token, socket_path=self.sock)
+        lines = []
+        h2 = sb2.commands.connect(self.sb.commands._sb and self._last_exec(), on_stdout=lines.append)
+        r = h2.wait(timeout=20)
+        expect = "".join(f"line{i}\n" for i in range(1, 21))
+        self.assertEqual(r.stdout, expect)
+        self.assertEqual("".join(lines), expect)
+        self.assertEqual(r.stderr, "done\n")
+        self.assertEqual(h2.wait(), r)  # cached
+
+    def _last_exec(self):
+        return list(self.fake.sandboxes[self.sb.id].execs)[-1]
+
+    def test_events_since(self):
+        h = self.sb.commands.run("printf 0123456789", background=True)
+        h.wait(timeout=10)
+        data = b"".join(__import__("base64").b64decode(e["data"]) for e in h.events(since=4)
+                        if e["type"] == "stdout")
+        self.assertTrue(data.endswith(b"456789"))
+        h3 = tinyvmm.CommandHandle(self.sb, h.exec_id, since=4)
+        self.assertEqual(h3.wait(timeout=10).stdout, "0123456789")  # the result is the server's
+
+    def test_wait_timeout_client_side(self):
+        h = self.sb.commands.run("sleep 3", background=True)
+        with self.assertRaises(tinyvmm.TimeoutError):
+            h.wait(timeout=0.5)
+        h.kill()
+        r = h.wait(timeout=10)
+        self.assertEqual(r.signal, 9)
+
+    def test_stdin_and_signal(self):
+        h = self.sb.commands.run("read a; read b; echo got $a $b", background=True)
+        h.send_stdin("one\n")
+        h.send_stdin(b"two\n")
+        h.close_stdin()
+        self.assertEqual(h.wait(timeout=10).stdout, "got one two\n")
+        h = self.sb.commands.run("cat", background=True)
+        self.sb.commands.close_stdin(h.exec_id)
+        self.assertEqual(h.wait(timeout=10).exit_code, 0)
+
+    def test_stdin_signal_not_implemented(self):
+        self.fake.support_stdin_signal = False
+        h = self.sb.commands.run("sleep 2", background=True)
+        with self.assertRaises(NotImplementedByServer) as cm:
+            h.kill()
+        self.assertIn("cannot signal", str(cm.exception))
+        self.assertIsInstance(cm.exception, NotImplementedError)
+        with self.assertRaises(NotImplementedByServer) as cm:
+            h.send_stdin("x")
+        self.assertIn("stdin", str(cm.exception))
+        with self.assertRaises(NotImplementedByServer):
+            h.close_stdin()
+
+    def test_kill_sandbox_during_exec(self):
+        h = self.sb.commands.run("sleep 10", background=True)
+        threading.Timer(0.3, self.sb.kill).start()
+        with self.assertRaises(SandboxExpired) as cm:
+            h.wait(timeout=10)
+        self.assertEqual(cm.exception.end_reason, "killed")
+
+    def test_unknown_exec(self):
+        with self.assertRaises(tinyvmm.ExecNotFound):
+            self.sb.commands.connect("ex_" + "0" * 16)
+
+    def test_missing_program(self):
+        with self.assertRaises(GuestError):
+            self.sb.commands.run(["/no/such/program"])
+
+
+class Files(FakeDaemonTest):
+    def setUp(self):
+        super().setUp()
+        self.sb = Sandbox.create(socket_path=self.sock)
+        self.addCleanup(self.sb.kill)
+
+    def test_write_kinds(self):
+        f = self.sb.files
+        self.assertEqual(f.write("/tmp/a.txt", "h\u00e9").size, 3)
+        self.assertEqual(f.read("/tmp/a.txt"), "h\u00e9")
+        f.write("/tmp/b.bin", b"\x00\xff")
+        self.assertEqual(f.read("/tmp/b.bin", format="bytes"), b"\x00\xff")
+        f.write("/tmp/c.txt", io.StringIO("text \u00e9 file"))
+        self.assertEqual(f.read("/tmp/c.txt"), "text \u00e9 file")
+        f.write("/tmp/d.bin", iter([b"ab", b"", b"cd"]))
+        self.assertEqual(f.read("/tmp/d.bin", format="bytes"), b"abcd")
+        self.assertEqual([u["chunked"] for u in self.fake.uploads], [False, False, True, True])
+        f.write("/tmp/run.sh", "#!/bin/sh\necho ran\n", mode=0o755)
+        self.assertEqual({e.name: e.mode for e in f.list("/tmp")}["run.sh"], 0o755)
+        self.assertEqual(self.sb.commands.run("/tmp/run.sh").stdout, "ran\n")
+
+    def test_20mib_round_trip_streamed(self):
+        blob = os.urandom(20 << 20)
+        w = self.sb.files.write("/tmp/big.bin", io.BytesIO(blob))
+        self.assertEqual(w.size, len(blob))
+        self.assertTrue(self.fake.uploads[-1]["chunked"])
+        with self.sb.files.read("/tmp/big.bin", format="stream") as s:
+            back = b"".join(s.iter_chunks())
+        self.assertEqual(back, blob)
+        self.assertEqual(self.sb.files.read("/tmp/big.bin", format="bytes"), blob)
+
+    def test_early_error_answer_during_upload(self):
+        # the server answers 410 and closes without reading the body: the
+        # client must report the answer, not a broken pipe
+        self.sb.kill()
+        for _ in range(3):
+            with self.assertRaises(SandboxExpired) as cm:
+                self.sb.files.write("/tmp/big.bin", io.BytesIO(bytes(8 << 20)))
+            self.assertEqual(cm.exception.end_reason, "killed")
+            with self.assertRaises(SandboxExpired):
+                self.sb.files.write("/tmp/big.bin", bytes(8 << 20))
+
+    def test_list_remove_missing(self):
+        f = self.sb.files
+        f.write("/tmp/x/y.txt", "1")
+        entries = {e.name: e for e in f.list("/tmp")}
+        self.assertEqual(entries["x"].type, "dir")
+        self.assertEqual(f.list("/tmp/x")[0].path, "/tmp/x/y.txt")
+        self.assertTrue(f.exists("/tmp/x/y.txt"))
+        f.remove("/tmp/x/y.txt")
+        self.assertFalse(f.exists("/tmp/x/y.txt"))
+        with self.assertRaises(GuestError) as cm:
+            f.read("/tmp/x/y.txt")
+        self.assertIn("no such file", cm.exception.message)
+        with self.assertRaises(GuestError):
+            f.remove("/tmp/x/y.txt")
+        with self.assertRaises(ValueError):
+            f.read("/tmp/x", format="xml")
+
+
+if __name__ == "__main__":
+    unittest.main()

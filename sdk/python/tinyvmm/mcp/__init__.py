@@ -1,0 +1,4 @@
+"""MCP server for tinyvmm sandboxes: ``python3 -m tinyvmm.mcp`` (stdio)."""
+from .server import PROTOCOL_VERSION, TOOLS, McpServer, main, serve
+
+__all__ = ["PROTOCOL_VERSION", "TOOLS", "McpServer", "main", "serve"]
