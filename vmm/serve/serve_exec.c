@@ -51,7 +51,8 @@ struct exec {
 	/* Control from HTTP threads to the exec's thread: queued under mu,
 	 * announced by a byte on ctl[1], sent by on_control. */
 	int ctl[2];
-	bool stdin_open;
+	bool stdin_job;  /* the job was asked with "stdin": true (fixed at creation) */
+	bool stdin_open; /* and the client has not closed it yet (under mu) */
 	uint8_t *q;
 	size_t q_len;
 	bool q_close;
@@ -227,7 +228,7 @@ static void *exec_thread(void *arg)
 	j.stdin_len = ex->in_len;
 	j.on_output = on_output;
 	j.ctx = ex;
-	j.stdin_open = ex->stdin_open;
+	j.stdin_open = ex->stdin_job;
 	j.control_fd = ex->ctl[0];
 	j.on_control = on_control;
 	r = sb_agent(ex->sb, CONNECT_MS, &a, &e);
@@ -386,11 +387,12 @@ static int parse_exec(struct conn *c, struct sandbox *sb, const struct json_doc 
 		ex->in_len = (size_t)got;
 	}
 	if ((i = json_find(d, 0, "stdin")) >= 0 && !json_is_null(d, i) &&
-	    (json_get_bool(d, i, &ex->stdin_open) || (ex->stdin_open && ex->in_len))) {
+	    (json_get_bool(d, i, &ex->stdin_job) || (ex->stdin_job && ex->in_len))) {
 		conn_error(c, 400, "bad_request",
 			   "stdin: true or false is expected, and true not with stdin_b64 (send it to .../stdin)");
 		return -1;
 	}
+	ex->stdin_open = ex->stdin_job;
 	*bg = false;
 	if ((i = json_find(d, 0, "background")) >= 0 && !json_is_null(d, i) && json_get_bool(d, i, bg)) {
 		conn_error(c, 400, "bad_request", "background: true or false is expected");
@@ -818,7 +820,8 @@ void exec_control(struct conn *c, const struct http_request *r, struct sandbox *
 	}
 	pthread_mutex_lock(&s->mu);
 	const char *why = ex->state != EX_RUNNING                       ? "has ended"
-			  : stdin_route && !ex->stdin_open              ? "was started without \"stdin\": true"
+			  : stdin_route && !ex->stdin_job               ? "was started without \"stdin\": true"
+			  : stdin_route && !ex->stdin_open              ? "has its stdin closed already (eof=1)"
 			  : stdin_route && ex->q_len + len > (8u << 20) ? "has 8 MiB of stdin not yet taken"
 			  : !stdin_route && ex->q_nsig == 8             ? "has 8 signals not yet sent"
 									: NULL;
