@@ -85,7 +85,12 @@ struct sandbox {
 	struct tvm_agent *keeper; /* held open: the VMM's --idle-timeout runs only without us */
 	struct exec *execs;
 	unsigned nexecs, running_execs;
+	uint64_t kept_bytes; /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
 };
+
+/* Exec output a sandbox keeps in memory, all its execs together; beyond
+ * it output is dropped and flagged truncated. */
+#define SB_OUTPUT_BUDGET (128ull << 20)
 
 struct srv {
 	struct srv_cfg cfg;

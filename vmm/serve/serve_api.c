@@ -318,13 +318,25 @@ void api_create(struct conn *c, const struct http_request *r)
 	pthread_mutex_unlock(&s->mu);
 
 	if (sb_create(s, sb, net_args, err, sizeof(err))) {
+		const char *reason;
+
 		pthread_mutex_lock(&s->mu);
-		sb->state = SB_RUNNING; /* so that it ends like any other */
-		sb_end_locked(s, sb, "crashed");
+		/* Ended by a DELETE while it started: that reason stays. */
+		if (sb->state == SB_STARTING) {
+			sb->state = SB_RUNNING; /* so that it ends like any other */
+			sb_end_locked(s, sb, "crashed");
+		}
+		if (sb->pid <= 0)
+			sb->exited = true; /* no process was started: nothing to reap */
+		reason = sb->end_reason;
 		sb->refs--;
 		pthread_mutex_unlock(&s->mu);
 		sb = NULL;
-		conn_error(c, 500, "internal", "sandbox could not start: %s", err);
+		if (!strcmp(reason, "killed"))
+			conn_error_reason(c, 410, "sandbox_expired", reason,
+					  "the sandbox was deleted while it started");
+		else
+			conn_error(c, 500, "internal", "sandbox could not start: %s", err);
 		goto out;
 	}
 	{

@@ -37,6 +37,7 @@ struct exec {
 	enum ex_state state;
 	struct tvm_job_result res;
 	char err_code[32], err_msg[300];
+	bool dropped[3]; /* output of stream 1/2 dropped: the sandbox's budget was spent */
 	uint8_t *data;
 	size_t len, cap;
 	struct ev *evs;
@@ -97,6 +98,10 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 	struct srv *s = ex->s;
 
 	pthread_mutex_lock(&s->mu);
+	if (ex->sb->kept_bytes + len > SB_OUTPUT_BUDGET) {
+		ex->dropped[stream == 1 ? 1 : 2] = true;
+		goto out;
+	}
 	if (ex->len + len > ex->cap) {
 		size_t nc = ex->cap ? ex->cap : 65536;
 		while (nc < ex->len + len)
@@ -118,6 +123,7 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 	memcpy(ex->data + ex->len, buf, len);
 	ex->evs[ex->nev++] = (struct ev){ .off = ex->len, .len = (uint32_t)len, .stream = (uint8_t)stream };
 	ex->len += len;
+	ex->sb->kept_bytes += len;
 	pthread_cond_broadcast(&s->cv);
 out:
 	pthread_mutex_unlock(&s->mu);
@@ -239,6 +245,8 @@ static void *exec_thread(void *arg)
 	pthread_mutex_lock(&s->mu);
 	if (!r) {
 		ex->res = res;
+		ex->res.stdout_truncated |= ex->dropped[1];
+		ex->res.stderr_truncated |= ex->dropped[2];
 		ex->state = EX_EXITED;
 	} else {
 		ex->state = EX_FAILED;
