@@ -87,7 +87,8 @@ export interface RunOptions {
   user?: 'sandbox' | 'root';
   /** the command's own timeout (rounded up to seconds); a timeout is a result (timedOut) */
   timeoutMs?: number;
-  stdin?: string | Uint8Array;
+  /** Given to the command, then end of file; or true (with background): stdin stays open for sendStdin()/closeStdin(). */
+  stdin?: string | Uint8Array | boolean;
   onStdout?: OutputCallback;
   onStderr?: OutputCallback;
   background?: boolean;

@@ -433,7 +433,9 @@ export class Commands {
     if (user !== undefined) body.user = user;
     const ts = timeoutMs === undefined || timeoutMs === null ? null : (timeoutMs <= 0 ? 0 : Math.ceil(timeoutMs / 1000));
     if (ts !== null) body.timeout_s = ts;
-    if (stdin !== undefined && stdin !== null) body.stdin_b64 = Buffer.from(stdin).toString('base64');
+    // stdin: true keeps it open for the handle's sendStdin()/closeStdin()
+    if (stdin === true) body.stdin = true;
+    else if (stdin !== undefined && stdin !== null && stdin !== false) body.stdin_b64 = Buffer.from(stdin).toString('base64');
     if (maxOutputBytes !== undefined) body.max_output_bytes = maxOutputBytes;
     const path = `/sandboxes/${this._sb.sandboxId}/execs`;
     const client = this._sb._client;

@@ -129,7 +129,7 @@ export class FakeDaemon {
         sb.execs.set(ex.id, ex);
         proc.stdin.on('error', () => {});
         if (body.stdin_b64) proc.stdin.write(Buffer.from(body.stdin_b64, 'base64'));
-        if (!(body.background && this.supportStdinSignal && !body.stdin_b64)) proc.stdin.end();
+        if (body.stdin !== true) proc.stdin.end(); // as the daemon: open only when asked
         resolve(ex);
       });
       for (const kind of ['stdout', 'stderr']) {

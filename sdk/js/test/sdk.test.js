@@ -83,7 +83,7 @@ test('background, reconnect from another client, nothing missed', async () => {
     await assert.rejects(slow.wait({ timeoutMs: 300 }), TimeoutError);
     await slow.kill();
     assert.equal((await slow.wait({ timeoutMs: 5000 })).signal, 9);
-    const cat = await sb.commands.run('read a; echo got $a', { background: true });
+    const cat = await sb.commands.run('read a; echo got $a', { background: true, stdin: true });
     await cat.sendStdin('x\n');
     await cat.closeStdin();
     assert.equal((await cat.wait()).stdout, 'got x\n');
@@ -94,7 +94,7 @@ test('stdin/signal answered 501 give a clear error', async () => {
   const sb = await Sandbox.create({ socketPath });
   fake.supportStdinSignal = false;
   try {
-    const h = await sb.commands.run('sleep 1', { background: true });
+    const h = await sb.commands.run('sleep 1', { background: true, stdin: true });
     await assert.rejects(h.kill(), (e) => e instanceof NotImplementedByServerError && /does not support/.test(e.message));
     await assert.rejects(h.sendStdin('x'), NotImplementedByServerError);
   } finally { fake.supportStdinSignal = true; await sb.kill(); }

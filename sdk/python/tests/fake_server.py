@@ -702,7 +702,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= hi):
                 raise ApiError(400, "bad_request", f"{name}: must be an integer in 0..{hi}")
         bg = bool(body.get("background"))
-        keep_open = bg and self.fake.support_stdin_signal and not body.get("stdin_b64")
+        if body.get("stdin") is not None and not isinstance(body.get("stdin"), bool):
+            raise ApiError(400, "bad_request", "stdin: true or false is expected")
+        if body.get("stdin") and body.get("stdin_b64"):
+            raise ApiError(400, "bad_request", "stdin: true not with stdin_b64")
+        # as the daemon: stdin stays open only when asked ("stdin": true)
+        keep_open = bool(body.get("stdin"))
         ex = self.fake.start_exec(sb, body, keep_open)
         if bg:
             return self._send_json(201, {"exec_id": ex.id})

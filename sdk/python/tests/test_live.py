@@ -69,6 +69,17 @@ class Live(unittest.TestCase):
         self.assertEqual(r.stdout, expect)
         self.assertEqual("".join(seen), expect)  # nothing missed in the replay
 
+    def test_4b_stdin_and_kill(self):
+        h = self.sb.commands.run("read a; read b; echo got $a $b", background=True, stdin=True, timeout=120)
+        h.send_stdin("one\n")
+        h.send_stdin(b"two\n")
+        h.close_stdin()
+        self.assertEqual(h.wait(timeout=120).stdout, "got one two\n")
+        h = self.sb.commands.run("sleep 600", background=True, timeout=900)
+        h.kill(15)
+        r = h.wait(timeout=120)
+        self.assertEqual((r.signal, r.exit_code), (15, 143))
+
     def test_5_20mib_round_trip(self):
         blob = os.urandom(20 << 20)
         w = self.sb.files.write("/tmp/big.bin", io.BytesIO(blob))

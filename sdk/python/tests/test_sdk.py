@@ -264,18 +264,23 @@ class Commands(FakeDaemonTest):
         self.assertEqual(r.signal, 9)
 
     def test_stdin_and_signal(self):
-        h = self.sb.commands.run("read a; read b; echo got $a $b", background=True)
+        h = self.sb.commands.run("read a; read b; echo got $a $b", background=True, stdin=True)
         h.send_stdin("one\n")
         h.send_stdin(b"two\n")
         h.close_stdin()
         self.assertEqual(h.wait(timeout=10).stdout, "got one two\n")
-        h = self.sb.commands.run("cat", background=True)
+        # without stdin=True the command's stdin is closed from the start
+        h = self.sb.commands.run("cat; echo eof", background=True)
+        self.assertEqual(h.wait(timeout=10).stdout, "eof\n")
+        with self.assertRaises(tinyvmm.TinyvmmError):
+            h.send_stdin("late")
+        h = self.sb.commands.run("cat", background=True, stdin=True)
         self.sb.commands.close_stdin(h.exec_id)
         self.assertEqual(h.wait(timeout=10).exit_code, 0)
 
     def test_stdin_signal_not_implemented(self):
         self.fake.support_stdin_signal = False
-        h = self.sb.commands.run("sleep 2", background=True)
+        h = self.sb.commands.run("sleep 2", background=True, stdin=True)
         with self.assertRaises(NotImplementedByServer) as cm:
             h.kill()
         self.assertIn("cannot signal", str(cm.exception))

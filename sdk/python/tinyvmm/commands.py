@@ -294,7 +294,7 @@ class Commands:
     def run(self, cmd: Union[str, Sequence[str]], *, args: Optional[Sequence[str]] = None,
             envs: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
             user: Optional[str] = None, timeout: Optional[float] = None,
-            stdin: Union[None, str, bytes] = None, on_stdout: Optional[OutputCallback] = None,
+            stdin: Union[None, bool, str, bytes] = None, on_stdout: Optional[OutputCallback] = None,
             on_stderr: Optional[OutputCallback] = None, background: bool = False,
             check: bool = False, max_output_bytes: Optional[int] = None,
             request_timeout: Optional[float] = None) -> Any:
@@ -304,7 +304,10 @@ class Commands:
         as a list) an argv run without a shell.  ``user``: ``"sandbox"``
         (uid 1000, the default) or ``"root"``.  ``timeout``: seconds, ended
         by the guest (``result.timed_out``); None: no limit.  ``on_stdout``
-        and ``on_stderr`` get text as it comes.  ``check=True`` raises
+        and ``on_stderr`` get text as it comes.  ``stdin``: text or bytes
+        given to the command, then end of file; or ``True`` (with
+        ``background=True``): stdin stays open for the handle's
+        ``send_stdin()`` and ``close_stdin()``.  ``check=True`` raises
         :class:`~tinyvmm.CommandExitError` for a failed command.
 
         Returns a :class:`CommandResult`, or with ``background=True`` a
@@ -326,7 +329,10 @@ class Commands:
         ts = _timeout_s(timeout)
         if ts is not None:
             body["timeout_s"] = ts
-        if stdin is not None:
+        if stdin is True:
+            # stdin stays open for handle.send_stdin() / close_stdin()
+            body["stdin"] = True
+        elif stdin is not None and stdin is not False:
             body["stdin_b64"] = b64encode(stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
         if max_output_bytes is not None:
             body["max_output_bytes"] = int(max_output_bytes)
