@@ -40,6 +40,7 @@ struct srv_cfg {
 	unsigned max_sandboxes;     /* running at once, all owners */
 	unsigned max_per_owner;     /* running at once, one owner */
 	unsigned max_conns;         /* open connections */
+	unsigned max_conns_per_uid; /* open connections of one uid */
 	unsigned default_timeout_s; /* a sandbox's lifetime when not asked */
 	unsigned max_timeout_s;     /* the longest one may ask for */
 	unsigned retention_s;       /* an ended sandbox stays listed this long */
@@ -88,6 +89,11 @@ struct sandbox {
 	uint64_t kept_bytes; /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
 };
 
+/* Network rules of a create (allow_out and dns each), and the tinyvmm run
+ * arguments they make at most. */
+#define SB_NET_RULES_MAX 32
+#define SB_NET_ARGS_MAX (2 + 4 * SB_NET_RULES_MAX + 1)
+
 /* Exec output a sandbox keeps in memory, all its execs together; beyond
  * it output is dropped and flagged truncated. */
 #define SB_OUTPUT_BUDGET (128ull << 20)
@@ -98,6 +104,11 @@ struct srv {
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	struct sandbox *sandboxes;
 	unsigned nconns;
+	struct uid_count {
+		uid_t uid;
+		unsigned n;
+	} * uconns; /* open connections per uid: nuconns entries, max_conns allocated */
+	unsigned nuconns;
 	volatile int stopping;
 	int audit_fd; /* the daemon's own log of lifecycle events, -1: stderr only */
 };
@@ -116,7 +127,8 @@ struct conn {
 	uint64_t body_left; /* Content-Length bytes left */
 	struct http_chunked chunk;
 	bool keep_alive;
-	bool head_sent; /* a streamed response has begun: errors can only close */
+	bool head_sent;  /* a streamed response has begun: errors can only close */
+	bool raw_stream; /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
 	int head_deadline_s;
 };
 
@@ -158,6 +170,8 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 void sb_persist_locked(struct srv *s, struct sandbox *sb);
 void sb_touch(struct srv *s, struct sandbox *sb);
 void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token);
+/* Bytes sb_write_json may need for sb, at most. */
+size_t sb_json_size(const struct sandbox *sb);
 void srv_free_sandbox(struct sandbox *sb);
 void rfc3339(char *buf, size_t cap, time_t t);
 void random_hex(char *out, size_t nbytes);

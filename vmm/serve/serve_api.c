@@ -15,7 +15,7 @@
 #define MAX_TOK 8192
 #define MAX_META 32
 #define MAX_ENV 256
-#define MAX_RULES 32
+#define MAX_RULES SB_NET_RULES_MAX
 
 void body_free(struct body *b)
 {
@@ -249,7 +249,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	struct srv *s = c->s;
 	struct body b;
 	struct sandbox *sb = NULL;
-	const char *net_args[2 + 4 * MAX_RULES + 1];
+	const char *net_args[SB_NET_ARGS_MAX];
 	char net_store[2 * MAX_RULES][72];
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
@@ -340,16 +340,18 @@ void api_create(struct conn *c, const struct http_request *r)
 		goto out;
 	}
 	{
-		char buf[8192];
+		size_t cap = sb_json_size(sb);
+		char *buf = malloc(cap);
 		struct json_w w;
 
-		json_w_init(&w, buf, sizeof(buf));
+		json_w_init(&w, buf, buf ? cap : 0);
 		pthread_mutex_lock(&s->mu);
 		sb_write_json(&w, sb, true);
 		sb->refs--;
 		pthread_mutex_unlock(&s->mu);
 		sb = NULL;
 		conn_json(c, 201, &w);
+		free(buf);
 	}
 out:
 	if (sb)
@@ -401,7 +403,7 @@ void api_list(struct conn *c, const struct http_request *r)
 	}
 	pthread_mutex_lock(&s->mu);
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
-		cap += 1024 + sb->nmeta * 6 * (64 + 512 + 8);
+		cap += sb_json_size(sb);
 	buf = malloc(cap);
 	if (!buf) {
 		pthread_mutex_unlock(&s->mu);
@@ -433,14 +435,16 @@ void api_list(struct conn *c, const struct http_request *r)
 
 void api_get(struct conn *c, struct sandbox *sb)
 {
-	char buf[8192];
+	size_t cap = sb_json_size(sb);
+	char *buf = malloc(cap);
 	struct json_w w;
 
-	json_w_init(&w, buf, sizeof(buf));
+	json_w_init(&w, buf, buf ? cap : 0);
 	pthread_mutex_lock(&c->s->mu);
 	sb_write_json(&w, sb, false);
 	pthread_mutex_unlock(&c->s->mu);
 	conn_json(c, 200, &w);
+	free(buf);
 }
 
 void api_delete(struct conn *c, struct sandbox *sb)

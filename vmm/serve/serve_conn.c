@@ -113,7 +113,7 @@ int conn_json(struct conn *c, int status, struct json_w *w)
 
 static int verror(struct conn *c, int status, const char *code, const char *reason, const char *fmt, va_list ap)
 {
-	char msg[512], buf[1024];
+	char msg[512], buf[6 * 512 + 256]; /* the message escaped at worst */
 	struct json_w w;
 	size_t len;
 
@@ -168,6 +168,16 @@ int conn_stream_begin(struct conn *c, int status, const char *ctype)
 	size_t hl;
 	struct http_response h = { .status = status, .content_type = ctype, .chunked = true, .close = !c->keep_alive };
 
+	/* HTTP/1.0 has no chunked coding (RFC 9112 §6.1): the body ends
+	 * where the connection does. */
+	c->raw_stream = c->p.req.minor == 0;
+	if (c->raw_stream) {
+		int n = snprintf(head, sizeof(head), "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nConnection: close\r\n\r\n",
+				 status, http_reason_phrase(status), ctype);
+		c->keep_alive = false;
+		c->head_sent = true;
+		return n > 0 && (size_t)n < sizeof(head) ? conn_send_all(c, head, (size_t)n) : -EINVAL;
+	}
 	if (http_write_head(head, sizeof(head), &h, &hl))
 		return -EINVAL;
 	c->head_sent = true;
@@ -181,6 +191,8 @@ int conn_chunk(struct conn *c, const void *p, size_t n)
 
 	if (!n)
 		return 0;
+	if (c->raw_stream)
+		return conn_send_all(c, p, n);
 	snprintf(size, sizeof(size), "%zx\r\n", n);
 	if ((r = conn_send_all(c, size, strlen(size))) || (r = conn_send_all(c, p, n)))
 		return r;
@@ -189,7 +201,7 @@ int conn_chunk(struct conn *c, const void *p, size_t n)
 
 int conn_stream_end(struct conn *c)
 {
-	return conn_send_all(c, "0\r\n\r\n", 5);
+	return c->raw_stream ? 0 : conn_send_all(c, "0\r\n\r\n", 5);
 }
 
 ssize_t conn_body_read(struct conn *c, void *buf, size_t cap)
@@ -322,7 +334,7 @@ void conn_serve(struct conn *c)
 		bool first = true;
 
 		http_req_init(&c->p, &lim, c->store, store_cap);
-		c->head_sent = false;
+		c->head_sent = c->raw_stream = false;
 		c->body_started = c->body_done = false;
 		while (hr == HTTP_NEED_MORE) {
 			size_t used = 0;
@@ -336,10 +348,11 @@ void conn_serve(struct conn *c)
 			}
 			/* The whole head within HEAD_TIMEOUT_MS of its first
 			 * byte, however it trickles in. */
-			uint64_t spent = (now_ns() - start) / 1000000;
-			int ms = first                      ? IDLE_TIMEOUT_MS
-				 : spent >= HEAD_TIMEOUT_MS ? 0
-							    : (int)(HEAD_TIMEOUT_MS - spent);
+			/* Before it, the connection may idle IDLE_TIMEOUT_MS
+			 * (from the previous request or the accept). */
+			uint64_t spent = (now_ns() - start) / 1000000,
+				 limit = first ? IDLE_TIMEOUT_MS : HEAD_TIMEOUT_MS;
+			int ms = spent >= limit ? 0 : (int)(limit - spent);
 			if (c->s->stopping)
 				goto out;
 			ssize_t n = ms ? fill(c, ms < 1000 ? ms : 1000) : -ETIMEDOUT;

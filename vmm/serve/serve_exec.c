@@ -20,6 +20,7 @@
 #define MAX_OUT (64u << 20) /* max_output_bytes */
 #define KEEPALIVE_S 10
 #define CONNECT_MS 30000
+#define STDIN_PIECE (64u << 10) /* stdin sent per wake-up of the exec's thread */
 
 enum ex_state { EX_RUNNING, EX_EXITED, EX_FAILED };
 
@@ -135,8 +136,12 @@ static void audit_exec(struct exec *ex, const char *event)
 	char *buf;
 	struct json_w w;
 
+	/* Room for every field escaped at worst: the line is never dropped. */
 	for (unsigned i = 0; i < ex->argc; i++)
 		cap += 6 * strlen(ex->argv[i]) + 4;
+	for (unsigned i = 0; i < ex->nenv; i++)
+		cap += 6 * strlen(ex->env[i]) + 4;
+	cap += ex->cwd ? 6 * strlen(ex->cwd) : 0;
 	buf = malloc(cap);
 	if (!buf)
 		return;
@@ -204,12 +209,34 @@ static void on_control(void *ctx, struct tvm_agent *a)
 	ex->q_close = false;
 	ex->q_nsig = 0;
 	pthread_mutex_unlock(&ex->s->mu);
-	if (q_len)
-		tvm_agent_job_stdin(a, q, q_len, &e);
-	if (close_it)
-		tvm_agent_job_stdin(a, NULL, 0, &e);
+	/* Signals first: they must not wait behind stdin the job does not
+	 * read. Stdin goes 64 KiB per call, the rest put back and the pipe
+	 * re-armed, so the loop reads the job's output (and signals queued
+	 * meanwhile go) between pieces. */
 	for (unsigned i = 0; i < nsig; i++)
 		tvm_agent_job_signal(a, sig[i], &e);
+	size_t piece = q_len < STDIN_PIECE ? q_len : STDIN_PIECE;
+	if (piece)
+		tvm_agent_job_stdin(a, q, piece, &e);
+	if (piece < q_len) {
+		pthread_mutex_lock(&ex->s->mu);
+		uint8_t *nq = malloc(q_len - piece + ex->q_len);
+		if (nq) {
+			memcpy(nq, q + piece, q_len - piece);
+			if (ex->q_len)
+				memcpy(nq + q_len - piece, ex->q, ex->q_len);
+			free(ex->q);
+			ex->q = nq;
+			ex->q_len += q_len - piece;
+		}
+		ex->q_close |= close_it;
+		pthread_mutex_unlock(&ex->s->mu);
+		if (write(ex->ctl[1], "x", 1) < 0) {
+			/* full: a wake-up is pending anyway */
+		}
+	} else if (close_it) {
+		tvm_agent_job_stdin(a, NULL, 0, &e);
+	}
 	free(q);
 }
 
@@ -353,7 +380,8 @@ static int parse_exec(struct conn *c, struct sandbox *sb, const struct json_doc 
 	ex->env = calloc(sb->nenv + 1, sizeof(char *));
 	if (!ex->env)
 		return conn_error(c, 500, "internal", "out of memory"), -1;
-	memcpy(ex->env, sb->env, sb->nenv * sizeof(char *));
+	if (sb->nenv)
+		memcpy(ex->env, sb->env, sb->nenv * sizeof(char *));
 	ex->nenv = sb->nenv;
 	if (env_append(c, d, "envs", &ex->env, &ex->nenv))
 		return -1;
@@ -489,17 +517,18 @@ static void send_result(struct conn *c, struct exec *ex)
 			conn_error(c, 502, code, "%s", msg);
 		return;
 	}
+	/* Exited: its log no longer changes and lives as long as the
+	 * sandbox (we hold a reference): encoded without the lock. */
+	pthread_mutex_unlock(&s->mu);
 	/* Escaped text is at most 6 bytes per byte (\u00XX). */
 	cap = 6 * ex->len + 4096;
 	buf = malloc(cap);
 	if (!buf) {
-		pthread_mutex_unlock(&s->mu);
 		conn_error(c, 500, "internal", "out of memory for the result");
 		return;
 	}
 	json_w_init(&w, buf, cap);
 	result_object(&w, ex);
-	pthread_mutex_unlock(&s->mu);
 	conn_json(c, 200, &w);
 	free(buf);
 }
@@ -718,11 +747,17 @@ void exec_get(struct conn *c, struct sandbox *sb, const char *eid)
 		conn_error(c, 404, "exec_not_found", "no exec %s in this sandbox", eid);
 		return;
 	}
+	/* Once it has exited its log no longer changes (and lives as long
+	 * as the sandbox we hold): the output is encoded without the lock. */
 	pthread_mutex_lock(&c->s->mu);
-	cap = 6 * ex->len + 4096;
+	enum ex_state st = ex->state;
+	char code[32], msg[300];
+	snprintf(code, sizeof(code), "%s", ex->err_code);
+	snprintf(msg, sizeof(msg), "%s", ex->err_msg);
+	pthread_mutex_unlock(&c->s->mu);
+	cap = (st == EX_EXITED ? 6 * ex->len : 0) + 8192;
 	buf = malloc(cap);
 	if (!buf) {
-		pthread_mutex_unlock(&c->s->mu);
 		conn_error(c, 500, "internal", "out of memory for the result");
 		return;
 	}
@@ -732,29 +767,27 @@ void exec_get(struct conn *c, struct sandbox *sb, const char *eid)
 	json_w_string(&w, ex->id, strlen(ex->id));
 	json_w_key(&w, "state", 5);
 	json_w_string(&w,
-		      ex->state == EX_RUNNING  ? "running"
-		      : ex->state == EX_EXITED ? "exited"
-					       : "failed",
-		      ex->state == EX_RUNNING ? 7 : 6);
+		      st == EX_RUNNING  ? "running"
+		      : st == EX_EXITED ? "exited"
+					: "failed",
+		      st == EX_RUNNING ? 7 : 6);
 	json_w_key(&w, "result", 6);
-	if (ex->state == EX_EXITED) {
+	if (st == EX_EXITED)
 		result_object(&w, ex);
-	} else {
+	else
 		json_w_null(&w);
-	}
 	json_w_key(&w, "error", 5);
-	if (ex->state == EX_FAILED) {
+	if (st == EX_FAILED) {
 		json_w_obj_begin(&w);
 		json_w_key(&w, "error", 5);
-		json_w_string(&w, ex->err_code, strlen(ex->err_code));
+		json_w_string(&w, code, strlen(code));
 		json_w_key(&w, "message", 7);
-		json_w_string(&w, ex->err_msg, strlen(ex->err_msg));
+		json_w_string(&w, msg, strlen(msg));
 		json_w_obj_end(&w);
 	} else {
 		json_w_null(&w);
 	}
 	json_w_obj_end(&w);
-	pthread_mutex_unlock(&c->s->mu);
 	conn_json(c, 200, &w);
 	free(buf);
 }

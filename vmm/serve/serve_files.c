@@ -42,9 +42,29 @@ static void refused(struct conn *c, int r, const char *what, const char *path, c
 		conn_error(c, 502, "guest_error", "%s", e->msg);
 }
 
+/* Sized for the path escaped at worst: the line is never dropped. */
+static void audit_file(struct conn *c, struct sandbox *sb, const char *event, const char *path, uint64_t size, bool ok)
+{
+	size_t cap = 512 + 6 * strlen(path);
+	char *ab = malloc(cap);
+	struct json_w aw;
+
+	if (!ab)
+		return;
+	audit_begin(&aw, ab, cap, event);
+	json_w_key(&aw, "path", 4);
+	json_w_string(&aw, path, strlen(path));
+	json_w_key(&aw, "size", 4);
+	json_w_uint(&aw, size);
+	json_w_key(&aw, "ok", 2);
+	json_w_bool(&aw, ok);
+	audit_end(c->s, sb, &aw);
+	free(ab);
+}
+
 static void file_put(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *path, uint32_t uid)
 {
-	char mode_s[16] = "0644", *end, buf[4200];
+	char mode_s[16] = "0644", *end, buf[6 * 4096 + 256]; /* the path escaped at worst */
 	unsigned long mode;
 	struct tvm_agent *a = NULL;
 	struct tvm_err e = { 0 };
@@ -78,18 +98,7 @@ static void file_put(struct conn *c, const struct http_request *r, struct sandbo
 		free(o);
 		free(er);
 	}
-	{
-		char ab[600];
-		struct json_w aw;
-		audit_begin(&aw, ab, sizeof(ab), "file_put");
-		json_w_key(&aw, "path", 4);
-		json_w_string(&aw, path, strlen(path));
-		json_w_key(&aw, "size", 4);
-		json_w_uint(&aw, size);
-		json_w_key(&aw, "ok", 2);
-		json_w_bool(&aw, rc == 0);
-		audit_end(c->s, sb, &aw);
-	}
+	audit_file(c, sb, "file_put", path, size, rc == 0);
 	if (rc) {
 		refused(c, rc, "put", path, &e);
 		return;
@@ -114,18 +123,7 @@ static void file_get(struct conn *c, struct sandbox *sb, const char *path, uint3
 	if (!rc)
 		rc = tvm_agent_get_stream(a, path, UINT64_MAX, uid, http_sink, c, &size, &e);
 	tvm_agent_close(a);
-	{
-		char ab[600];
-		struct json_w aw;
-		audit_begin(&aw, ab, sizeof(ab), "file_get");
-		json_w_key(&aw, "path", 4);
-		json_w_string(&aw, path, strlen(path));
-		json_w_key(&aw, "size", 4);
-		json_w_uint(&aw, size);
-		json_w_key(&aw, "ok", 2);
-		json_w_bool(&aw, rc == 0);
-		audit_end(c->s, sb, &aw);
-	}
+	audit_file(c, sb, "file_get", path, size, rc == 0);
 	if (rc) {
 		refused(c, rc, "get", path, &e);
 		return;
@@ -230,7 +228,7 @@ static void file_list(struct conn *c, struct sandbox *sb, const char *path, uint
 		cmd_failed(c, "list", path, err);
 		goto out;
 	}
-	cap = 6 * n + 8192;
+	cap = 6 * n + 6 * strlen(path) + 8192;
 	buf = malloc(cap);
 	if (!buf) {
 		conn_error(c, 500, "internal", "out of memory");

@@ -49,6 +49,7 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .max_sandboxes = 16,
 			       .max_per_owner = 8,
 			       .max_conns = 1024,
+			       .max_conns_per_uid = 256,
 			       .default_timeout_s = 300,
 			       .max_timeout_s = 86400,
 			       .retention_s = 600,
@@ -82,6 +83,7 @@ static int load_config(struct srv_cfg *c, const char *path)
 		{ "max_sandboxes", offsetof(struct srv_cfg, max_sandboxes), 4096 },
 		{ "max_per_owner", offsetof(struct srv_cfg, max_per_owner), 4096 },
 		{ "max_connections", offsetof(struct srv_cfg, max_conns), 65536 },
+		{ "max_connections_per_uid", offsetof(struct srv_cfg, max_conns_per_uid), 65536 },
 		{ "default_timeout_s", offsetof(struct srv_cfg, default_timeout_s), 31536000 },
 		{ "max_timeout_s", offsetof(struct srv_cfg, max_timeout_s), 31536000 },
 		{ "retention_s", offsetof(struct srv_cfg, retention_s), 31536000 },
@@ -214,9 +216,9 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			return -1;
 		}
 	}
-	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns) {
-		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner and max_connections must "
-				"not be 0\n");
+	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid) {
+		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections and "
+				"max_connections_per_uid must not be 0\n");
 		return -1;
 	}
 	if (c->default_timeout_s > c->max_timeout_s || !c->default_timeout_s)
@@ -280,6 +282,29 @@ static int listen_on(struct srv_cfg *c)
 	return fd;
 }
 
+/* Count a connection of uid in (+1) or out (-1), under mu: false when
+ * the service or that uid is at its bound (nothing counted then). */
+static bool conn_count_locked(struct srv *s, uid_t uid, int d)
+{
+	unsigned i;
+
+	for (i = 0; i < s->nuconns && s->uconns[i].uid != uid; i++)
+		;
+	if (d < 0) {
+		s->nconns--;
+		if (i < s->nuconns && --s->uconns[i].n == 0)
+			s->uconns[i] = s->uconns[--s->nuconns];
+		return true;
+	}
+	if (s->nconns >= s->cfg.max_conns || (i < s->nuconns && s->uconns[i].n >= s->cfg.max_conns_per_uid))
+		return false;
+	if (i == s->nuconns)
+		s->uconns[s->nuconns++] = (struct uid_count){ uid, 0 };
+	s->uconns[i].n++;
+	s->nconns++;
+	return true;
+}
+
 static void *conn_thread(void *arg)
 {
 	struct conn *c = arg;
@@ -287,10 +312,10 @@ static void *conn_thread(void *arg)
 
 	conn_serve(c);
 	close(c->fd);
-	free(c);
 	pthread_mutex_lock(&s->mu);
-	s->nconns--;
+	conn_count_locked(s, c->uid, -1);
 	pthread_mutex_unlock(&s->mu);
+	free(c);
 	return NULL;
 }
 
@@ -349,6 +374,9 @@ int serve_main(int argc, char **argv)
 		rl.rlim_cur = rl.rlim_max < 65536 ? rl.rlim_max : 65536;
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
+	s->uconns = calloc(s->cfg.max_conns, sizeof(*s->uconns));
+	if (!s->uconns)
+		return 1;
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -389,29 +417,22 @@ int serve_main(int argc, char **argv)
 			continue;
 		}
 		pthread_mutex_lock(&s->mu);
-		bool full = s->nconns >= s->cfg.max_conns;
-		if (!full)
-			s->nconns++;
+		bool ok = conn_count_locked(s, cr.uid, +1);
 		pthread_mutex_unlock(&s->mu);
-		struct conn *c = full ? NULL : calloc(1, sizeof(*c));
+		struct conn *c = ok ? calloc(1, sizeof(*c)) : NULL;
 		pthread_t t;
-		if (!c) {
-			if (!full) {
+		if (c) {
+			c->s = s;
+			c->fd = fd;
+			c->uid = cr.uid;
+		}
+		if (!c || pthread_create(&t, &at, conn_thread, c)) {
+			free(c);
+			if (ok) {
 				pthread_mutex_lock(&s->mu);
-				s->nconns--;
+				conn_count_locked(s, cr.uid, -1);
 				pthread_mutex_unlock(&s->mu);
 			}
-			refuse(fd);
-			continue;
-		}
-		c->s = s;
-		c->fd = fd;
-		c->uid = cr.uid;
-		if (pthread_create(&t, &at, conn_thread, c)) {
-			free(c);
-			pthread_mutex_lock(&s->mu);
-			s->nconns--;
-			pthread_mutex_unlock(&s->mu);
 			refuse(fd);
 		}
 	}

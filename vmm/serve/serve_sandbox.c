@@ -25,6 +25,9 @@
 #define STOP_GRACE_NS (5ull * 1000000000ull) /* SIGTERM, then SIGKILL */
 #define READY_TIMEOUT_S 900                  /* the first sandbox may wait for the template to be made */
 #define STATE_MAX (1u << 20)
+/* run, its fixed flags and their values, and what net_args holds at most
+ * (--net auto, then a flag and a value per rule) */
+#define VMM_ARGV_MAX (32 + SB_NET_ARGS_MAX)
 
 uint64_t now_ns(void)
 {
@@ -130,6 +133,12 @@ int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tv
 	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
 }
 
+size_t sb_json_size(const struct sandbox *sb)
+{
+	/* metadata: key (64) and value (512) escaped at worst, 6 bytes each */
+	return 2048 + (size_t)sb->nmeta * 6 * (64 + 512 + 8);
+}
+
 void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
 {
 	char t[32];
@@ -184,7 +193,7 @@ void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
  * root's, mode 0600, in a 0700 directory. */
 void sb_persist_locked(struct srv *s, struct sandbox *sb)
 {
-	size_t cap = 64 * 1024;
+	size_t cap = 4096 + sb_json_size(sb);
 	char *buf, path[600], tmp[620];
 	struct json_w w;
 	size_t len;
@@ -216,15 +225,21 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 		json_w_string(&w, sb->env[i], strlen(sb->env[i]));
 	json_w_arr_end(&w);
 	json_w_obj_end(&w);
-	if (json_w_finish(&w, &len) == 0) {
+	if (json_w_finish(&w, &len))
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its state did not fit %zu bytes: not saved\n", sb->id, cap);
+	else {
 		snprintf(path, sizeof(path), "%s/state.json", sb->dir);
 		snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 		fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 		if (fd >= 0) {
 			bool ok = write(fd, buf, len) == (ssize_t)len;
 			close(fd);
-			if (!ok || rename(tmp, path) < 0)
+			if (!ok || rename(tmp, path) < 0) {
+				fprintf(stderr, "tinyvmm serve: sandbox %s: %s: not saved\n", sb->id, path);
 				unlink(tmp);
+			}
+		} else {
+			fprintf(stderr, "tinyvmm serve: sandbox %s: %s: %s\n", sb->id, tmp, strerror(errno));
 		}
 	}
 	free(buf);
@@ -346,7 +361,10 @@ void *srv_supervisor(void *arg)
 					sb_end_locked(s, sb, "idle");
 			}
 			if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
-				kill(sb->pid, SIGKILL);
+				/* Still that process (a re-adopted pid is not our
+				 * child and could have been reused). */
+				if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
+					kill(sb->pid, SIGKILL);
 				sb->kill_at_ns = 0;
 			}
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
@@ -414,7 +432,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap)
 {
-	char *argv[64], num[3][24], log[600];
+	char *argv[VMM_ARGV_MAX], num[3][24], log[600];
 	struct tvm_err e = { 0 };
 	pid_t pid;
 	int r;
@@ -423,7 +441,7 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
-	if ((r = vmm_argv(s, sb, net_args, argv, 64, num))) {
+	if ((r = vmm_argv(s, sb, net_args, argv, VMM_ARGV_MAX, num))) {
 		snprintf(err, errcap, "too many network rules");
 		return r;
 	}
@@ -469,10 +487,21 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	for (;;) {
 		bool gone;
 
-		r = tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, 2000, TVM_AGENT_SEED,
-				      &sb->keeper, &e);
-		if (!r)
-			break;
+		struct tvm_agent *keeper = NULL;
+
+		r = tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, 2000, TVM_AGENT_SEED, &keeper,
+				      &e);
+		if (!r) {
+			pthread_mutex_lock(&s->mu);
+			gone = sb->exited;
+			if (!gone)
+				sb->keeper = keeper;
+			pthread_mutex_unlock(&s->mu);
+			if (gone)
+				tvm_agent_close(keeper);
+			else
+				break;
+		}
 		pthread_mutex_lock(&s->mu);
 		gone = sb->exited || sb->state == SB_ENDED;
 		pthread_mutex_unlock(&s->mu);
