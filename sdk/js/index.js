@@ -422,8 +422,10 @@ export class Commands {
    * Resolves with a result ({exitCode, stdout, stderr, timedOut, truncated, ...}); a non-zero
    * exit is a result unless check: true. background: true resolves with a CommandHandle at once.
    */
-  async run(cmd, { args, envs, cwd, user, timeoutMs, stdin, onStdout, onStderr, background = false,
-    check = false, maxOutputBytes, requestTimeoutMs } = {}) {
+  async run(cmd, opts = {}) {
+    if ('timeout' in opts) throw new TypeError('commands.run: the option is timeoutMs (milliseconds), not timeout');
+    const { args, envs, cwd, user, timeoutMs, stdin, onStdout, onStderr, background = false,
+      check = false, maxOutputBytes, requestTimeoutMs } = opts;
     const body = {};
     if (Array.isArray(cmd)) body.cmd = [...cmd, ...(args || [])].map(String);
     else if (args) body.cmd = [cmd, ...args].map(String);
@@ -629,6 +631,8 @@ export class Sandbox {
 
   /** End the sandbox timeoutMs from now (may shorten; capped by the server); resolves with expiresAt. */
   async setTimeout(timeoutMs) {
+    // Milliseconds: 600 (seconds meant) would end the sandbox at once.
+    if (!(timeoutMs >= 1000)) throw new RangeError(`setTimeout(${timeoutMs}): milliseconds, at least 1000`);
     const d = await this._client.call('POST', `/sandboxes/${this.sandboxId}/timeout`, { json: { timeout_s: Math.ceil(timeoutMs / 1000) } });
     this._info.expiresAt = d.expires_at;
     return d.expires_at;

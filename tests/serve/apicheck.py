@@ -177,6 +177,7 @@ class ApiCheck:
         http = doc.get("x-http-errors", {})
         self.http_statuses = set(http.get("statuses", []))
         self.http_error = http.get("error", "bad_request")
+        self.any_route_statuses = set(x["status"] for x in http.get("any_route", []))
 
     # -- routes ---------------------------------------------------------
     def match(self, method, target):
@@ -323,6 +324,9 @@ class ApiCheck:
         try:
             tmpl, r = self._response_obj(method, target, status)
         except LookupError as e:
+            if status in self.any_route_statuses:
+                # a bound of the connection layer (x-http-errors)
+                return self.check_error(status, body)
             return [str(e)]
         where = "%s %s -> %d" % (method, tmpl, status)
         errs = []

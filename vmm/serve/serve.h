@@ -68,6 +68,7 @@ struct sandbox {
 	char uds[600]; /* <dir>/vsock.sock */
 	char template[64];
 	unsigned cpus, memory_mib, idle_timeout_s;
+	unsigned timeout_s;          /* asked at create: expires_at = ready + this */
 	char **env;                  /* "NAME=value", envs then secret_envs; NULL-terminated */
 	unsigned nenv, nsecret_from; /* env[nsecret_from..] are the secret ones */
 	struct kv *meta;

@@ -44,7 +44,7 @@ int body_parse(struct conn *c, struct body *b)
 		len = 2;
 	}
 	if (json_parse(&b->d, b->text, len, b->tok, MAX_TOK, 0, &je))
-		return conn_error(c, 400, "bad_request", "body: invalid JSON at byte %zu: %s", je.off, je.msg), -1;
+		return conn_error(c, 400, "bad_request", "body: invalid JSON: %s", je.msg), -1;
 	if (b->d.tok[0].type != JSON_OBJECT)
 		return conn_error(c, 400, "bad_request", "body: a JSON object is expected"), -1;
 	return 0;
@@ -292,8 +292,11 @@ void api_create(struct conn *c, const struct http_request *r)
 	random_hex(sb->token, 16);
 	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", s->cfg.state_dir, sb->id);
 	snprintf(sb->uds, sizeof(sb->uds), "%s/vsock.sock", sb->dir);
+	/* Set again once it is ready: the lifetime starts then (a first
+	 * create may wait a minute or more for its template). */
 	sb->created_at = time(NULL);
 	sb->expires_at = sb->created_at + timeout_s;
+	sb->timeout_s = timeout_s;
 	sb->state = SB_STARTING;
 
 	pthread_mutex_lock(&s->mu);

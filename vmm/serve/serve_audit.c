@@ -29,9 +29,13 @@ void audit_end(struct srv *s, struct sandbox *sb, struct json_w *w)
 	int fd;
 
 	(void)s;
+	json_w_key(w, "sandbox", 7);
+	json_w_string(w, sb->id, strlen(sb->id));
 	json_w_obj_end(w);
-	if (json_w_finish(w, &len))
+	if (json_w_finish(w, &len)) {
+		fprintf(stderr, "tinyvmm serve: sandbox %s: an audit line did not fit its buffer\n", sb->id);
 		return;
+	}
 	if (len < w->cap)
 		w->buf[len++] = '\n';
 	snprintf(path, sizeof(path), "%s/audit.jsonl", sb->dir);

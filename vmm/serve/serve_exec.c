@@ -154,8 +154,11 @@ static void audit_exec(struct exec *ex, const char *event)
 		for (unsigned i = 0; i < ex->argc; i++)
 			json_w_string(&w, ex->argv[i], strlen(ex->argv[i]));
 		json_w_arr_end(&w);
-		json_w_key(&w, "cwd", 3);
-		json_w_string(&w, ex->cwd ? ex->cwd : "/", strlen(ex->cwd ? ex->cwd : "/"));
+		json_w_key(&w, "cwd", 3); /* null: the user's home (/home/sandbox, /root) */
+		if (ex->cwd)
+			json_w_string(&w, ex->cwd, strlen(ex->cwd));
+		else
+			json_w_null(&w);
 		json_w_key(&w, "user", 4);
 		json_w_string(&w, ex->uid == TVM_ID_ROOT ? "root" : "sandbox", ex->uid == TVM_ID_ROOT ? 4 : 7);
 		/* Names only: values may be secrets. */

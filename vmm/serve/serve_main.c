@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
-		   "                     [--socket-group GROUP] [--max-sandboxes N] [--max-per-owner N]\n"
+		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
 		   "                     [--max-timeout S] [--retention S] [--no-jail]\n"
 		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
 		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
@@ -383,7 +383,8 @@ int serve_main(int argc, char **argv)
 	pthread_cond_init(&s->cv, &ca);
 	mkparents(s->cfg.state_dir);
 	if ((r = srv_state_init(s))) {
-		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir, strerror(-r));
+		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
+			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
 		return 1;
 	}
 	lfd = listen_on(&s->cfg);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -266,8 +267,6 @@ static void audit_lifecycle(struct srv *s, struct sandbox *sb, const char *event
 	struct json_w w;
 
 	audit_begin(&w, buf, sizeof(buf), event);
-	json_w_key(&w, "sandbox", 7);
-	json_w_string(&w, sb->id, strlen(sb->id));
 	json_w_key(&w, "owner", 5);
 	json_w_uint(&w, sb->owner);
 	if (sb->end_reason) {
@@ -430,6 +429,35 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 #undef ADD
 }
 
+/* The last non-empty line of the VMM's log (its own messages: why it
+ * could not start), control bytes as '?', at most cap - 1 bytes. */
+static void last_line(const char *path, char *out, size_t cap)
+{
+	char buf[4096];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
+	ssize_t n = 0;
+
+	*out = 0;
+	if (end > 0) {
+		off_t from = end > (off_t)sizeof(buf) - 1 ? end - (off_t)sizeof(buf) + 1 : 0;
+		n = pread(fd, buf, sizeof(buf) - 1, from);
+	}
+	if (fd >= 0)
+		close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	if (n <= 0)
+		return;
+	buf[n] = 0;
+	char *line = strrchr(buf, '\n');
+	line = line ? line + 1 : buf;
+	snprintf(out, cap, "%.*s", (int)(cap - 1), line);
+	for (char *p = out; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
+}
+
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap)
 {
 	char *argv[VMM_ARGV_MAX], num[3][24], log[600];
@@ -506,14 +534,19 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 		gone = sb->exited || sb->state == SB_ENDED;
 		pthread_mutex_unlock(&s->mu);
 		if (gone || now_ns() > deadline) {
-			snprintf(err, errcap, "the sandbox's VM %s (see %s)",
-				 gone ? "ended while starting" : "did not start", log);
+			char last[256];
+
+			last_line(log, last, sizeof(last));
+			snprintf(err, errcap, "the sandbox's VM %s%s%s (its log: %s)",
+				 gone ? "ended while starting" : "did not start", *last ? ": " : "", last, log);
 			return -EIO;
 		}
 	}
 	pthread_mutex_lock(&s->mu);
 	if (sb->state == SB_STARTING)
 		sb->state = SB_RUNNING;
+	sb->created_at = time(NULL);
+	sb->expires_at = sb->created_at + sb->timeout_s;
 	sb->last_active_ns = now_ns();
 	sb_persist_locked(s, sb);
 	audit_lifecycle(s, sb, "created");
@@ -698,6 +731,16 @@ int srv_state_init(struct srv *s)
 
 	if (mkdir(s->cfg.state_dir, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	/* One daemon per state directory: two would both re-adopt (and
+	 * end) the same sandboxes. Held until we exit. */
+	snprintf(path, sizeof(path), "%s/lock", s->cfg.state_dir);
+	int lk = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (lk < 0)
+		return -errno;
+	if (flock(lk, LOCK_EX | LOCK_NB) < 0) {
+		close(lk);
+		return -EBUSY;
+	}
 	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
