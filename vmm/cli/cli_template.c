@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmm/core/dir_remove.h"
 #include "vmm/cli/cli.h"
 #include "vmm/core/version.h"
 
@@ -20,22 +21,6 @@
 /* What the template's guest runs once before the snapshot, so the page
  * cache a Python job needs is in it (harmless where there is no python3). */
 static char *warmup_argv[] = { "/bin/sh", "-c", "python3 -c pass 2>/dev/null; true", NULL };
-
-/* Remove a half-made template directory (its files are ours: state, mem,
- * diskN and their temporaries). */
-static void remove_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
 
 /* Remove every "<name of dir>.tmp-*" in templates, the folder dir is in. */
 static void remove_stale(const char *templates, const char *dir)
@@ -51,7 +36,7 @@ static void remove_stale(const char *templates, const char *dir)
 	while ((de = readdir(d)))
 		if (!strncmp(de->d_name, name, n) && !strncmp(de->d_name + n, ".tmp-", 5)) {
 			if (snprintf(path, sizeof(path), "%s/%s", templates, de->d_name) < (int)sizeof(path))
-				remove_dir(path);
+				dir_remove_flat(path);
 		}
 	closedir(d);
 }
@@ -179,7 +164,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	close(fd);
 	a->job.template_made = !r;
 	if (r) {
-		remove_dir(tmp);
+		dir_remove_flat(tmp);
 		fprintf(stderr, "tinyvmm: template snapshot %s could not be made; booting cold\n", dir);
 		return;
 	}

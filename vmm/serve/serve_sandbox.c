@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vmm/core/dir_remove.h"
 #include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
@@ -316,20 +317,6 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status)
 	pthread_cond_broadcast(&s->cv);
 }
 
-static void remove_sandbox_dir(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-
-	if (!d)
-		return;
-	while ((de = readdir(d)))
-		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			unlinkat(dirfd(d), de->d_name, 0);
-	closedir(d);
-	rmdir(dir);
-}
-
 void *srv_supervisor(void *arg)
 {
 	struct srv *s = arg;
@@ -369,7 +356,7 @@ void *srv_supervisor(void *arg)
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    real - sb->ended_at >= (time_t)s->cfg.retention_s) {
 				*pp = sb->next;
-				remove_sandbox_dir(sb->dir);
+				dir_remove_flat(sb->dir);
 				srv_free_sandbox(sb);
 				continue;
 			}
@@ -716,7 +703,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	return;
 bad:
 	fprintf(stderr, "tinyvmm serve: %s: unreadable sandbox state: removed\n", dir);
-	remove_sandbox_dir(dir);
+	dir_remove_flat(dir);
 	free(text);
 	free(tok);
 	if (sb)
