@@ -631,10 +631,14 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	if (get_u64(&d, 0, "pid_start", &v))
 		goto bad;
 	sb->pid_start = v;
-	get_u64(&d, o, "cpus", &v) == 0 ? (void)(sb->cpus = (unsigned)v) : (void)0;
-	get_u64(&d, o, "memory_mib", &v) == 0 ? (void)(sb->memory_mib = (unsigned)v) : (void)0;
-	get_u64(&d, o, "idle_timeout_s", &v) == 0 ? (void)(sb->idle_timeout_s = (unsigned)v) : (void)0;
-	get_u64(&d, 0, "secret_from", &v) == 0 ? (void)(sb->nsecret_from = (unsigned)v) : (void)0;
+	if (!get_u64(&d, o, "cpus", &v))
+		sb->cpus = (unsigned)v;
+	if (!get_u64(&d, o, "memory_mib", &v))
+		sb->memory_mib = (unsigned)v;
+	if (!get_u64(&d, o, "idle_timeout_s", &v))
+		sb->idle_timeout_s = (unsigned)v;
+	if (!get_u64(&d, 0, "secret_from", &v))
+		sb->nsecret_from = (unsigned)v;
 	sb->created_at = get_time(&d, o, "created_at");
 	sb->expires_at = get_time(&d, o, "expires_at");
 	sb->ended_at = get_time(&d, o, "ended_at");
