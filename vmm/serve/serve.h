@@ -111,7 +111,6 @@ struct srv {
 	} * uconns; /* open connections per uid: nuconns entries, max_conns allocated */
 	unsigned nuconns;
 	volatile int stopping;
-	int audit_fd; /* the daemon's own log of lifecycle events, -1: stderr only */
 };
 
 /* One HTTP connection, served by one thread. */
@@ -130,7 +129,6 @@ struct conn {
 	bool keep_alive;
 	bool head_sent;  /* a streamed response has begun: errors can only close */
 	bool raw_stream; /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
-	int head_deadline_s;
 };
 
 /* serve_conn.c */
