@@ -163,6 +163,8 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
 	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
 	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
+	echo "== tests/batch (run --json)"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
+	  python3 -m unittest discover -s tests/batch; \
 	echo "== tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"
 
 test: check-layers check-symbols format-check unit integration

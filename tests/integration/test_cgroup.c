@@ -463,7 +463,7 @@ START_TEST(exec_backstop_and_sigterm)
 END_TEST
 
 /* Asked for a limit on a host (here: a cgroup parent) that refuses it:
- * one line, status 125, no VM. */
+ * one line, status 125, no VM; a wrong limit option: 64. */
 START_TEST(refused_limit_is_one_line)
 {
 	char *e;
@@ -479,13 +479,13 @@ START_TEST(refused_limit_is_one_line)
 	pid = SPAWN("run", GUEST, "--cpu-quota", "0.5", "--no-cgroup", "--", "true");
 	st = wait_exit(pid);
 	e = it_slurp(err);
-	ck_assert_msg(st == 125 && !strcmp(e, "tinyvmm: --cpu-quota needs a cgroup, --no-cgroup says none\n"),
+	ck_assert_msg(st == 64 && !strcmp(e, "tinyvmm: --cpu-quota needs a cgroup, --no-cgroup says none\n"),
 		      "status %d: %s", st, e);
 	free(e);
 	pid = SPAWN("run", GUEST, "--cpu-quota", "0.0001", "--", "true");
 	st = wait_exit(pid);
 	e = it_slurp(err);
-	ck_assert_msg(st == 125 && strstr(e, "--cpu-quota: '0.0001' is not a number of CPUs"), "status %d: %s", st, e);
+	ck_assert_msg(st == 64 && strstr(e, "--cpu-quota: '0.0001' is not a number of CPUs"), "status %d: %s", st, e);
 	free(e);
 }
 END_TEST

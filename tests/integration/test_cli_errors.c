@@ -74,10 +74,10 @@ static void teardown(void)
 }
 
 /* Run ./tinyvmm args... (NULL-terminated, without argv[0]) and check: exit
- * status 125, no stdout, one stderr line that starts with "tinyvmm: " and
+ * status want_st (64: a wrong command line, 125: tinyvmm failed), no stdout, one stderr line that starts with "tinyvmm: " and
  * contains want (the host quirk notice comes only once a VM starts, so not
  * before an error). */
-static void expect_error(const char *want, const char *const *args)
+static void expect_error(int want_st, const char *want, const char *const *args)
 {
 	char *argv[32] = { "tinyvmm" };
 	char *out, *err, *line, *save = NULL;
@@ -89,7 +89,8 @@ static void expect_error(const char *want, const char *const *args)
 	st = it_run_cli(argv, p("out"), p("err"), 20);
 	out = it_slurp(p("out"));
 	err = it_slurp(p("err"));
-	ck_assert_msg(st == 125, "%s ...: status %d (1000 + signal when killed), stderr: %s", argv[1], st, err);
+	ck_assert_msg(st == want_st, "%s ...: status %d, want %d (1000 + signal when killed), stderr: %s", argv[1], st,
+		      want_st, err);
 	ck_assert_msg(!*out, "stdout not empty: %s", out);
 	ck_assert_msg(strstr(err, want), "want \"%s\" in: %s", want, err);
 	for (line = strtok_r(err, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -101,28 +102,30 @@ static void expect_error(const char *want, const char *const *args)
 	free(err);
 }
 
-#define E(want, ...) expect_error(want, (const char *const[]){ __VA_ARGS__, NULL })
+#define E(want, ...) expect_error(125, want, (const char *const[]){ __VA_ARGS__, NULL })
+#define U(want, ...) expect_error(EXIT_USAGE_ST, want, (const char *const[]){ __VA_ARGS__, NULL })
+#define EXIT_USAGE_ST 64 /* vmm/cli/cli_report.h */
 
 START_TEST(numbers)
 {
-	E("--mem: '12abc' is not a number", "run", "--kernel", p("garbage"), "--mem", "12abc");
-	E("--mem: '-1' is not a number", "run", "--kernel", p("garbage"), "--mem", "-1");
-	E("--mem: '' is not a number", "run", "--kernel", p("garbage"), "--mem", "");
-	E("--cpus: '99999999999' is not a number", "run", "--kernel", p("garbage"), "--cpus", "99999999999");
-	E("--output-cap: '1x' is not a number", "run", "--kernel", p("garbage"), "--output-cap", "1x", "--", "true");
-	E("--ttl: '-1' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "-1");
-	E("--ttl: '1e99' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "1e99");
+	U("--mem: '12abc' is not a number", "run", "--kernel", p("garbage"), "--mem", "12abc");
+	U("--mem: '-1' is not a number", "run", "--kernel", p("garbage"), "--mem", "-1");
+	U("--mem: '' is not a number", "run", "--kernel", p("garbage"), "--mem", "");
+	U("--cpus: '99999999999' is not a number", "run", "--kernel", p("garbage"), "--cpus", "99999999999");
+	U("--output-cap: '1x' is not a number", "run", "--kernel", p("garbage"), "--output-cap", "1x", "--", "true");
+	U("--ttl: '-1' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "-1");
+	U("--ttl: '1e99' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "1e99");
 	/* NaN passed the range check and became 0 ms: no TTL at all. */
-	E("--ttl: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "nan");
-	E("--timeout: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "nan", "--",
+	U("--ttl: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "nan");
+	U("--timeout: 'nan' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "nan", "--",
 	  "true");
-	E("--timeout: 'inf' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "inf", "--",
+	U("--timeout: 'inf' is not a number of seconds", "run", "--kernel", p("garbage"), "--timeout", "inf", "--",
 	  "true");
 	E("memory: 0 MiB is out of range", "run", "--kernel", p("garbage"), "--mem", "0");
 	E("memory: 4294967295 MiB is out of range", "run", "--kernel", p("garbage"), "--mem", "4294967295");
 	E("cpus: 0 is out of range", "run", "--kernel", p("garbage"), "--cpus", "0");
 	E("cpus: 65 is out of range", "run", "--kernel", p("garbage"), "--cpus", "65");
-	E("--quirks: 'maybe' is not auto, on or off", "run", "--kernel", p("garbage"), "--quirks", "maybe");
+	U("--quirks: 'maybe' is not auto, on or off", "run", "--kernel", p("garbage"), "--quirks", "maybe");
 	E("vsock: guest CID 2 is not in", "run", "--kernel", p("garbage"), "--vsock-cid", "2");
 }
 END_TEST
@@ -135,44 +138,44 @@ START_TEST(usage_errors)
 	E("no guest kernel: give --kernel", "run", "--", "true");
 	unsetenv("TINYVMM_DATA_DIR");
 	/* Used to print the whole usage without naming the word. */
-	E("unknown command 'runn'", "runn");
-	E("unknown command 'snapshot creat'", "snapshot", "creat");
-	E("unknown command 'image bild'", "image", "bild");
+	U("unknown command 'runn'", "runn");
+	U("unknown command 'snapshot creat'", "snapshot", "creat");
+	U("unknown command 'image bild'", "image", "bild");
 	E("image build needs --out FILE", "image", "build", "--packages", "jq");
 	/* The script's own options are not the user's: --init would make any
 	 * file root can read the image's /sbin/init. */
 	E("image build: unknown option '--init'", "image", "build", "--out", p("new"), "--init", "/etc/shadow");
 	E("image build: --copy needs a value", "image", "build", "--out", p("new"), "--copy");
 	/* Used to be accepted and ignored. */
-	E("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
-	E("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
-	E("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
-	E("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
-	E("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
+	U("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
+	U("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
+	U("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
+	U("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
+	U("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
 	/* -e NAME alone takes our value (docker's -e); a name must be one. */
-	E("-e 1BAD: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "1BAD", "--", "true");
-	E("-e =x: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "=x", "--", "true");
-	E("--env-file /nonexistent/envs: No such file or directory", "run", "--kernel", p("garbage"), "--env-file",
+	U("-e 1BAD: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "1BAD", "--", "true");
+	U("-e =x: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "-e", "=x", "--", "true");
+	U("--env-file /nonexistent/envs: No such file or directory", "run", "--kernel", p("garbage"), "--env-file",
 	  "/nonexistent/envs", "--", "true");
 	write_file("envs", "# comment\nA=1\n\nB C=2\n", 20);
-	E("envs:4: B C=2: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "--env-file", p("envs"), "--",
+	U("envs:4: B C=2: expected NAME=VALUE or NAME", "run", "--kernel", p("garbage"), "--env-file", p("envs"), "--",
 	  "true");
 	/* Guest paths that cannot work are refused before a VM starts. */
-	E("--put ", "run", "--kernel", p("garbage"), "--put", "/etc/hostname:rel/x", "--", "true");
-	E("the guest path 'rel/x' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
+	U("--put ", "run", "--kernel", p("garbage"), "--put", "/etc/hostname:rel/x", "--", "true");
+	U("the guest path 'rel/x' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
 	  "/etc/hostname:rel/x", "--", "true");
-	E("the guest path '/tmp/' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
+	U("the guest path '/tmp/' must be absolute and name a file", "run", "--kernel", p("garbage"), "--put",
 	  "/etc/hostname:/tmp/", "--", "true");
-	E("--get out:/tmp/o: the guest path 'out' must be", "run", "--kernel", p("garbage"), "--get", "out:/tmp/o",
+	U("--get out:/tmp/o: the guest path 'out' must be", "run", "--kernel", p("garbage"), "--get", "out:/tmp/o",
 	  "--", "true");
-	E("--put nocolon: expected SRC:DST", "run", "--kernel", p("garbage"), "--put", "nocolon", "--", "true");
-	E("--get :x: expected SRC:DST", "run", "--kernel", p("garbage"), "--get", ":x", "--", "true");
+	U("--put nocolon: expected SRC:DST", "run", "--kernel", p("garbage"), "--put", "nocolon", "--", "true");
+	U("--get :x: expected SRC:DST", "run", "--kernel", p("garbage"), "--get", ":x", "--", "true");
 	/* Used to be getopt's "run: ..." line followed by the whole usage. */
-	E("tinyvmm: unknown option --bogus (see tinyvmm --help)", "run", "--bogus");
-	E("tinyvmm: unknown option -x (see tinyvmm --help)", "run", "-ix");
-	E("tinyvmm: unknown option --nope (see tinyvmm --help)", "exec", "--nope");
-	E("tinyvmm: --kernel needs a value", "run", "--kernel");
-	E("tinyvmm: -e needs a value", "run", "-e");
+	U("tinyvmm: unknown option --bogus (see tinyvmm --help)", "run", "--bogus");
+	U("tinyvmm: unknown option -x (see tinyvmm --help)", "run", "-ix");
+	U("tinyvmm: unknown option --nope (see tinyvmm --help)", "exec", "--nope");
+	U("tinyvmm: --kernel needs a value", "run", "--kernel");
+	U("tinyvmm: -e needs a value", "run", "-e");
 }
 END_TEST
 
@@ -193,27 +196,27 @@ START_TEST(drive_specs)
 {
 	char spec[256];
 
-	E("--drive : no image path", "run", "--kernel", p("garbage"), "--drive", "");
-	E("--drive ,: no image path", "run", "--kernel", p("garbage"), "--drive", ",");
+	U("--drive : no image path", "run", "--kernel", p("garbage"), "--drive", "");
+	U("--drive ,: no image path", "run", "--kernel", p("garbage"), "--drive", ",");
 	snprintf(spec, sizeof(spec), "%s,bogus", p("img"));
-	E("unknown option 'bogus'", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("unknown option 'bogus'", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,overlay-limit=x", p("img"));
-	E("--drive: 'x' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("--drive: 'x' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,bw=2X", p("img"));
-	E("--drive bw: '2X' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("--drive bw: '2X' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,bw=17179869184G", p("img")); /* 2^64 */
-	E("--drive bw: '17179869184G' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("--drive bw: '17179869184G' is not a number", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,iops=0", p("img"));
-	E("--drive iops: the rate must be positive", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("--drive iops: the rate must be positive", "run", "--kernel", p("garbage"), "--drive", spec);
 	snprintf(spec, sizeof(spec), "%s,ro,overlay=%s", p("img"), p("new"));
-	E("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
-	E("--disk-size: 'x' is not a number", "run", "--kernel", p("garbage"), "--disk-size", "x");
-	E("--disk-size 1000: not a positive multiple of 512", "run", "--kernel", p("garbage"), "--disk-size", "1000");
-	E("--disk-size 1025G: more than 1024G", "run", "--kernel", p("garbage"), "--disk-size", "1025G");
-	E("--disk-size 512 bytes: smaller than the root image", "run", "--kernel", p("garbage"), "--rootfs", p("img"),
+	U("overlay= needs copy-on-write mode", "run", "--kernel", p("garbage"), "--drive", spec);
+	U("--disk-size: 'x' is not a number", "run", "--kernel", p("garbage"), "--disk-size", "x");
+	U("--disk-size 1000: not a positive multiple of 512", "run", "--kernel", p("garbage"), "--disk-size", "1000");
+	U("--disk-size 1025G: more than 1024G", "run", "--kernel", p("garbage"), "--disk-size", "1025G");
+	U("--disk-size 512 bytes: smaller than the root image", "run", "--kernel", p("garbage"), "--rootfs", p("img"),
 	  "--disk-size", "512");
 	snprintf(spec, sizeof(spec), "%s,rw", p("img"));
-	E("--disk-size: the root drive", "run", "--kernel", p("garbage"), "--rootfs", spec, "--disk-size", "1G");
+	U("--disk-size: the root drive", "run", "--kernel", p("garbage"), "--rootfs", spec, "--disk-size", "1G");
 	snprintf(spec, sizeof(spec), "%s,id=123456789012345678901", p("img"));
 	E("is longer than 20 bytes", "run", "--kernel", p("garbage"), "--drive", spec);
 	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));
@@ -242,13 +245,13 @@ START_TEST(net_values)
 	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-mac", "01:00:00:00:00:01");
-	E("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net",
+	U("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net",
 	  "tap=x,bogus=1");
 	/* Rate limits: a count with K, M or G, positive. */
-	E("--net tx-bw: 'abc' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--net",
+	U("--net tx-bw: 'abc' is not a number (K, M or G may follow", "run", "--kernel", p("garbage"), "--net",
 	  "auto,tx-bw=abc");
-	E("--net rx-pps: the rate must be positive", "run", "--kernel", p("garbage"), "--net", "auto,rx-pps=0");
-	E("--net tap=: empty TAP name", "run", "--kernel", p("garbage"), "--net", "tap=");
+	U("--net rx-pps: the rate must be positive", "run", "--kernel", p("garbage"), "--net", "auto,rx-pps=0");
+	U("--net tap=: empty TAP name", "run", "--kernel", p("garbage"), "--net", "tap=");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net",
 	  "auto,mac=01:00:00:00:00:01");
 	/* Guest addresses the agent would refuse: used to boot without one. */
@@ -259,8 +262,8 @@ START_TEST(net_values)
 	E("net gw 10.0.0.1: the guest needs an address too (--net-ip)", "run", "--kernel", p("garbage"), "--net",
 	  "auto", "--net-gw", "10.0.0.1");
 	/* A policy without a network used to be accepted and mean nothing. */
-	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-allow", "10.0.0.1/32");
-	E("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-no-offload");
+	U("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-allow", "10.0.0.1/32");
+	U("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-no-offload");
 }
 END_TEST
 
@@ -660,6 +663,7 @@ END_TEST
 
 /* --json must stay valid JSON (RFC 8259 wants UTF-8) whatever bytes the
  * job prints: invalid ones become U+FFFD, valid UTF-8 passes through. */
+#define FFFD "\xef\xbf\xbd" /* U+FFFD in UTF-8 */
 START_TEST(json_binary_output)
 {
 	char *out, *err;
@@ -667,8 +671,7 @@ START_TEST(json_binary_output)
 	ck_assert_int_eq(run_exec(BINARY, (const char *const[]){ "--json", "--", "true", NULL }, &out, &err), 0);
 	ck_assert_str_eq(err, "");
 	ck_assert_msg(
-		strstr(out,
-		       "\"stdout\":\"\xc3\xa9\\ufffd\xf0\x9f\x98\x80\\ufffd\\ufffd\\ufffd\\\\\\\"\\ufffd\\ufffd\","),
+		strstr(out, "\"stdout\":\"\xc3\xa9" FFFD "\xf0\x9f\x98\x80" FFFD FFFD FFFD "\\\\\\\"" FFFD FFFD "\","),
 		"stdout: %s", out);
 	free(out);
 	free(err);

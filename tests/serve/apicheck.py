@@ -5,7 +5,8 @@ The schema language is the subset of OpenAPI 3.0 / JSON Schema the document
 uses: $ref, type, nullable, enum, properties, required,
 additionalProperties (bool or schema), items, minItems/maxItems,
 minLength/maxLength, minProperties/maxProperties, minimum/maximum, pattern,
-format date-time, oneOf/anyOf/allOf. Besides the schemas it checks:
+format date-time, oneOf/anyOf/allOf, and JSON Schema's type lists with
+"null" (vmm/cli/run-result.schema.json). Besides the schemas it checks:
 - the route: the method and concrete path must match an operation of the
   document (`/v1/sandboxes/sbx_ab/execs/ex_1` -> `/v1/sandboxes/{id}/execs/{eid}`),
   its path parameters their schemas, its query parameters the documented
@@ -37,6 +38,10 @@ def load(path):
 
 
 def _type_ok(t, v):
+    if isinstance(t, list):  # JSON Schema: one of several types
+        return any(_type_ok(x, v) for x in t)
+    if t == "null":
+        return v is None
     if t == "object":
         return isinstance(v, dict)
     if t == "array":
@@ -83,6 +88,8 @@ def _validate(s, v, doc, where, errs, depth):
         return
     if v is None:
         if s.get("nullable"):
+            return
+        if isinstance(s.get("type"), list) and "null" in s["type"]:
             return
         if "type" in s or s.get("enum") is not None or "properties" in s:
             errs.append("%s: null where not nullable" % where)

@@ -63,5 +63,5 @@ int main(int argc, char **argv)
 			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
 	else
 		cli_usage(stderr);
-	return EXIT_VM_FAILED;
+	return EXIT_USAGE;
 }

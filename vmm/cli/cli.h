@@ -12,6 +12,7 @@
  *   cli_guest.c     the default kernel and base image
  *   cli_template.c  template snapshots made for the user
  *   cli_job.c       job options and running one job (cli_job.h)
+ *   cli_report.c    the one JSON object of a --json run (cli_report.h)
  *   cli_jail.c      --jail around any command that runs a VM; tinyvmm gc
  * Everything else is the library's (vmm/tinyvmm.h). */
 #ifndef TVM_CLI_H
@@ -22,6 +23,7 @@
 
 #include "vmm/tinyvmm.h"
 #include "vmm/cli/cli_job.h"
+#include "vmm/cli/cli_report.h"
 #include "vmm/sandbox/seccomp.h"
 #include "vmm/sandbox/jail.h"
 
@@ -77,6 +79,7 @@ struct cli_args {
 	int jail;                   /* --jail: the VM runs jailed (cli_jail.c) */
 	struct jail_opts jail_opts; /* --jail-dir, --jail-uid, --jail-gid, --netns */
 	const char *jail_flag;      /* the last of those given (they need --jail) */
+	const char *json;           /* "--json" or "--json-out" when given (cli_report.h) */
 };
 
 /* Parse argv (argv[0]: the subcommand) into a. Returns 0, -1 after --help

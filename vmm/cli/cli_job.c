@@ -1,6 +1,7 @@
 #include "vmm/cli/cli_job.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "vmm/core/clock.h"
-#include "vmm/core/version.h"
+#include "vmm/cli/cli_report.h"
 
 #define FILE_CAP CLI_FILE_CAP
 #define STDIN_CAP (256u << 20) /* largest stdin forwarded */
@@ -226,6 +226,25 @@ int cli_job_check_puts(const struct cli_job *j)
 	return 0;
 }
 
+/* One line for --put (get 0) or --get number i, said and kept for the
+ * report: "--put SPEC: why", or with what, "--put WHAT: why". */
+static void file_failed(struct cli_job *j, int get, unsigned i, const char *what, const char *fmt, ...)
+{
+	char msg[600], kept[1200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "tinyvmm: --%s %s: %s\n", get ? "get" : "put",
+		what  ? what
+		: get ? j->gets[i]
+		      : j->puts[i],
+		msg);
+	snprintf(kept, sizeof(kept), "%s%s%s", what ? what : "", what ? ": " : "", msg);
+	cli_report_file(j->report, get, i, 0, kept);
+}
+
 static int put_files(struct cli_job *j, struct tvm_agent *a)
 {
 	for (unsigned i = 0; i < j->nput; i++) {
@@ -237,7 +256,7 @@ static int put_files(struct cli_job *j, struct tvm_agent *a)
 		int fd, r;
 
 		if (!local) {
-			fprintf(stderr, "tinyvmm: --put %s: out of memory\n", j->puts[i]);
+			file_failed(j, 0, i, NULL, "out of memory");
 			return -1;
 		}
 		guest = strchr(local, ':');
@@ -249,17 +268,18 @@ static int put_files(struct cli_job *j, struct tvm_agent *a)
 		if (j->puts_open)
 			j->put_fd[i] = -1;
 		if (r) {
-			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(-r));
+			file_failed(j, 0, i, local, "%s", strerror(-r));
 			free(local);
 			return -1;
 		}
 		r = tvm_agent_put_file(a, guest, st.st_mode & 07777, data, len, &e);
 		free(data);
-		if (r)
-			fprintf(stderr, "tinyvmm: --put %s: %s\n", j->puts[i], e.msg);
 		free(local);
-		if (r)
+		if (r) {
+			file_failed(j, 0, i, NULL, "%s", e.msg);
 			return -1;
+		}
+		cli_report_file(j->report, 0, i, len, NULL);
 	}
 	return 0;
 }
@@ -330,7 +350,7 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 		int r;
 
 		if (!guest) {
-			fprintf(stderr, "tinyvmm: --get %s: out of memory\n", j->gets[i]);
+			file_failed(j, 1, i, NULL, "out of memory");
 			failed = -1;
 			continue;
 		}
@@ -342,12 +362,13 @@ static int get_files(struct cli_job *j, struct tvm_agent *a)
 		}
 		r = tvm_agent_get_file(a, guest, FILE_CAP, &data, &len, &e);
 		if (r) {
-			fprintf(stderr, "tinyvmm: --get %s: %s\n", j->gets[i], e.msg);
+			file_failed(j, 1, i, NULL, "%s", e.msg);
 			failed = -1;
 		} else if ((r = write_local(local, data, len))) {
-			fprintf(stderr, "tinyvmm: --get %s: writing %s: %s\n", j->gets[i], local, strerror(-r));
+			file_failed(j, 1, i, NULL, "writing %s: %s", local, strerror(-r));
 			failed = -1;
-		}
+		} else
+			cli_report_file(j->report, 1, i, len, NULL);
 		free(data); /* NULL after a failed get; also freed after a failed write */
 		free(guest);
 	}
@@ -373,7 +394,7 @@ int cli_move_staged(const char *staged, const char *target)
 	return r;
 }
 
-int cli_job_collect_gets(const struct cli_job *j, const char *host_stage)
+int cli_job_collect_gets(struct cli_job *j, const char *host_stage)
 {
 	int failed = 0;
 
@@ -385,89 +406,32 @@ int cli_job_collect_gets(const struct cli_job *j, const char *host_stage)
 		snprintf(staged, sizeof(staged), "%s/get%u", host_stage, i);
 		r = cli_move_staged(staged, local);
 		if (r && r != -ENOENT) {
-			fprintf(stderr, "tinyvmm: --get %s: writing %s: %s\n", j->gets[i], local, strerror(-r));
+			file_failed(j, 1, i, NULL, "writing %s: %s", local, strerror(-r));
 			failed = -1;
 		}
 	}
 	return failed;
 }
 
-/* Output kept for --json: bounded by the agent's caps. */
-struct capture {
-	char *buf[3];
-	size_t len[3];
-};
-
+/* The job's output: into the report, dropped (quiet), or to our stdout
+ * and stderr as it comes. */
 static void on_output(void *ctx, int stream, const void *buf, size_t len)
 {
-	struct capture *c = ctx;
+	const struct cli_job *j = ctx;
 
-	if (!c) {
-		/* Streaming mode: straight through, short writes retried. */
-		for (size_t off = 0; off < len;) {
-			ssize_t n = write(stream, (const char *)buf + off, len - off);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				return;
-			off += (size_t)n;
-		}
+	if (j->report || j->quiet) {
+		cli_report_output(j->report, stream, buf, len);
 		return;
 	}
-	char *nb = realloc(c->buf[stream], c->len[stream] + len);
-	if (!nb)
-		return;
-	memcpy(nb + c->len[stream], buf, len);
-	c->buf[stream] = nb;
-	c->len[stream] += len;
-}
-
-/* Length of the well-formed UTF-8 sequence (RFC 3629) of 2..4 bytes at
- * s[0..n), or 0 if there is none. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-	size_t len = s[0] >= 0xf0 ? 4 : s[0] >= 0xe0 ? 3 : 2;
-	uint32_t cp;
-
-	if (s[0] < 0xc2 || s[0] > 0xf4 || n < len)
-		return 0;
-	cp = s[0] & (0x7f >> len);
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xc0) != 0x80)
-			return 0;
-		cp = cp << 6 | (s[i] & 0x3f);
+	/* Short writes retried. */
+	for (size_t off = 0; off < len;) {
+		ssize_t n = write(stream, (const char *)buf + off, len - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return;
+		off += (size_t)n;
 	}
-	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return len;
-}
-
-/* The job's bytes as a JSON string: UTF-8 passes through, each byte that
- * is not part of valid UTF-8 becomes U+FFFD, so the object always parses. */
-static void json_string(FILE *f, const char *s, size_t n)
-{
-	fputc('"', f);
-	for (size_t i = 0; i < n; i++) {
-		unsigned char ch = (unsigned char)s[i];
-		size_t len;
-
-		if (ch == '"' || ch == '\\')
-			fprintf(f, "\\%c", ch);
-		else if (ch == '\n')
-			fputs("\\n", f);
-		else if (ch == '\t')
-			fputs("\\t", f);
-		else if (ch < 0x20 || ch == 0x7f)
-			fprintf(f, "\\u%04x", ch);
-		else if (ch < 0x80)
-			fputc(ch, f);
-		else if ((len = utf8_len((const unsigned char *)s + i, n - i))) {
-			fwrite(s + i, 1, len, f);
-			i += len - 1;
-		} else
-			fputs("\\ufffd", f);
-	}
-	fputc('"', f);
 }
 
 static int status_of(const struct tvm_job_result *r)
@@ -477,9 +441,8 @@ static int status_of(const struct tvm_job_result *r)
 	return r->exit_code;
 }
 
-int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
+int cli_job_run(struct cli_job *j, struct tvm_agent *a)
 {
-	struct capture cap = { 0 };
 	struct tvm_job job = {
 		.argv = (const char *const *)j->argv,
 		.env = j->env,
@@ -490,15 +453,15 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		.stdout_cap = j->output_cap,
 		.stderr_cap = j->output_cap,
 		.on_output = on_output,
-		.ctx = j->json ? &cap : NULL,
+		.ctx = j,
 	};
 	struct tvm_job_result res = { 0 };
 	struct tvm_err e = { 0 };
 	uint8_t *in = NULL;
 	size_t in_len = 0;
-	uint64_t started;
 	int r, status;
 
+	cli_report_stage(j->report, CLI_ST_PUT);
 	if (put_files(j, a))
 		return EXIT_VM_FAILED;
 	if (j->forward_stdin) {
@@ -510,49 +473,30 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 		job.stdin_data = in;
 		job.stdin_len = in_len;
 	}
-	started = clock_mono_ns();
+	cli_report_stage(j->report, CLI_ST_JOB);
+	cli_report_job_times(j->report, 0);
 	r = tvm_agent_exec(a, &job, &res, &e);
 	free(in);
 	if (r) {
 		fprintf(stderr, "tinyvmm: job %s: %s\n", j->argv[0], e.msg);
-		status = r == -ENOENT                      ? EXIT_NOT_FOUND
-			 : (r == -EACCES || r == -ENOEXEC) ? EXIT_CANNOT_RUN
-							   : EXIT_VM_FAILED;
-		free(cap.buf[1]);
-		free(cap.buf[2]);
-		return status;
+		return r == -ENOENT                      ? EXIT_NOT_FOUND
+		       : (r == -EACCES || r == -ENOEXEC) ? EXIT_CANNOT_RUN
+							 : EXIT_VM_FAILED;
 	}
+	cli_report_job_times(j->report, 1);
+	cli_report_result(j->report, &res);
 	status = status_of(&res);
 	/* After the host gave up on the guest, the connection only closes. */
 	if (res.host_timed_out)
 		fprintf(stderr,
 			"tinyvmm: job %s: no result from the guest %llu ms after its --timeout: gave up on it\n",
 			j->argv[0], (unsigned long long)TVM_JOB_HOST_GRACE_MS(j->timeout_ms));
-	else if (get_files(j, a) && status == 0)
-		status = EXIT_VM_FAILED;
-	if (j->json) {
-		printf("{\"exit_code\":%d,\"signal\":%d,\"timed_out\":%s,\"host_timed_out\":%s,\"stdout\":",
-		       res.exit_code, res.signal, res.timed_out ? "true" : "false",
-		       res.host_timed_out ? "true" : "false");
-		json_string(stdout, cap.buf[1] ? cap.buf[1] : "", cap.len[1]);
-		printf(",\"stderr\":");
-		json_string(stdout, cap.buf[2] ? cap.buf[2] : "", cap.len[2]);
-		printf(",\"stdout_truncated\":%s,\"stderr_truncated\":%s,\"wall_ms\":%llu,\"cpu_ms\":%llu,"
-		       "\"max_rss_kib\":%llu,\"host_job_ms\":%llu,\"host_total_ms\":%llu",
-		       res.stdout_truncated ? "true" : "false", res.stderr_truncated ? "true" : "false",
-		       (unsigned long long)res.wall_ms, (unsigned long long)res.cpu_ms,
-		       (unsigned long long)res.max_rss_kib, (unsigned long long)((clock_mono_ns() - started) / 1000000),
-		       (unsigned long long)((clock_mono_ns() - t0_ns) / 1000000));
-		if (j->started) {
-			printf(",\"started\":\"%s\",\"snapshot\":", j->started);
-			if (j->snapshot)
-				json_string(stdout, j->snapshot, strlen(j->snapshot));
-			else
-				fputs("null", stdout);
-			printf(",\"template_made\":%s", j->template_made ? "true" : "false");
-		}
-		printf(",\"version\":\"%s\"}\n", TVM_VERSION);
-	} else {
+	else {
+		cli_report_stage(j->report, CLI_ST_GET);
+		if (get_files(j, a) && status == 0)
+			status = EXIT_VM_FAILED;
+	}
+	if (!j->report) {
 		if (res.timed_out && !res.host_timed_out)
 			fprintf(stderr, "tinyvmm: job %s: timed out after its --timeout of %.1f s (killed)\n",
 				j->argv[0], j->timeout_ms / 1000.0);
@@ -562,7 +506,5 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns)
 				j->output_cap ? j->output_cap : CLI_DEFAULT_OUTPUT_CAP,
 				res.stdout_truncated ? " stdout" : "", res.stderr_truncated ? " stderr" : "");
 	}
-	free(cap.buf[1]);
-	free(cap.buf[2]);
 	return status;
 }

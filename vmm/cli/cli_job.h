@@ -7,11 +7,14 @@
 
 #include "vmm/tinyvmm.h"
 
+struct cli_report;
+
 /* Exit statuses (README.md): the job's own, or these. */
 #define EXIT_TIMED_OUT 124  /* the job's --timeout expired */
 #define EXIT_VM_FAILED 125  /* tinyvmm failed: usage, files, VM, agent */
 #define EXIT_CANNOT_RUN 126 /* the command exists but could not run */
 #define EXIT_NOT_FOUND 127  /* the command was not found */
+/* and EXIT_USAGE 64 (cli_report.h) for a wrong command line */
 
 #define CLI_MAX_LIST 64
 #define CLI_DEFAULT_OUTPUT_CAP (1u << 20) /* the agent's default per stream (guest/PROTOCOL.md) */
@@ -27,16 +30,17 @@ struct cli_job {
 	const char *workdir;
 	uint32_t timeout_ms;
 	uint32_t uid, gid;
-	uint32_t output_cap;      /* bytes per stream */
-	int json;                 /* print one JSON result object instead of streaming */
-	int forward_stdin;        /* read our stdin to EOF and give it to the job */
-	char **argv;              /* the command, NULL-terminated */
-	const char *started;      /* for --json: "boot" or "restore"; NULL: not known (exec) */
-	const char *snapshot;     /* for --json: the snapshot restored from */
-	int template_made;        /* for --json: this run made the template snapshot it restored */
-	const char *get_stage;    /* --jail: --get i is written to <get_stage>/get<i>, moved out after */
-	int put_fd[CLI_MAX_LIST]; /* --jail: --put files opened before the lockdown */
-	int puts_open;            /* put_fd holds them */
+	uint32_t output_cap;       /* bytes per stream */
+	struct cli_report *report; /* --json: the run's report (cli_report.h); NULL: output streamed */
+	int quiet;                 /* without a report: the output is dropped */
+	int forward_stdin;         /* read our stdin to EOF and give it to the job */
+	char **argv;               /* the command, NULL-terminated */
+	const char *started;       /* for --json: "boot" or "restore"; NULL: not known (exec) */
+	const char *snapshot;      /* for --json: the snapshot restored from */
+	int template_made;         /* for --json: this run made the template snapshot it restored */
+	const char *get_stage;     /* --jail: --get i is written to <get_stage>/get<i>, moved out after */
+	int put_fd[CLI_MAX_LIST];  /* --jail: --put files opened before the lockdown */
+	int puts_open;             /* put_fd holds them */
 };
 
 /* Parse a number of seconds (fractions allowed) for --name into *ms.
@@ -58,7 +62,7 @@ int cli_job_open_puts(struct cli_job *j);
 /* After a jailed run: move each --get file staged as <host_stage>/get<i>
  * (see get_stage) to its LOCAL path, as a --get writes it. One missing was
  * not fetched (said by the run). Returns 0, or -1 after printing why. */
-int cli_job_collect_gets(const struct cli_job *j, const char *host_stage);
+int cli_job_collect_gets(struct cli_job *j, const char *host_stage);
 
 /* Move the file the jail wrote at staged (a regular file, never followed
  * through a symlink) to target, written next to it and renamed. Returns 0
@@ -66,7 +70,8 @@ int cli_job_collect_gets(const struct cli_job *j, const char *host_stage);
 int cli_move_staged(const char *staged, const char *target);
 
 /* Run the job over an open agent connection: files in, job, files out.
- * Prints output (or the JSON object) and returns the exit status. */
-int cli_job_run(struct cli_job *j, struct tvm_agent *a, uint64_t t0_ns);
+ * Its output goes to our stdout and stderr, or with a report (--json) into
+ * it, with the result and each file's. Returns the exit status. */
+int cli_job_run(struct cli_job *j, struct tvm_agent *a);
 
 #endif

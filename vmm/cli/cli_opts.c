@@ -37,6 +37,9 @@ enum {
 	OPT_CONSOLE,
 	OPT_STDIN,
 	OPT_JSON,
+	OPT_JSON_OUT,
+	OPT_ID,
+	OPT_ENCODING,
 	OPT_CAP,
 	OPT_JOB,
 	OPT_SNAPSHOT,
@@ -88,6 +91,9 @@ static const struct option opts[] = {
 	{ "console", no_argument, 0, OPT_CONSOLE },
 	{ "stdin", no_argument, 0, OPT_STDIN },
 	{ "json", no_argument, 0, OPT_JSON },
+	{ "json-out", required_argument, 0, OPT_JSON_OUT },
+	{ "id", required_argument, 0, OPT_ID },
+	{ "output-encoding", required_argument, 0, OPT_ENCODING },
 	{ "output-cap", required_argument, 0, OPT_CAP },
 	{ "env", required_argument, 0, OPT_JOB },
 	{ "workdir", required_argument, 0, OPT_JOB },
@@ -185,44 +191,44 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_CMDLINE_APPEND: a->c.cmdline_append = optarg; break;
 		case OPT_MEM:
 			if (cli_parse_u32("--mem", optarg, &a->c.mem_mib))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_CPUS:
 			if (cli_parse_u32("--cpus", optarg, &a->c.cpus))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_VSOCK_CID:
 			if (cli_parse_u32("--vsock-cid", optarg, &a->c.vsock_cid))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_CAP:
 			if (cli_parse_u32("--output-cap", optarg, &a->job.output_cap))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_TTL:
 			if (cli_job_seconds("ttl", optarg, &a->c.ttl_ms))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_IDLE_TIMEOUT:
 			if (cli_job_seconds("idle-timeout", optarg, &a->c.idle_ms))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_VSOCK_UDS: a->c.vsock_uds = optarg; break;
 		case OPT_NET:
 			if (cli_parse_net(optarg, &a->c.net))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_NET_ALLOW:
 			if (a->c.net.nr_allow == TVM_MAX_NET_RULES) {
 				fprintf(stderr, "tinyvmm: --net-allow: at most %d rules\n", TVM_MAX_NET_RULES);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			a->c.net.allow[a->c.net.nr_allow++] = optarg;
 			break;
 		case OPT_NET_DNS:
 			if (a->c.net.nr_dns == TVM_MAX_NET_DNS) {
 				fprintf(stderr, "tinyvmm: --net-dns: at most %d resolvers\n", TVM_MAX_NET_DNS);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			a->c.net.dns[a->c.net.nr_dns++] = optarg;
 			break;
@@ -233,7 +239,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_NET_GW: a->c.net.guest_gw = optarg; break;
 		case OPT_NET_MTU:
 			if (cli_parse_u32("--net-mtu", optarg, &a->c.net.mtu))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_SERIAL: a->serial_out = optarg; break;
 		case OPT_SNAPSHOT: a->snapshot = optarg; break;
@@ -241,18 +247,18 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
 		case OPT_DISK_SIZE:
 			if (cli_parse_size("--disk-size", optarg, &a->disk_size))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			if (!a->disk_size || a->disk_size % 512) {
 				fprintf(stderr, "tinyvmm: --disk-size %s: not a positive multiple of 512 bytes\n",
 					optarg);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			/* The overlay may hold all of it (host disk), and its
 			 * block map costs size / 32768 bytes of VMM memory. */
 			if (a->disk_size > MAX_DISK_SIZE) {
 				fprintf(stderr, "tinyvmm: --disk-size %s: more than %lluG\n", optarg,
 					MAX_DISK_SIZE >> 30);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			break;
 		case OPT_DIE_WITH_PARENT: a->die_with_parent = 1; break;
@@ -271,17 +277,17 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			uint32_t *id = o == OPT_JAIL_UID ? &a->jail_opts.uid : &a->jail_opts.gid;
 
 			if (cli_parse_u32(o == OPT_JAIL_UID ? "--jail-uid" : "--jail-gid", optarg, id))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			if (!*id) {
 				fprintf(stderr, "tinyvmm: --%s 0: the jail never keeps root's ids\n", opts[idx].name);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			a->jail_flag = opts[idx].name;
 			break;
 		}
 		case OPT_CPU_QUOTA:
 			if (parse_quota(optarg, &a->c.cgroup.cpu_quota_mcpu))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			a->cgroup_flag = opts[idx].name;
 			break;
 		case OPT_CPUSET:
@@ -296,7 +302,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_PIDS_MAX:
 			if (cli_parse_u32(o == OPT_PIDS_MAX ? "--pids-max" : "--mem-allowance", optarg,
 					  o == OPT_PIDS_MAX ? &a->c.cgroup.pids_max : &a->c.cgroup.mem_allowance_mib))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			a->cgroup_flag = opts[idx].name;
 			break;
 		case OPT_NO_SECCOMP: a->c.seccomp = TVM_SECCOMP_OFF; break;
@@ -309,21 +315,40 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				a->c.seccomp = TVM_SECCOMP_OFF;
 			else {
 				fprintf(stderr, "tinyvmm: --seccomp: '%s' is not kill, log or off\n", optarg);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			break;
 		case OPT_METRICS: a->metrics = optarg; break;
 		case OPT_CONSOLE: a->console = 1; break;
 		case OPT_STDIN:
 		case 'i': a->job.forward_stdin = 1; break;
-		case OPT_JSON: a->job.json = 1; break;
+		case OPT_JSON: a->json = "--json"; break;
+		case OPT_JSON_OUT:
+			if (!*optarg) {
+				fprintf(stderr, "tinyvmm: --json-out: no file named\n");
+				return EXIT_USAGE;
+			}
+			a->json = "--json-out";
+			break;
+		case OPT_ID:
+			if (!*optarg || strlen(optarg) > 128) {
+				fprintf(stderr, "tinyvmm: --id: '%s' is not 1 to 128 characters\n", optarg);
+				return EXIT_USAGE;
+			}
+			break; /* read by the report (cli_report.c) */
+		case OPT_ENCODING:
+			if (strcmp(optarg, "utf8") && strcmp(optarg, "base64")) {
+				fprintf(stderr, "tinyvmm: --output-encoding: '%s' is not utf8 or base64\n", optarg);
+				return EXIT_USAGE;
+			}
+			break; /* read by the report (cli_report.c) */
 		case 'e':
 			if (cli_job_option(&a->job, "env", optarg) < 0)
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_JOB:
 			if (cli_job_option(&a->job, opts[idx].name, optarg) < 0)
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			break;
 		case OPT_QUIRKS:
 			if (!strcmp(optarg, "auto"))
@@ -334,32 +359,32 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				a->c.quirks = TVM_QUIRKS_OFF;
 			else {
 				fprintf(stderr, "tinyvmm: --quirks: '%s' is not auto, on or off\n", optarg);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			break;
 		case OPT_ROOTFS:
 			if (a->have_root) {
 				fprintf(stderr, "tinyvmm: --rootfs given twice\n");
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			if (cli_parse_drive("--rootfs", optarg, &a->root, 1))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			a->have_root = 1;
 			break;
 		case OPT_DRIVE:
 			if (a->nr_drives + 1 >= TVM_MAX_DRIVES) {
 				fprintf(stderr, "tinyvmm: --drive: at most %d drives\n", TVM_MAX_DRIVES - 1);
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			}
 			if (cli_parse_drive("--drive", optarg, &a->drives[a->nr_drives], 0))
-				return EXIT_VM_FAILED;
+				return EXIT_USAGE;
 			a->nr_drives++;
 			break;
 		case OPT_HELP: cli_usage(stdout); return -1;
-		case ':': fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv)); return EXIT_VM_FAILED;
+		case ':': fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv)); return EXIT_USAGE;
 		default:
 			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));
-			return EXIT_VM_FAILED;
+			return EXIT_USAGE;
 		}
 	}
 	if (!a->c.net.enabled && (a->c.net.nr_allow || a->c.net.nr_dns || a->c.net.deny_all || a->c.net.mac ||
@@ -367,25 +392,30 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		/* Without --net the VM has no network at all: a policy or
 		 * address for it would be silently meaningless. */
 		fprintf(stderr, "tinyvmm: --net-* options need --net TAP|auto (without it the VM has no network)\n");
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (!a->jail && a->jail_flag) {
 		fprintf(stderr, "tinyvmm: --%s needs --jail\n", a->jail_flag);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (a->jail && a->cgroup_flag) { /* the jail shows no cgroup file system (README.md, Security) */
 		fprintf(stderr, "tinyvmm: --%s: a jailed VM gets no host cgroup yet\n", a->cgroup_flag);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (a->no_cgroup && a->cgroup_flag) {
 		fprintf(stderr, "tinyvmm: --%s needs a cgroup, --no-cgroup says none\n", a->cgroup_flag);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (optind < argc && strcmp(argv[optind - 1], "--")) {
 		fprintf(stderr, "tinyvmm: unexpected argument '%s' (put the command after --)\n", argv[optind]);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	a->job.argv = optind < argc ? argv + optind : NULL;
+	if (a->json && (!a->job.argv || !strcmp(argv[0], "create"))) {
+		/* One object per job: a console VM or a snapshot has none. */
+		fprintf(stderr, "tinyvmm: %s reports a job of run or exec: give -- CMD\n", a->json);
+		return EXIT_USAGE;
+	}
 	return 0;
 }
 
@@ -437,10 +467,12 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	a->job.uid = a->job.gid = TVM_ID_DEFAULT; /* jobs run unprivileged unless asked */
 	a->c.t0_ns = t0_ns;
 	r = cli_parse_args(argc, argv, a);
+	if (!r)
+		cli_report_stage(a->job.report, CLI_ST_SETUP);
 	/* A cgroup when the host allows one; required once a limit is asked. */
 	a->c.cgroup.mode = a->no_cgroup || a->jail ? TVM_CGROUP_OFF : a->cgroup_flag ? TVM_CGROUP_ON : TVM_CGROUP_AUTO;
 	if (!r && cli_job_check_puts(&a->job))
-		r = EXIT_VM_FAILED;
+		r = EXIT_USAGE;
 	if (!r && a->cgroup_flag) {
 		/* Before a template snapshot is made with them: one line, once. */
 		struct cg_limits l = { .cpu_quota_mcpu = a->c.cgroup.cpu_quota_mcpu, .cpuset = a->c.cgroup.cpuset };
@@ -461,16 +493,16 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 			"tinyvmm: --%s: a restore takes kernel, command line, memory, vCPUs, vsock CID and "
 			"quirks from the snapshot\n",
 			a->boot_only);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (!a->out != !create || (create && a->snapshot)) {
 		fprintf(stderr, "tinyvmm: %s\n",
 			create ? "snapshot create needs --out DIR and boots (no --snapshot)"
 			       : "--out belongs to `tinyvmm snapshot create`");
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (a->have_root && disk_size(a))
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	/* The root drive is /dev/vda, then the others in order. */
 	if (a->have_root)
 		a->c.drives[a->c.nr_drives++] = a->root;

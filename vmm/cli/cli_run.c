@@ -15,6 +15,7 @@
 struct stopper {
 	struct tvm_vm *vm;
 	const struct tvm_config *c;
+	struct cli_report *report;
 	sigset_t set;
 	int sig;
 	int unconfined; /* its filter could not be loaded: the VM is stopped */
@@ -32,6 +33,7 @@ static void *signal_waiter(void *arg)
 	}
 	if (sigwait(&s->set, &sig) == 0 && sig != TVM_KICK_SIGNAL) {
 		s->sig = sig;
+		cli_report_signal(s->report, sig);
 		tvm_vm_stop(s->vm);
 	}
 	return NULL;
@@ -47,7 +49,7 @@ static int wants_clean_shutdown(const struct tvm_config *c)
 	return 0;
 }
 
-static int run_job_in_vm(struct cli_args *a, struct tvm_vm *vm, uint64_t t0)
+static int run_job_in_vm(struct cli_args *a, struct tvm_vm *vm)
 {
 	struct tvm_agent *agent;
 	struct tvm_err err = { 0 };
@@ -60,7 +62,8 @@ static int run_job_in_vm(struct cli_args *a, struct tvm_vm *vm, uint64_t t0)
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
 		return EXIT_VM_FAILED;
 	}
-	status = cli_job_run(&a->job, agent, t0);
+	status = cli_job_run(&a->job, agent);
+	cli_report_stage(a->job.report, CLI_ST_END);
 	if (wants_clean_shutdown(&a->c) && !tvm_agent_shutdown(agent, &err)) {
 		tvm_agent_close(agent);
 		return status; /* the guest resets itself; tvm_vm_wait sees it */
@@ -102,6 +105,7 @@ static int run_vm(void *ctx, struct jail *j)
 	}
 	stop.vm = vm;
 	stop.c = &a->c;
+	stop.report = a->job.report;
 	pthread_create(&waiter, NULL, signal_waiter, &stop);
 	r = tvm_vm_start(vm, &err);
 	status = 0;
@@ -109,8 +113,10 @@ static int run_vm(void *ctx, struct jail *j)
 	if (!r && cli_confine(&a->c, SC_MAIN)) {
 		tvm_vm_stop(vm);
 		status = EXIT_VM_FAILED;
-	} else if (!r && a->job.argv)
-		status = run_job_in_vm(a, vm, a->c.t0_ns);
+	} else if (!r && a->job.argv) {
+		cli_report_stage(a->job.report, CLI_ST_AGENT);
+		status = run_job_in_vm(a, vm);
+	}
 	if (!r)
 		r = tvm_vm_wait(vm, &err);
 	if (r == -ETIME) {
@@ -137,15 +143,13 @@ static int run_vm(void *ctx, struct jail *j)
 	return status;
 }
 
-int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
+static int run_cmd(struct cli_args *a, int argc, char **argv, uint64_t t0_ns)
 {
-	struct cli_args a = { 0 };
-	int r;
+	int r = cli_setup_vm(argc, argv, t0_ns, a, 0);
 
-	r = cli_setup_vm(argc, argv, t0_ns, &a, 0);
 	if (r)
-		return r < 0 ? 0 : r;
-	if (a.die_with_parent) {
+		return r;
+	if (a->die_with_parent) {
 		/* SIGTERM stops the VM like a user's; a parent gone before the
 		 * prctl is caught by the second look. (Jailed, it is forwarded.) */
 		pid_t parent = getppid();
@@ -154,10 +158,25 @@ int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
 			return EXIT_VM_FAILED;
 		}
 	}
-	cli_template_use(&a, t0_ns);
-	a.job.started = a.snapshot ? "restore" : "boot";
-	a.job.snapshot = a.snapshot;
-	if (!a.jail)
-		return run_vm(&a, NULL);
-	return cli_jail_vm(&a.jail_opts, &a.c, &a.snapshot, NULL, &a.metrics, &a.job, run_vm, &a);
+	cli_report_stage(a->job.report, CLI_ST_TEMPLATE);
+	cli_template_use(a, t0_ns);
+	a->job.started = a->snapshot ? "restore" : "boot";
+	a->job.snapshot = a->snapshot;
+	cli_report_config(a->job.report, &a->c, &a->job);
+	cli_report_stage(a->job.report, CLI_ST_VM);
+	if (!a->jail)
+		return run_vm(a, NULL);
+	return cli_jail_vm(&a->jail_opts, &a->c, &a->snapshot, NULL, &a->metrics, &a->job, run_vm, a);
+}
+
+int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)
+{
+	struct cli_args a = { .job.report = cli_report_new(argc, argv, t0_ns) };
+	int r = run_cmd(&a, argc, argv, t0_ns);
+
+	if (r < 0) { /* --help */
+		cli_report_cancel(a.job.report);
+		return 0;
+	}
+	return cli_report_finish(a.job.report, r, r == EXIT_USAGE ? NULL : &a.c, &a.job);
 }

@@ -53,7 +53,7 @@ static int snapshot_vm(void *ctx, struct jail *j)
 	if (!r && warmup && warmup->argv) {
 		/* Warm-up: what the job touches (binaries, page cache) is in
 		 * the snapshot, so restored VMs start it faster. */
-		int status = cli_job_run(warmup, agent, t0_ns);
+		int status = cli_job_run(warmup, agent);
 
 		if (status)
 			r = tvm_errf(&err, EIO, "warm-up command %s: exit status %d", warmup->argv[0], status);

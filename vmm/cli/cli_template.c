@@ -126,7 +126,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		"(later runs restore it; --no-snapshot boots cold)\n");
 	{
 		struct tvm_config c = a->c;
-		struct cli_job warm = { .argv = warmup_argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .json = 1 };
+		struct cli_job warm = { .argv = warmup_argv, .uid = TVM_ID_DEFAULT, .gid = TVM_ID_DEFAULT, .quiet = 1 };
 
 		/* The template belongs to no run: nothing of this run's I/O. */
 		c.serial_out_fd = -1;

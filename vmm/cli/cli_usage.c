@@ -105,14 +105,20 @@ static const char usage[] =
 	"  --get GUEST:LOCAL      copy a file out of the guest after the job (repeatable)\n"
 	"  -i, --stdin            read our stdin to EOF and give it to the job\n"
 	"  --output-cap BYTES     output kept per stream (default 1 MiB)\n"
-	"  --json                 print one JSON result object instead of the output\n"
+	"  --json                 print one JSON object instead of the output, on every exit\n"
+	"                         path, failures included (vmm/cli/run-result.schema.json)\n"
+	"  --json-out FILE        the same object into FILE (written whole, then renamed)\n"
+	"  --id ID                the object's id (default $SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID,\n"
+	"                         else random)\n"
+	"  --output-encoding E    utf8 (default; bytes that are not UTF-8 become U+FFFD) or base64\n"
 	"exit status: without CMD, 0 when the guest ended itself; with CMD, the job's\n"
-	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (usage,\n"
-	"files, VM, agent), %d command could not run, %d command not found, %d a system call\n"
-	"the seccomp filter forbids (--seccomp log; with kill the shell shows the same)\n";
+	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (files,\n"
+	"VM, KVM, agent, --put/--get), %d command could not run, %d command not found, %d a\n"
+	"wrong command line, 128+N tinyvmm stopped by signal N, %d a system call the seccomp\n"
+	"filter forbids (--seccomp log; with kill the shell shows the same)\n";
 
 void cli_usage(FILE *f)
 {
 	fprintf(f, usage, tvm_default_cmdline(), TVM_SECCOMP_EXIT, TVM_CGROUP_MEM_ALLOWANCE_MIB, TVM_CGROUP_PIDS_BASE,
-		EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, TVM_SECCOMP_EXIT);
+		EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE, TVM_SECCOMP_EXIT);
 }

@@ -889,3 +889,36 @@ int json_w_finish(struct json_w *w, size_t *len)
 		return -EINVAL;
 	return 0;
 }
+
+void json_w_kstr(struct json_w *w, const char *key, const char *s)
+{
+	json_w_key(w, key, strlen(key));
+	if (s)
+		json_w_string(w, s, strlen(s));
+	else
+		json_w_null(w);
+}
+
+void json_w_kint(struct json_w *w, const char *key, int64_t v)
+{
+	json_w_key(w, key, strlen(key));
+	json_w_int(w, v);
+}
+
+void json_w_kuint(struct json_w *w, const char *key, uint64_t v)
+{
+	json_w_key(w, key, strlen(key));
+	json_w_uint(w, v);
+}
+
+void json_w_kbool(struct json_w *w, const char *key, bool v)
+{
+	json_w_key(w, key, strlen(key));
+	json_w_bool(w, v);
+}
+
+void json_w_knull(struct json_w *w, const char *key)
+{
+	json_w_key(w, key, strlen(key));
+	json_w_null(w);
+}

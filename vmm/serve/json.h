@@ -159,6 +159,14 @@ void json_w_null(struct json_w *w);
 /* n bytes as a base64 string value (RFC 4648 §4, padded). */
 void json_w_base64(struct json_w *w, const void *data, size_t n);
 
+/* A member of the open object: key (a C string) and its value; a NULL
+ * string is written as null. */
+void json_w_kstr(struct json_w *w, const char *key, const char *s);
+void json_w_kint(struct json_w *w, const char *key, int64_t v);
+void json_w_kuint(struct json_w *w, const char *key, uint64_t v);
+void json_w_kbool(struct json_w *w, const char *key, bool v);
+void json_w_knull(struct json_w *w, const char *key);
+
 /* The text's length, or the sticky error; -EINVAL too if a container is
  * still open, a key has no value or nothing was written. */
 int json_w_finish(struct json_w *w, size_t *len);
