@@ -68,9 +68,12 @@ START_RSS = None
 
 # --- the daemon ---------------------------------------------------------
 
+EXTRA_ARGS = []     # what a test adds to the daemon's flags for a while
+
+
 def daemon_args():
     return [BIN, "serve", "--socket", SOCK, "--state-dir", STATE, "--socket-mode", "0666",
-            "--max-sandboxes", "6", "--max-per-owner", "4"]
+            "--max-sandboxes", "6", "--max-per-owner", "4"] + EXTRA_ARGS
 
 
 def log_tail(n=40):
@@ -1192,6 +1195,47 @@ class T08Restart(ServeTest):
             self.assertTrue(vmm_pids(sid), "re-adopted %s has no VMM process" % sid)
         for sid in set(before) - set(running):
             wait_for(lambda: not vmm_pids(sid), "the VMM of ended %s to go" % sid)
+
+
+# --- 09: the daily CPU budget -------------------------------------------
+
+UID_D = 1003  # owns nothing before this test
+
+
+class T09Budget(ServeTest):
+    def restart(self, *extra):
+        global EXTRA_ARGS
+        self.assertTrue(stop_daemon(), "the daemon did not exit on SIGTERM:\n" + log_tail())
+        EXTRA_ARGS = list(extra)
+        start_daemon()
+
+    def test_spent_budget_answers_429_per_owner_and_across_a_restart(self):
+        self.restart("--cpu-budget", "2")
+        try:
+            sid = create(UID_C).json["id"]  # nothing spent yet: allowed
+            # Guest user code runs on the VMM's vCPU thread: 3 s of CPU.
+            r = run_exec(UID_C, sid, {"shell": "timeout 3 sh -c 'while :; do :; done'; echo spun"})
+            self.assertEqual((r.status, r.json["stdout"]), (200, "spun\n"))
+            time.sleep(1)  # the supervisor samples every 250 ms
+            e = self.expect_error(create(UID_C, expect=None), 429, "quota_exceeded")
+            self.assertIn("daily CPU budget", e["message"])
+            # another owner is not charged for it
+            other = create(UID_D).json["id"]
+            delete(UID_D, other)
+            # ended and reaped: counted for good, kept across a restart
+            delete(UID_C, sid)
+            wait_ended(UID_C, sid)
+            wait_for(lambda: not vmm_pids(sid), "the VMM of %s to go" % sid)
+            time.sleep(1)
+            with open(os.path.join(STATE, "cpu-usage")) as f:
+                lines = [ln.split() for ln in f if ln.split()[1] == str(UID_C)]
+            self.assertTrue(lines and int(lines[-1][2]) >= 2000, lines)
+            self.restart("--cpu-budget", "2")
+            self.expect_error(create(UID_C, expect=None), 429, "quota_exceeded")
+        finally:
+            self.restart()
+        create_ok = create(UID_C).json["id"]  # no budget: allowed again
+        delete(UID_C, create_ok)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@
  *                    event streams
  *   serve_files.c    the file routes, streamed both ways
  *   serve_audit.c    each sandbox's audit log
+ *   serve_quota.c    the daily CPU budget per owner
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -46,6 +47,7 @@ struct srv_cfg {
 	unsigned retention_s;       /* an ended sandbox stays listed this long */
 	unsigned orphan_timeout_s;  /* a VMM whose daemon is gone stops after this */
 	uint64_t max_file_bytes;    /* one PUT */
+	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 };
@@ -88,6 +90,8 @@ struct sandbox {
 	struct exec *execs;
 	unsigned nexecs, running_execs;
 	uint64_t kept_bytes; /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
+	uint64_t cpu_ms;     /* its VMM's CPU time so far (serve_quota.c) */
+	bool cpu_counted;    /* cpu_ms is in the owner's day (the VMM was reaped) */
 };
 
 /* Network rules of a create (allow_out and dns each), and the tinyvmm run
@@ -110,6 +114,12 @@ struct srv {
 		unsigned n;
 	} * uconns; /* open connections per uid: nuconns entries, max_conns allocated */
 	unsigned nuconns;
+	struct cpu_day {
+		uid_t uid;
+		long day; /* UTC days since the epoch */
+		uint64_t ms;
+	} * cpu_days; /* CPU of reaped sandboxes, per owner and day */
+	unsigned ncpu_days;
 	volatile int stopping;
 };
 
@@ -224,6 +234,15 @@ int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint3
 
 /* serve_files.c */
 void files_route(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *what);
+
+/* serve_quota.c (all under mu except quota_load, at start): sample sb's
+ * VMM CPU time; count it for good once its VMM is reaped (final_ms: from
+ * wait4, 0 if unknown); what uid used today (reaped and running); today's
+ * ledger re-read: 0 or -errno. */
+void quota_sample_locked(struct srv *s, struct sandbox *sb);
+void quota_count_locked(struct srv *s, struct sandbox *sb, uint64_t final_ms);
+uint64_t quota_used_locked(struct srv *s, uid_t uid);
+int quota_load(struct srv *s);
 
 /* serve_audit.c: one JSON line (obj: an open object with its fields
  * written, closed here) appended to sb's audit log and the daemon's. */

@@ -254,6 +254,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
 	unsigned running = 0, mine = 0;
+	uint64_t used_ms;
 	int i;
 
 	(void)r;
@@ -305,6 +306,15 @@ void api_create(struct conn *c, const struct http_request *r)
 			running++;
 			mine += o->owner == c->uid;
 		}
+	if (s->cfg.cpu_budget_s && (used_ms = quota_used_locked(s, c->uid)) >= s->cfg.cpu_budget_s * 1000ull) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(
+			c, 429, "quota_exceeded",
+			"uid %u used its daily CPU budget: %llu.%03llu s of %u s today (UTC); it renews at midnight UTC",
+			(unsigned)c->uid, (unsigned long long)(used_ms / 1000), (unsigned long long)(used_ms % 1000),
+			s->cfg.cpu_budget_s);
+		goto out;
+	}
 	if (running >= s->cfg.max_sandboxes || mine >= s->cfg.max_per_owner || s->stopping) {
 		pthread_mutex_unlock(&s->mu);
 		if (mine >= s->cfg.max_per_owner)

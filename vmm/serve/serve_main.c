@@ -26,19 +26,22 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
 		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
-		   "                     [--max-timeout S] [--retention S] [--no-jail]\n"
+		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--no-jail]\n"
 		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
 		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
 		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
-		   "                       orphan_timeout_s, max_file_bytes, jail (flags given after it win)\n"
+		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, jail (flags given\n"
+		   "                       after it win)\n"
 		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
 		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
 		   "  --max-sandboxes N    running at once (default 16); over it: 503\n"
 		   "  --max-per-owner N    running at once per uid (default 8); over it: 429\n"
 		   "  --max-timeout S      the longest timeout_s a sandbox may ask for (default 86400)\n"
 		   "  --retention S        an ended sandbox stays visible this long (default 600)\n"
+		   "  --cpu-budget S       CPU seconds each uid's sandboxes may use per UTC day (their VMM\n"
+		   "                       processes; default 0: no budget); spent: create answers 429\n"
 		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
 }
 
@@ -88,6 +91,7 @@ static int load_config(struct srv_cfg *c, const char *path)
 		{ "max_timeout_s", offsetof(struct srv_cfg, max_timeout_s), 31536000 },
 		{ "retention_s", offsetof(struct srv_cfg, retention_s), 31536000 },
 		{ "orphan_timeout_s", offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
+		{ "cpu_budget_s", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
 	};
 	char buf[65536];
 	struct json_tok tok[512];
@@ -200,7 +204,7 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			}
 			c->socket_gid = g->gr_gid;
 		} else if (!strcmp(f, "--max-sandboxes") || !strcmp(f, "--max-per-owner") ||
-			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention")) {
+			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention") || !strcmp(f, "--cpu-budget")) {
 			if (num(f, v, 31536000, &x))
 				return -1;
 			if (!strcmp(f, "--max-sandboxes"))
@@ -209,6 +213,8 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 				c->max_per_owner = (unsigned)x;
 			else if (!strcmp(f, "--max-timeout"))
 				c->max_timeout_s = (unsigned)x;
+			else if (!strcmp(f, "--cpu-budget"))
+				c->cpu_budget_s = (unsigned)x;
 			else
 				c->retention_s = (unsigned)x;
 		} else {

@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -295,9 +296,11 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 	pthread_cond_broadcast(&s->cv);
 }
 
-/* The VMM process is gone: what it leaves is removed. */
-static void reaped_locked(struct srv *s, struct sandbox *sb, int status)
+/* The VMM process is gone (final_ms: its CPU time, 0 when unknown): what
+ * it leaves is removed. */
+static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_t final_ms)
 {
+	quota_count_locked(s, sb, final_ms);
 	sb->exited = true;
 	if (sb->state != SB_ENDED) {
 		sb_end_locked(s, sb, "crashed");
@@ -332,11 +335,18 @@ void *srv_supervisor(void *arg)
 			int st = 0;
 
 			if (!sb->exited && sb->pid > 0) {
+				struct rusage ru;
+
+				quota_sample_locked(s, sb);
 				if (sb->own_child) {
-					if (waitpid(sb->pid, &st, WNOHANG) == sb->pid)
-						reaped_locked(s, sb, st);
+					if (wait4(sb->pid, &st, WNOHANG, &ru) == sb->pid)
+						reaped_locked(
+							s, sb, st,
+							(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+								(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
+									1000);
 				} else if (!jail_owner_alive(sb->pid, sb->pid_start)) {
-					reaped_locked(s, sb, -1);
+					reaped_locked(s, sb, -1, 0);
 				}
 			}
 			if (sb->state == SB_RUNNING) {
@@ -737,6 +747,9 @@ int srv_state_init(struct srv *s)
 		return -errno;
 	jail_dir(s, path, sizeof(path));
 	jail_gc(path, NULL, NULL);
+	if (quota_load(s) < 0)
+		fprintf(stderr, "tinyvmm serve: %s/cpu-usage unreadable: today's CPU use starts at 0\n",
+			s->cfg.state_dir);
 	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
 	d = opendir(path);
 	if (!d)
