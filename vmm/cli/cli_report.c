@@ -209,8 +209,7 @@ void cli_report_stage(struct cli_report *r, enum cli_stage s)
 		return;
 	r->sh->stage = s;
 	r->sh->stage_ms[s] = ms_since(r);
-	if (s <= CLI_ST_VM) /* later, signals are the VM's (cli_run.c) */
-		render_stopped(r);
+	render_stopped(r); /* exec has no signal thread: its handler stays */
 }
 
 void cli_report_output(struct cli_report *r, int stream, const void *buf, size_t len)
