@@ -62,7 +62,7 @@ struct cli_report {
 	struct cli_job conf_job;
 	char *conf_paths[2]; /* kernel, root drive: ours */
 	char *sig_obj[3];    /* for on_stop_signal */
-	size_t sig_len[3];
+	char *sig_stale[3];  /* the ones they replaced */
 };
 
 /* A signal handler reaches static state only; tinyvmm has one report per
@@ -351,11 +351,11 @@ static void files_array(struct json_w *w, const struct cli_report *r, const stru
 
 /* The error of a run that ended with status, or NULL for none: the job
  * ran, its files moved and status is its own. */
-static const char *error_of(const struct cli_report *r, int status, const char **msg)
+static const char *error_of(const struct cli_report *r, int status, int stop, const char **msg)
 {
 	const struct shared *sh = r->sh;
 	static char sigmsg[64];
-	int sig = sh->signal, stage = sh->signal_stage;
+	int sig = stop ? stop : sh->signal, stage = stop ? sh->stage : sh->signal_stage;
 
 	/* A jailed VMM ended by a signal the jail forwarded before its own
 	 * signal thread ran: the status says which. */
@@ -405,12 +405,12 @@ static size_t object_bound(const struct cli_report *r, const struct cli_job *j, 
 	return n;
 }
 
-static void object(struct json_w *w, struct cli_report *r, int status, const struct tvm_config *c,
+static void object(struct json_w *w, struct cli_report *r, int status, int stop, const struct tvm_config *c,
 		   const struct cli_job *j)
 {
 	const struct shared *sh = r->sh;
 	const struct tvm_job_result *res = &sh->res;
-	const char *msg = NULL, *stage = error_of(r, status, &msg);
+	const char *msg = NULL, *stage = error_of(r, status, stop, &msg);
 	int b64 = r->encoding && !strcmp(r->encoding, "base64");
 	json_w_obj_begin(w);
 	json_w_kuint(w, "format", 1);
@@ -471,9 +471,12 @@ static void object(struct json_w *w, struct cli_report *r, int status, const str
 	json_w_obj_end(w);
 }
 
-/* The object and its newline, in a buffer of ours; NULL when out of memory
- * or the bound was wrong (a bug: said by the caller as -EIO). */
-static char *render(struct cli_report *r, int status, const struct tvm_config *c, const struct cli_job *j, size_t *len)
+/* The object and its newline, NUL-terminated (JSON text holds no NUL), in
+ * a buffer of ours, for a run ending with status (stop: as if stopped by
+ * that signal now, 0: as it is); NULL when out of memory or the bound was
+ * wrong (a bug). */
+static char *render(struct cli_report *r, int status, int stop, const struct tvm_config *c, const struct cli_job *j,
+		    size_t *len)
 {
 	size_t cap = object_bound(r, j, c);
 	char *buf = malloc(cap);
@@ -481,13 +484,14 @@ static char *render(struct cli_report *r, int status, const struct tvm_config *c
 
 	if (!buf)
 		return NULL;
-	json_w_init(&w, buf, cap - 1);
-	object(&w, r, status, c, j);
+	json_w_init(&w, buf, cap - 2);
+	object(&w, r, status, stop, c, j);
 	if (json_w_finish(&w, len)) {
 		free(buf);
 		return NULL;
 	}
 	buf[(*len)++] = '\n';
+	buf[*len] = 0;
 	return buf;
 }
 
@@ -506,7 +510,7 @@ static int write_all(int fd, const char *buf, size_t len)
 static int write_object(int fd, struct cli_report *r, int status, const struct tvm_config *c, const struct cli_job *j)
 {
 	size_t len;
-	char *buf = render(r, status, c, j, &len);
+	char *buf = render(r, status, 0, c, j, &len);
 	int err = buf ? write_all(fd, buf, len) : -ENOMEM;
 
 	free(buf);
@@ -520,30 +524,35 @@ static int write_object(int fd, struct cli_report *r, int status, const struct t
 static void on_stop_signal(int sig)
 {
 	struct cli_report *r = sig_report;
+	const char *obj = NULL;
 	int fd = 1;
 
-	for (int i = 0; r && i < 3; i++) {
-		if (stop_sigs[i] != sig || !r->sig_obj[i])
-			continue;
+	for (int i = 0; r && i < 3; i++)
+		if (stop_sigs[i] == sig)
+			obj = __atomic_load_n(&r->sig_obj[i], __ATOMIC_ACQUIRE);
+	if (obj) {
 		if (r->json_out && *r->json_out)
 			fd = open(r->json_out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (fd >= 0)
-			write_all(fd, r->sig_obj[i], r->sig_len[i]);
+			write_all(fd, obj, strlen(obj));
 	}
 	_exit(128 + sig);
 }
 
-/* The objects on_stop_signal writes, for the stage reached now. */
+/* The objects on_stop_signal writes, for the stage reached now. Each is
+ * swapped in with one store; the one it replaces is freed a generation
+ * later, so a handler running on another thread meanwhile still reads a
+ * live one. */
 static void render_stopped(struct cli_report *r)
 {
 	for (int i = 0; i < 3; i++) {
-		char *old = r->sig_obj[i];
+		size_t len;
+		char *obj = render(r, 128 + stop_sigs[i], stop_sigs[i], NULL, NULL, &len);
 
-		r->sh->signal = stop_sigs[i];
-		r->sh->signal_stage = r->sh->stage;
-		r->sig_obj[i] = render(r, 128 + stop_sigs[i], NULL, NULL, &r->sig_len[i]);
-		r->sh->signal = 0;
-		free(old); /* after: the handler never sees a freed one */
+		if (!obj)
+			continue; /* the last one stays */
+		free(r->sig_stale[i]);
+		r->sig_stale[i] = __atomic_exchange_n(&r->sig_obj[i], obj, __ATOMIC_ACQ_REL);
 	}
 }
 
@@ -577,8 +586,10 @@ static void report_free(struct cli_report *r)
 	sig_report = NULL;
 	free(r->conf_paths[0]);
 	free(r->conf_paths[1]);
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 3; i++) {
 		free(r->sig_obj[i]);
+		free(r->sig_stale[i]);
+	}
 	if (r->tee) {
 		fflush(r->tee);
 		stderr = r->old_stderr;
