@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "tests/unit.h"
+#include "vmm/core/err.h"
 #include "vmm/sandbox/jail.h"
 
 #define JAIL_UID 64100
@@ -735,6 +736,66 @@ START_TEST(a_crash_is_reported_and_cleaned_and_a_failed_snapshot_not_published)
 }
 END_TEST
 
+/* jail_on_start: the hook sees the child before it enters the jail (still
+ * in our mount namespace) and may refuse, which ends the run unentered. */
+struct start_seen {
+	pid_t pid;
+	int same_mnt_ns, refuse;
+};
+
+static int on_start(void *ctx, pid_t pid, struct tvm_err *e)
+{
+	struct start_seen *ss = ctx;
+	char path[64], theirs[64] = "", ours[64] = "";
+
+	ss->pid = pid;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (readlink(path, theirs, sizeof(theirs) - 1) > 0 && readlink("/proc/self/ns/mnt", ours, sizeof(ours) - 1) > 0)
+		ss->same_mnt_ns = !strcmp(theirs, ours);
+	return ss->refuse ? tvm_errf(e, EPERM, "cgroup: refused for the test") : 0;
+}
+
+static int quick_body(void *ctx, struct jail *j)
+{
+	(void)ctx;
+	(void)j;
+	return getpid() == 1 ? 5 : 6;
+}
+
+START_TEST(on_start_runs_before_the_child_enters)
+{
+	char kernel[256], image[256], rw[256];
+	struct start_seen ss = { 0 };
+	struct tvm_config c;
+	struct tvm_err e = { 0 };
+	struct jail *j;
+
+	if (geteuid() != 0)
+		return;
+	for (int refuse = 0; refuse < 2; refuse++) {
+		ss = (struct start_seen){ .refuse = refuse };
+		base_config(&c, kernel, image, rw);
+		j = new_jail();
+		ck_assert_msg(jail_plan_vm(j, &c, NULL, NULL, &e) == 0, "%s", e.msg);
+		jail_on_start(j, on_start, &ss);
+		if (!refuse) {
+			ck_assert_int_eq(jail_run(j, quick_body, NULL, &e), 5);
+		} else {
+			ck_assert_int_eq(jail_run(j, quick_body, NULL, &e), -EPERM);
+			ck_assert_str_eq(e.msg, "cgroup: refused for the test");
+			ck_assert_int_ne(kill(ss.pid, 0), 0); /* killed and reaped */
+		}
+		ck_assert_int_gt(ss.pid, 0);
+		ck_assert_msg(ss.same_mnt_ns, "the child had entered before on_start");
+		ck_assert_int_eq(jail_finish(j, 0, &e), 0);
+		jail_free(j);
+		unlink(kernel);
+		unlink(image);
+		unlink(rw);
+	}
+}
+END_TEST
+
 START_TEST(a_step_that_fails_is_named)
 {
 	char kernel[256], image[256], rw[256], bad[256];
@@ -828,6 +889,7 @@ int main(void)
 	tcase_add_test(run, runs_a_body_jailed_and_cleans_up);
 	tcase_add_test(run, a_crash_is_reported_and_cleaned_and_a_failed_snapshot_not_published);
 	tcase_add_test(run, a_step_that_fails_is_named);
+	tcase_add_test(run, on_start_runs_before_the_child_enters);
 	tcase_add_test(run, a_file_replaced_after_the_plan_is_refused);
 	tcase_add_test(run, needs_root);
 	suite_add_tcase(s, plan);

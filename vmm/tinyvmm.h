@@ -81,6 +81,19 @@ TVM_API const char *tvm_net_drop_name(unsigned reason);
  * back where it was and remove the cgroup. NULL is allowed. */
 TVM_API void tvm_vm_destroy(struct tvm_vm *vm);
 
+/* A host cgroup made by the caller for a VM that another process will run
+ * (e.g. a jailed child that cannot see the cgroup file system): process
+ * pid goes into the cgroup c->cgroup describes (mode, parent, limits; the
+ * memory limit is c->mem_mib + the allowance, pids.max from c->cpus), as
+ * tvm_vm_create would make it for itself; give that process's VM
+ * TVM_CGROUP_OFF. 0 and *out (NULL when mode is TVM_CGROUP_AUTO and the
+ * host gives no cgroup, or mode is TVM_CGROUP_OFF), or -errno with e as
+ * tvm_vm_create's (vmm/sandbox/cgroup.h). tvm_cgroup_release, once the
+ * process has ended, removes the cgroup and frees h (NULL allowed). */
+struct tvm_host_cgroup;
+TVM_API int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgroup **out, struct tvm_err *e);
+TVM_API void tvm_cgroup_release(struct tvm_host_cgroup *h);
+
 /* ---- Seccomp (struct tvm_config.seccomp) ----
  *
  * With TVM_SECCOMP_KILL or _LOG each thread the VM starts (every vCPU, the

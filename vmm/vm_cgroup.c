@@ -14,9 +14,9 @@
 #define DEFAULT_PARENT "tinyvmm"
 #define MAX_ALLOWANCE_MIB (1u << 20) /* 1 TiB */
 
-int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
+/* pid into the cgroup c asks for (*out; NULL when there is none). */
+static int enter(const struct tvm_config *c, pid_t pid, struct cgroup **out, struct tvm_err *e)
 {
-	const struct tvm_config *c = &vm->cfg;
 	const struct tvm_cgroup *g = &c->cgroup;
 	const char *parent = g->parent ? g->parent : DEFAULT_PARENT;
 	uint32_t allowance = g->mem_allowance_mib ? g->mem_allowance_mib : TVM_CGROUP_MEM_ALLOWANCE_MIB;
@@ -25,6 +25,7 @@ int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
 	struct cg_host *host;
 	int r;
 
+	*out = NULL;
 	if (g->mode == TVM_CGROUP_OFF)
 		return 0;
 	if (g->mode != TVM_CGROUP_ON && g->mode != TVM_CGROUP_AUTO)
@@ -46,7 +47,7 @@ int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
 	host = malloc(sizeof(*host));
 	r = host ? cg_detect(NULL, host, &why) : tvm_errf(&why, ENOMEM, "cgroup: out of memory");
 	if (!r)
-		r = cg_create(host, parent, &l, getpid(), &vm->cgroup, &why);
+		r = cg_create(host, parent, &l, pid, out, &why);
 	free(host);
 	if (r && g->mode == TVM_CGROUP_ON)
 		return tvm_errf(e, -r, "%s", why.msg);
@@ -55,6 +56,47 @@ int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
 	if (r && r != -ENOTSUP && r != -EACCES && r != -EPERM && r != -EROFS && c->log_fd >= 0)
 		dprintf(c->log_fd, "tinyvmm: %s; running without a cgroup\n", why.msg);
 	return 0;
+}
+
+int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
+{
+	return enter(&vm->cfg, getpid(), &vm->cgroup, e);
+}
+
+struct tvm_host_cgroup {
+	struct cgroup *cg;
+};
+
+int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgroup **out, struct tvm_err *e)
+{
+	struct tvm_host_cgroup *h;
+	int r;
+
+	*out = NULL;
+	if (pid <= 0)
+		return tvm_errf(e, EINVAL, "cgroup: pid %d is not a process", (int)pid);
+	/* mem_mib and cpus bound the limits written. */
+	r = vm_check_config(c, false, e);
+	if (r)
+		return r;
+	h = calloc(1, sizeof(*h));
+	if (!h)
+		return tvm_errf(e, ENOMEM, "cgroup: out of memory");
+	r = enter(c, pid, &h->cg, e);
+	if (r || !h->cg) {
+		free(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+void tvm_cgroup_release(struct tvm_host_cgroup *h)
+{
+	if (!h)
+		return;
+	cg_destroy(h->cg);
+	free(h);
 }
 
 void vm_cgroup_leave(struct tvm_vm *vm)

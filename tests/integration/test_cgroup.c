@@ -490,6 +490,58 @@ START_TEST(refused_limit_is_one_line)
 }
 END_TEST
 
+/* The first child of pid (0 while it has none): a jailed run's VMM. */
+static pid_t first_child(pid_t pid)
+{
+	char path[64], buf[64] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(buf, sizeof(buf), f))
+			buf[0] = 0;
+		fclose(f);
+	}
+	return (pid_t)atoi(buf);
+}
+
+/* A jailed VMM sees no cgroup file system: tinyvmm puts its jailed child
+ * into the VM's cgroup from outside, before the child builds the VM, and
+ * removes it after (named after the child's pid). */
+START_TEST(jailed_vm_in_its_cgroup)
+{
+	char cpu[CG_PATH_MAX], mem[CG_PATH_MAX], path[CG_PATH_MAX + 16], *e;
+	pid_t pid, vmm = 0;
+	int st;
+
+	if (!have_cgroups)
+		return;
+	pid = running[0] = SPAWN("run", "--jail", GUEST, "--cpu-quota", "0.5", "--cgroup-parent", parent, "--timeout",
+				 "15", "--", "sh", "-c", "echo go; sleep 600");
+	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
+	vmm = first_child(pid);
+	ck_assert_msg(vmm > 0, "tinyvmm %d has no jailed child", (int)pid);
+	wait_cgroup(vmm, CG_CPU, cpu);
+	vmm_dir(vmm, CG_MEMORY, mem);
+	vmm_dir(pid, CG_CPU, path); /* the process outside the jail stays where it was */
+	ck_assert_msg(!strstr(path, parent), "tinyvmm itself moved into %s", path);
+	snprintf(path, sizeof(path), "%s/cpu.max", cpu);
+	if (access(path, F_OK) == 0) { /* cgroup v2 */
+		assert_file(cpu, "cpu.max", "50000 100000");
+		assert_file(mem, "memory.max", "335544320");
+	} else {
+		assert_file(cpu, "cpu.cfs_quota_us", "50000");
+		assert_file(mem, "memory.limit_in_bytes", "335544320"); /* 256 MiB RAM + 64 MiB */
+	}
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	ck_assert_msg(st == 124, "status %d: %s", st, e);
+	free(e);
+	ck_assert_msg(gone(cpu) && gone(mem), "%s or %s left after the jailed run", cpu, mem);
+}
+END_TEST
+
 static Suite *cgroup_suite(void)
 {
 	Suite *s = suite_create("cgroup");
@@ -502,6 +554,7 @@ static Suite *cgroup_suite(void)
 	tcase_add_test(limits, refused_limit_is_one_line);
 	tcase_add_test(limits, cpu_quota_holds);
 	tcase_add_test(limits, no_cgroup_baseline);
+	tcase_add_test(limits, jailed_vm_in_its_cgroup);
 	suite_add_tcase(s, limits);
 	tcase_add_checked_fixture(ends, setup, teardown);
 	tcase_set_timeout(ends, 1800);

@@ -71,9 +71,24 @@ static int plan_puts(struct jail *j, struct cli_job *job, struct tvm_err *e)
 	return 0;
 }
 
+/* The jailed child sees no cgroup file system: its cgroup is made out
+ * here, before the child enters the jail and builds the VM. */
+struct cgroup_start {
+	struct tvm_config c; /* the cgroup settings, as given */
+	struct tvm_host_cgroup *h;
+};
+
+static int cgroup_start(void *ctx, pid_t pid, struct tvm_err *e)
+{
+	struct cgroup_start *cs = ctx;
+
+	return tvm_cgroup_attach(&cs->c, pid, &cs->h, e);
+}
+
 int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **snapshot, const char **out,
 		const char **metrics, struct cli_job *job, int (*body)(void *ctx, struct jail *j), void *ctx)
 {
+	struct cgroup_start cs = { .c = *c };
 	const char *host_metrics = metrics ? *metrics : NULL;
 	struct jail_opts jo = *o;
 	struct tvm_err e = { 0 };
@@ -104,7 +119,10 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 		*metrics = METRICS_STAGED;
 	if (job && job->nget)
 		job->get_stage = JAIL_RUN_DIR;
+	c->cgroup.mode = TVM_CGROUP_OFF; /* the child's VM: ours holds it */
+	jail_on_start(j, cgroup_start, &cs);
 	status = jail_run(j, body, ctx, &e);
+	tvm_cgroup_release(cs.h);
 	if (status < 0 || e.code)
 		fprintf(stderr, "tinyvmm: %s\n", e.msg);
 	if (status < 0)

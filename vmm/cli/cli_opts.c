@@ -398,10 +398,6 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		fprintf(stderr, "tinyvmm: --%s needs --jail\n", a->jail_flag);
 		return EXIT_USAGE;
 	}
-	if (a->jail && a->cgroup_flag) { /* the jail shows no cgroup file system (README.md, Security) */
-		fprintf(stderr, "tinyvmm: --%s: a jailed VM gets no host cgroup yet\n", a->cgroup_flag);
-		return EXIT_USAGE;
-	}
 	if (a->no_cgroup && a->cgroup_flag) {
 		fprintf(stderr, "tinyvmm: --%s needs a cgroup, --no-cgroup says none\n", a->cgroup_flag);
 		return EXIT_USAGE;
@@ -470,7 +466,7 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	if (!r)
 		cli_report_stage(a->job.report, CLI_ST_SETUP);
 	/* A cgroup when the host allows one; required once a limit is asked. */
-	a->c.cgroup.mode = a->no_cgroup || a->jail ? TVM_CGROUP_OFF : a->cgroup_flag ? TVM_CGROUP_ON : TVM_CGROUP_AUTO;
+	a->c.cgroup.mode = a->no_cgroup ? TVM_CGROUP_OFF : a->cgroup_flag ? TVM_CGROUP_ON : TVM_CGROUP_AUTO;
 	if (!r && cli_job_check_puts(&a->job))
 		r = EXIT_USAGE;
 	if (!r && a->cgroup_flag) {

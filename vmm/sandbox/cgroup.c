@@ -586,8 +586,14 @@ void cg_destroy(struct cgroup *cg)
 	for (unsigned i = cg->n; i-- > 0;) {
 		struct cg_dir *d = &cg->d[i];
 
-		if (d->entered && write_in(d->home, "cgroup.procs", pid, NULL))
-			continue; /* still inside: rmdir would only fail */
+		/* Moved back, or gone (ESRCH: e.g. a jailed child that has
+		 * ended); else still inside: rmdir would only fail. */
+		if (d->entered) {
+			int r = write_in(d->home, "cgroup.procs", pid, NULL);
+
+			if (r && r != -ESRCH)
+				continue;
+		}
 		/* Threads that just exited may keep a v2 cgroup busy briefly. */
 		for (int tries = 0; d->made && tries < 50; tries++) {
 			if (rmdir(d->path) == 0 || errno != EBUSY)

@@ -552,12 +552,20 @@ static void close_others(const struct jail *j)
 	close_range((unsigned)from, ~0u, 0);
 }
 
-/* The child: PID 1 of its PID namespace. Never returns. */
-static void child(struct jail *j, int life_fd, int err_fd, const sigset_t *mask, int (*body)(void *ctx, struct jail *j),
-		  void *ctx)
+void jail_on_start(struct jail *j, int (*fn)(void *ctx, pid_t pid, struct tvm_err *e), void *ctx)
+{
+	j->on_start = fn;
+	j->on_start_ctx = ctx;
+}
+
+/* The child: PID 1 of its PID namespace. Never returns. go_fd: one byte
+ * from the parent once its on_start is done (-1: none to wait for). */
+static void child(struct jail *j, int life_fd, int err_fd, int go_fd, const sigset_t *mask,
+		  int (*body)(void *ctx, struct jail *j), void *ctx)
 {
 	struct sigaction sa = { .sa_handler = exit_on_signal };
 	struct tvm_err e = { 0 };
+	char go;
 	int status;
 
 	/* PID 1 ignores signals it has no handler for: these end it as they
@@ -567,6 +575,15 @@ static void child(struct jail *j, int life_fd, int err_fd, const sigset_t *mask,
 	sigaction(SIGHUP, &sa, NULL);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || jail_parent_gone(life_fd))
 		_exit(JAIL_EXIT_ENTER);
+	if (go_fd >= 0) {
+		ssize_t n;
+
+		while ((n = read(go_fd, &go, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			_exit(JAIL_EXIT_ENTER); /* the parent's on_start failed */
+		close(go_fd);
+	}
 	j->in_child = 1;
 	j->life_fd = life_fd;
 	jail_keep_fd(j, life_fd, NULL);
@@ -609,7 +626,7 @@ static int wait_child(pid_t pid, const sigset_t *set, struct tvm_err *e)
 
 int jail_run(struct jail *j, int (*body)(void *ctx, struct jail *j), void *ctx, struct tvm_err *e)
 {
-	int life[2] = { -1, -1 }, err[2] = { -1, -1 }, pidns = -1, r, status;
+	int life[2] = { -1, -1 }, err[2] = { -1, -1 }, go[2] = { -1, -1 }, pidns = -1, r, status;
 	struct tvm_err child_err = { 0 };
 	sigset_t fwd, old;
 	pid_t pid;
@@ -618,7 +635,7 @@ int jail_run(struct jail *j, int (*body)(void *ctx, struct jail *j), void *ctx, 
 		return tvm_errf(e, EPERM, "jail: privileges: needs root (mounts, namespaces, another uid)");
 	if ((r = make_dir(j, e)))
 		return r;
-	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+	if (pipe2(life, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0 || (j->on_start && pipe2(go, O_CLOEXEC) < 0)) {
 		r = tvm_errf(e, errno, "jail: pipe: %s", strerror(errno));
 		goto out;
 	}
@@ -640,7 +657,9 @@ int jail_run(struct jail *j, int (*body)(void *ctx, struct jail *j), void *ctx, 
 	if (pid == 0) {
 		close(life[1]);
 		close(err[0]);
-		child(j, life[0], err[1], &old, body, ctx);
+		if (go[1] >= 0)
+			close(go[1]);
+		child(j, life[0], err[1], go[0], &old, body, ctx);
 	}
 	r = pid < 0 ? -errno : 0;
 	setns(pidns, CLONE_NEWPID);
@@ -651,6 +670,18 @@ int jail_run(struct jail *j, int (*body)(void *ctx, struct jail *j), void *ctx, 
 		sigprocmask(SIG_SETMASK, &old, NULL);
 		r = tvm_errf(e, -r, "jail: fork: %s", strerror(-r));
 		goto out;
+	}
+	if (j->on_start) {
+		r = j->on_start(j->on_start_ctx, pid, e);
+		if (!r && write(go[1], "g", 1) != 1)
+			r = tvm_errf(e, errno, "jail: starting the child: %s", strerror(errno));
+		if (r) {
+			kill(pid, SIGKILL);
+			while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+				;
+			sigprocmask(SIG_SETMASK, &old, NULL);
+			goto out;
+		}
 	}
 	status = wait_child(pid, &fwd, e);
 	sigprocmask(SIG_SETMASK, &old, NULL);
@@ -665,6 +696,8 @@ out:
 			close(life[i]);
 		if (err[i] >= 0)
 			close(err[i]);
+		if (go[i] >= 0)
+			close(go[i]);
 	}
 	if (pidns >= 0)
 		close(pidns);

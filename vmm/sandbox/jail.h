@@ -105,6 +105,10 @@ struct jail {
 	int made;       /* the directory exists (jail_finish removes it) */
 	int life_fd;    /* child: read end, hung up when the parent is gone */
 	int in_child;
+	/* jail_on_start: called in the parent with the child's pid before the
+	 * child enters the jail */
+	int (*on_start)(void *ctx, pid_t pid, struct tvm_err *e);
+	void *on_start_ctx;
 };
 
 /* A jail with options o (copied; strings borrowed). Returns NULL with e set
@@ -137,6 +141,13 @@ int jail_keep_fd(struct jail *j, int fd, struct tvm_err *e);
  * the jail made itself, e.g. under JAIL_RUN_DIR). Returns 0 or
  * -ENAMETOOLONG. */
 int jail_outside(const struct jail *j, const char *in_jail, char *buf, size_t cap);
+
+/* Have jail_run call fn(ctx, child's pid, e) in the parent once the child
+ * exists and before it enters the jail (it waits until fn returns): e.g.
+ * to put it into a cgroup while the cgroup file system is still in reach
+ * and before the VM's memory is charged anywhere. fn's -errno fails
+ * jail_run with e (the child is killed first). */
+void jail_on_start(struct jail *j, int (*fn)(void *ctx, pid_t pid, struct tvm_err *e), void *ctx);
 
 /* Build the jail and run body(ctx, j) in it, in a child process. Needs
  * root. Returns body's exit status (0..255; 128+N when the child was killed
