@@ -9,14 +9,20 @@
 # own host name to the jobs): slurmctld sits on a bridge with 10.99.0.1/24 in
 # namespace tvs<pid>-ctl, node tvnI on 10.99.0.1I in tvs<pid>-nI, joined by
 # veth pairs created inside those namespaces, so no traffic or interface
-# touches the host's network. Everything is stopped and removed on exit.
+# touches the host's network. Everything is stopped and removed on exit,
+# also on SIGINT/SIGTERM (within seconds: long waits run in the background
+# so the trap runs at once; the daemons have their own sessions, so a Ctrl-C
+# reaches only this script, which stops them). The namespaces of a run that
+# was SIGKILLed are removed by the next run.
 #
 # Asserts: every task of an array COMPLETED with exit 0 and left a valid JSON
 # result; the tasks ran on more than one node; a drained node gets no task of
 # a second array; a guest job exiting 3 leaves its task FAILED with exit code
 # 3 (scontrol and the jobcomp/filetxt log); aggregate.py's table and flags.
-# About 3.5 minutes on the nested-KVM dev host (one warm-up job, then 8 VMs,
-# 3 at a time); every wait is bounded, under 9 minutes at worst.
+# About 2.5 minutes on the nested-KVM dev host, 3.5 when other VMs load it
+# (one warm-up job, then 8 VMs, 3 at a time); every wait is bounded (the
+# warm-up 300 s, each array 150 s, each Slurm query 30 s; a daemon that dies
+# ends the test at once), under 12 minutes at worst.
 #
 # Needs root and /dev/kvm. Inputs (all optional): TINYVMM (binary, default
 # ./tinyvmm, built if missing), TINYVMM_GUEST_DIR (default: tools/build-guest.sh),
@@ -40,7 +46,8 @@ failed=0
 tmp=
 summary=0
 namespaces=()
-daemons=()
+daemons=() daemon_names=()
+children=() # the command run_bg runs
 
 skip() { echo "SKIP: $*"; exit 0; }
 indent() { sed 's/^/    /' <<<"$1"; }
@@ -53,32 +60,61 @@ check() { # check DESCRIPTION COMMAND...: one assertion
 	if "$@"; then pass "$what"; else fail "$what"; fi
 }
 
-# alive PID: running (a killed child stays a zombie until we reap it)
-alive() { local st; st=$(ps -o stat= -p "$1" 2>/dev/null) && [[ $st != Z* ]]; }
+# alive PID: running (a killed child stays a zombie until we reap it). From
+# /proc, not ps: procps is not in a minimal Debian.
+alive() {
+	local st
+	read -r st 2>/dev/null <"/proc/$1/stat" || return 1
+	st=${st##*) }
+	[[ ${st%% *} != Z ]]
+}
+# Our processes: the daemons, the long commands of run_bg (the warm-up job
+# runs outside the namespaces), then whatever lives in our namespaces:
+# slurmstepd, job scripts, sbatch, tinyvmm and its VMs.
+our_pids() {
+	local ns
+	printf '%s\n' "${daemons[@]}" "${children[@]}"
+	for ns in "${namespaces[@]}"; do ip netns pids "$ns" 2>/dev/null; done
+}
+# any_alive: one of our processes still runs
+any_alive() {
+	local pid
+	for pid in $(our_pids); do alive "$pid" && return 0; done
+	return 1
+}
+# run_bg OUT ERR COMMAND...: run COMMAND >OUT 2>ERR (ERR "-": ours) and
+# return its status, in the background so that SIGINT/SIGTERM reach our trap
+# at once, not when COMMAND ends (bash runs traps between commands; `timeout`
+# also moves itself out of the terminal's process group, so Ctrl-C never
+# reaches what it runs). The redirections are not on the call of run_bg: the
+# trap, and so the cleanup, would run with them.
+run_bg() {
+	local out=$1 err=$2 rc
+	shift 2
+	case $err in
+	-) "$@" >"$out" & ;;
+	"$out") "$@" >"$out" 2>&1 & ;;
+	*) "$@" >"$out" 2>"$err" & ;;
+	esac
+	children=($!)
+	wait "$!"
+	rc=$?
+	children=() # reaped: the pid may be reused
+	return "$rc"
+}
 cleanup() {
 	local rc=$? ns pid
 	trap - EXIT INT TERM
-	# The daemons, then whatever still lives in our namespaces: slurmstepd,
-	# job scripts, tinyvmm and its VMs.
-	for pid in "${daemons[@]}"; do kill "$pid" 2>/dev/null; done
-	for ns in "${namespaces[@]}"; do
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill "$pid" 2>/dev/null; done
-	done
-	for _ in $(seq 50); do
-		local left=0
-		for pid in "${daemons[@]}"; do alive "$pid" && left=1; done
-		for ns in "${namespaces[@]}"; do
-			for pid in $(ip netns pids "$ns" 2>/dev/null); do alive "$pid" && left=1; done
-		done
-		((left)) || break
-		sleep 0.1
-	done
-	for pid in "${daemons[@]}"; do kill -9 "$pid" 2>/dev/null; done
-	for ns in "${namespaces[@]}"; do
-		for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
-		ip netns del "$ns" 2>/dev/null
-	done
-	((${#daemons[@]})) && wait "${daemons[@]}" 2>/dev/null
+	trap '' INT TERM # a second Ctrl-C does not cut the cleanup short
+	for pid in $(our_pids); do kill "$pid" 2>/dev/null; done
+	for _ in $(seq 50); do any_alive || break; sleep 0.1; done
+	for pid in $(our_pids); do kill -9 "$pid" 2>/dev/null; done
+	# SIGKILL is not instant either: processes that are not our children
+	# (slurmstepd and its jobs) must be gone before their namespace and the
+	# files they hold are removed.
+	for _ in $(seq 50); do any_alive || break; sleep 0.1; done
+	for ns in "${namespaces[@]}"; do ip netns del "$ns" 2>/dev/null; done
+	wait 2>/dev/null
 	if [[ -n $tmp ]]; then
 		if ((failed || rc)); then
 			for f in "$tmp"/log/slurm*.log; do
@@ -104,18 +140,31 @@ done
 have_slurm() { command -v munged && command -v slurmctld && command -v slurmd && command -v sbatch; } >/dev/null
 if ! have_slurm; then
 	command -v apt-get >/dev/null || skip "Slurm/munge not installed and no apt-get (need: ${pkgs[*]})"
-	log "installing ${pkgs[*]}"
+	log "installing ${pkgs[*]} (tools/deps.sh installs them too)"
 	export DEBIAN_FRONTEND=noninteractive
-	{ timeout 300 apt-get update -q && timeout 300 apt-get install -y -q --no-install-recommends "${pkgs[@]}"; } \
-		>/tmp/tinyvmm-slurm-apt.log 2>&1 || skip "Slurm/munge missing and apt-get install ${pkgs[*]} failed (/tmp/tinyvmm-slurm-apt.log)"
+	apt_log=$(mktemp /tmp/tinyvmm-slurm-apt.XXXXXX) || skip "cannot create a temporary file"
+	if ! { timeout 300 apt-get update -q && timeout 300 apt-get install -y -q --no-install-recommends "${pkgs[@]}"; } >"$apt_log" 2>&1; then
+		tail -n 15 "$apt_log"
+		rm -f "$apt_log"
+		skip "Slurm/munge missing and apt-get install ${pkgs[*]} failed"
+	fi
+	rm -f "$apt_log"
 	have_slurm || skip "Slurm/munge still missing after apt-get install"
 fi
 ip netns add "$ns_prefix-probe" 2>/dev/null || skip "cannot create network namespaces"
 ip netns del "$ns_prefix-probe"
+# The namespaces of an earlier run that was SIGKILLed (its cleanup never ran):
+# tvs<pid>-* whose pid is gone. Only daemons of that run can live there.
+for ns in $(ip netns list 2>/dev/null | sed -n 's/^\(tvs[0-9]\{1,\}-[a-z0-9]\{1,\}\).*/\1/p'); do
+	old=${ns%%-*}
+	alive "${old#tvs}" && continue
+	for pid in $(ip netns pids "$ns" 2>/dev/null); do kill -9 "$pid" 2>/dev/null; done
+	ip netns del "$ns" 2>/dev/null && log "removed namespace $ns of a killed earlier run"
+done
 summary=1 # from here on the test ends with its "N passed, M failed" line
 trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
+trap 'log "interrupted (SIGINT): cleaning up"; exit 130' INT
+trap 'log "interrupted (SIGTERM): cleaning up"; exit 143' TERM
 
 tmp=$(mktemp -d /tmp/tinyvmm-slurm.XXXXXX)
 chmod 755 "$tmp"
@@ -143,11 +192,12 @@ cp "$tinyvmm" "$tmp/bin/tinyvmm" || die "cannot copy $tinyvmm"
 tinyvmm=$tmp/bin/tinyvmm
 export TINYVMM_CACHE=$tmp/cache
 log "warm-up: one tinyvmm job outside Slurm"
-out=$(timeout 180 "$tinyvmm" run --kernel "$kernel" --rootfs "$rootfs" --timeout 100 -- true 2>&1)
+run_bg "$tmp/log/warm-up.out" "$tmp/log/warm-up.out" \
+	timeout 300 "$tinyvmm" run --kernel "$kernel" --rootfs "$rootfs" --timeout 100 -- true
 case $? in
 0) ;;
-124) die "the warm-up job did not end within 180 s (host overloaded?)" ;;
-*) die "tinyvmm cannot run a job on this host: $(tail -n 3 <<<"$out" | tr '\n' ' ')" ;;
+124) die "the warm-up job did not end within 300 s (host overloaded?)" ;;
+*) die "tinyvmm cannot run a job on this host: $(tail -n 3 "$tmp/log/warm-up.out" | tr '\n' ' ')" ;;
 esac
 
 # --- the cluster ------------------------------------------------------------------
@@ -157,10 +207,14 @@ export SLURM_CONF=$conf
 # munged: its own key and socket, found by Slurm through AuthInfo.
 dd if=/dev/urandom of="$tmp/munge/munge.key" bs=1024 count=1 status=none
 chmod 400 "$tmp/munge/munge.key"
-munged -F --force --key-file="$tmp/munge/munge.key" --socket="$tmp/munge/munge.sock" \
+# Each daemon in its own session (setsid, which execs: we are not a group
+# leader), so that a Ctrl-C or a signal to our process group reaches only
+# us: slurmctld and slurmd would stop on SIGINT and leave the test to run
+# into its timeouts. The cleanup stops them.
+setsid munged -F --force --key-file="$tmp/munge/munge.key" --socket="$tmp/munge/munge.sock" \
 	--pid-file="$tmp/munge/munged.pid" --log-file="$tmp/log/munged.log" \
 	--seed-file="$tmp/munge/munged.seed" 2>>"$tmp/log/munged.log" &
-daemons+=($!)
+daemons+=($!) daemon_names+=(munged)
 
 {
 	cat <<EOF
@@ -208,7 +262,7 @@ EOF
 in_ns() {
 	local ns=$1 host=$2; shift 2
 	# exec: started with &, $! is then the daemon itself (killed and reaped by pid).
-	exec nsenter --net="/run/netns/$ns" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
+	exec setsid nsenter --net="/run/netns/$ns" unshare --uts sh -c 'hostname "$0" && exec "$@"' "$host" "$@"
 }
 ctl() { nsenter --net="/run/netns/$ns_ctl" timeout 30 "$@"; } # Slurm clients talk to slurmctld there
 
@@ -236,20 +290,29 @@ for _ in $(seq 50); do [[ -S $tmp/munge/munge.sock ]] && break; sleep 0.1; done
 munge -n -S "$tmp/munge/munge.sock" | unmunge -S "$tmp/munge/munge.sock" >/dev/null || die "munged does not answer"
 
 in_ns "$ns_ctl" tvctl slurmctld -D -i -f "$conf" >>"$tmp/log/slurmctld.out" 2>&1 &
-daemons+=($!)
+daemons+=($!) daemon_names+=(slurmctld)
 i=0
 for n in "${nodes[@]}"; do
 	i=$((i + 1))
 	mkdir -p "$tmp/spool/$n"
 	in_ns "$ns_prefix-n$i" "$n" slurmd -D -N "$n" -f "$conf" >>"$tmp/log/slurmd-$n.out" 2>&1 &
-	daemons+=($!)
+	daemons+=($!) daemon_names+=("slurmd $n")
 done
 
+# daemons_ok: munged, slurmctld and every slurmd still run (else nothing
+# more can be tested: the callers stop at once, not after their timeouts)
+daemons_ok() {
+	local i
+	for i in "${!daemons[@]}"; do
+		alive "${daemons[i]}" || { log "${daemon_names[i]} (pid ${daemons[i]}) died"; return 1; }
+	done
+}
 # wait_for SECONDS DESCRIPTION COMMAND...: poll COMMAND until it succeeds
 wait_for() {
 	local limit=$1 what=$2; shift 2
 	local end=$((SECONDS + limit))
 	until "$@"; do
+		daemons_ok || return 1
 		((SECONDS < end)) || { log "timed out after ${limit}s waiting for $what"; return 1; }
 		sleep 1
 	done
@@ -262,16 +325,20 @@ log "cluster up: slurmctld + ${#nodes[@]} slurmd ($(ctl sinfo -h -o '%D nodes, f
 work=$tmp/work
 results=$work/results
 # sbatch_array [--wait] RANGE COMMAND...: submit an array of the template as
-# the README's quick start does; prints the array job id. With --wait (as in
+# the README's quick start does; sets $submitted to the array job id. With --wait (as in
 # the quick start) it returns, within 150 s, when all tasks ended, with the
 # highest exit code of the tasks (124: still running). sbatch polls with
 # growing pauses (up to 32 s), so the test waits for one array itself.
 sbatch_array() {
 	local wait=()
 	[[ $1 == --wait ]] && { wait=(--wait); shift; }
-	(cd "$work" && nsenter --net="/run/netns/$ns_ctl" timeout 150 env TINYVMM="$tinyvmm" \
+	local rc
+	run_bg "$tmp/sbatch.out" - nsenter --net="/run/netns/$ns_ctl" --wd="$work" timeout 150 env TINYVMM="$tinyvmm" \
 		TINYVMM_KERNEL="$kernel" TINYVMM_ROOTFS="$rootfs" TINYVMM_RUN_ARGS="--timeout 100 --ttl 140" \
-		sbatch "${wait[@]}" --parsable --array="$1" --time=5 "$root/tools/slurm/tinyvmm-array.sbatch" -- "${@:2}")
+		sbatch "${wait[@]}" --parsable --array="$1" --time=5 "$root/tools/slurm/tinyvmm-array.sbatch" -- "${@:2}"
+	rc=$?
+	submitted=$(<"$tmp/sbatch.out")
+	return "$rc"
 }
 # No task of the array is pending, running or completing any more.
 array_done() { local out; out=$(ctl squeue -h -j "$1" -o %i 2>/dev/null) && [[ -z $out ]]; }
@@ -289,9 +356,11 @@ sys.exit(0 if code == int(sys.argv[2]) else 1)' "$1" "$2" 2>/dev/null
 
 # 1. Four tasks over three one-CPU nodes: each boots a guest and prints its task id.
 log "array of 4 tasks: each boots a guest"
-job1=$(sbatch_array 0-3 python3 -c 'import os; print("task", os.environ["SLURM_ARRAY_TASK_ID"])') ||
+sbatch_array 0-3 python3 -c 'import os; print("task", os.environ["SLURM_ARRAY_TASK_ID"])' ||
 	die "sbatch of the first array"
+job1=$submitted
 wait_for 150 "array $job1" array_done "$job1" || ctl squeue
+daemons_ok || die "a daemon died while array $job1 ran"
 all_ok=1 nodes_seen=()
 for t in 0 1 2 3; do
 	state=$(task_field "$job1" "$t" JobState) code=$(task_field "$job1" "$t" ExitCode) node=$(task_field "$job1" "$t" BatchHost)
@@ -302,6 +371,9 @@ for t in 0 1 2 3; do
 	# tinyvmm versions that report their host name see the node's (own UTS namespace).
 	host=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("host", ""))' "$f" 2>/dev/null)
 	[[ -z $host || $host == "$node" ]] || { all_ok=0; log "  task $t: result says host $host, Slurm says $node"; }
+	# ... and versions with a batch id default it to ARRAYJOB-TASK.
+	id=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("id") or "")' "$f" 2>/dev/null)
+	[[ -z $id || $id == "$job1-$t" ]] || { all_ok=0; log "  task $t: result says id $id, expected $job1-$t"; }
 	[[ -n $node ]] && nodes_seen+=("$node")
 done
 check "array $job1: every task COMPLETED with exit 0 and a valid JSON result" test "$all_ok" = 1
@@ -319,8 +391,10 @@ check "aggregate.py: array $job1 all ok (exit 0), CSV with 4 rows" \
 ctl scontrol update nodename=tvn1 state=drain reason=tinyvmm-test
 check "tvn1 drained" eval '[[ $(ctl sinfo -h -n tvn1 -o %t) == drain ]]'
 log "array of 4 tasks, tvn1 drained, task 3's guest job exits 3"
-job2=$(sbatch_array --wait 0-3 python3 -c 'import os,sys; t=os.environ["SLURM_ARRAY_TASK_ID"]; print("task", t); sys.exit(3 if t == "3" else 0)')
+sbatch_array --wait 0-3 python3 -c 'import os,sys; t=os.environ["SLURM_ARRAY_TASK_ID"]; print("task", t); sys.exit(3 if t == "3" else 0)'
 rc=$?
+job2=$submitted
+daemons_ok || die "a daemon died while array ${job2:-2} ran"
 [[ -n $job2 ]] || die "sbatch of the second array"
 ((rc != 124)) || { log "array $job2 still running after 150 s"; ctl squeue; }
 check "array $job2: sbatch --wait returned 3 (highest task exit code)" test "$rc" = 3
