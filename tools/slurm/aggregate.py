@@ -9,6 +9,12 @@ wall ms, ...), a summary per job, and writes the rows as CSV. Tasks with no
 result (never ran, killed, still running), results that are not one JSON
 object with an exit code, and failed tasks are flagged.
 
+Fields of the result that older tinyvmm versions do not print are used when
+present: `id` and `host` (else JOB-TASK and the node Slurm recorded), `error`
+({stage, message}: the task is "error", with the stage, even when exit_code
+is null), `ok` (false makes an exit-0 task "failed"), `timings` (the ms
+columns, when not at the top level).
+
 usage: aggregate.py [--job ID] [--tasks SPEC] [--csv FILE|-] [RESULTS_DIR]
 
   RESULTS_DIR   default ./results
@@ -31,8 +37,9 @@ import re
 import statistics
 import sys
 
-COLUMNS = ["job", "task", "node", "status", "exit_status", "exit_code", "signal", "timed_out", "started",
-           "wall_ms", "cpu_ms", "max_rss_kib", "host_total_ms", "slurm_ms", "problem"]
+COLUMNS = ["job", "task", "id", "node", "host", "status", "error_stage", "exit_status", "exit_code", "signal",
+           "timed_out", "started", "wall_ms", "cpu_ms", "max_rss_kib", "host_total_ms", "slurm_ms", "version",
+           "problem"]
 RESULT_RE = re.compile(r"^(\d+)-(\d+)\.json$")
 SIDECAR_RE = re.compile(r"^(\d+)-(\d+)\.slurm\.json$")
 PARTIAL_RE = re.compile(r"^(\d+)-(\d+)\.json\.tmp$")
@@ -91,9 +98,14 @@ def is_int(v):
     return isinstance(v, int) and not isinstance(v, bool)
 
 
+def scalar(v):
+    """A cell value from a JSON value: objects, lists and null are blank."""
+    return "" if v is None or isinstance(v, (dict, list)) else v
+
+
 def row_for(job, task, results_dir, names):
     row = dict.fromkeys(COLUMNS, "")
-    row.update(job=job, task=task)
+    row.update(job=job, task=task, id=f"{job}-{task}")
     problems = []
     side, side_err = None, None
     side_name = f"{job}-{task}.slurm.json"
@@ -127,34 +139,47 @@ def row_for(job, task, results_dir, names):
             problems.append(f"tinyvmm exited {row['exit_status']}")
         row["problem"] = "; ".join(problems)
         return row
-    row["node"] = row["node"] or pick(res, "host", "hostname") or ""
+    # Newer tinyvmm: the batch id and the host it ran on. The node column
+    # stays Slurm's name when the task recorded one.
+    row["id"] = scalar(pick(res, "id")) or row["id"]
+    row["host"] = scalar(pick(res, "host", "hostname"))
+    row["node"] = row["node"] or row["host"]
+    row["version"] = scalar(pick(res, "version"))
     code = pick(res, "exit_code", "result.exit_code", "job.exit_code")
     error = pick(res, "error")
     for col, paths in (("signal", ("signal", "result.signal")),
                        ("timed_out", ("timed_out", "result.timed_out")),
                        ("started", ("started", "vm.started")),
-                       ("wall_ms", ("wall_ms", "result.wall_ms")),
-                       ("cpu_ms", ("cpu_ms", "result.cpu_ms")),
+                       ("wall_ms", ("wall_ms", "result.wall_ms", "timings.wall_ms")),
+                       ("cpu_ms", ("cpu_ms", "result.cpu_ms", "timings.cpu_ms")),
                        ("max_rss_kib", ("max_rss_kib", "result.max_rss_kib")),
-                       ("host_total_ms", ("host_total_ms", "timings.host_total_ms"))):
-        v = pick(res, *paths)
-        row[col] = "" if v is None or isinstance(v, (dict, list)) else v
-    row["exit_code"] = code if code is not None else ""
+                       ("host_total_ms", ("host_total_ms", "timings.host_total_ms", "timings.total_ms"))):
+        row[col] = scalar(pick(res, *paths))
+    row["exit_code"] = code if is_int(code) else ""
     if error:
+        # {stage, message} (a failure before or around the job, when
+        # exit_code may be null); a plain string is taken as the message.
         row["status"] = "error"
-        msg = error.get("message", error) if isinstance(error, dict) else error
-        stage = error.get("stage", "") if isinstance(error, dict) else ""
-        problems.append(f"tinyvmm error{' in ' + stage if stage else ''}: {msg}")
+        msg = error.get("message", "") if isinstance(error, dict) else error
+        stage = scalar(error.get("stage")) if isinstance(error, dict) else ""
+        row["error_stage"] = stage
+        problems.append(f"tinyvmm error{' in ' + str(stage) if stage != '' else ''}"
+                        f"{': ' + str(msg) if msg not in ('', None) else ''}")
+        if is_int(row["exit_status"]):
+            problems.append(f"tinyvmm exited {row['exit_status']}")
     elif not is_int(code):
         row["status"] = "invalid"
         problems.append(f"{name}: no integer exit_code")
     status = row["exit_status"] if is_int(row["exit_status"]) else code
     if not row["status"]:
         row["status"] = "ok" if status == 0 else "failed"
-    if is_int(row["exit_status"]) and is_int(code) and row["exit_status"] != code and not row["timed_out"]:
+    if not error and is_int(row["exit_status"]) and is_int(code) and row["exit_status"] != code and not row["timed_out"]:
         problems.append(f"tinyvmm exited {row['exit_status']} but the job's exit_code is {code}")
         if row["status"] == "ok":
             row["status"] = "failed"
+    if res.get("ok") is False and row["status"] == "ok":
+        row["status"] = "failed"
+        problems.append("tinyvmm says ok: false")
     if row["timed_out"] is True:
         problems.append("timed out")
     row["problem"] = "; ".join(problems)
@@ -194,6 +219,12 @@ def write_csv(f, rows):
 def print_table(rows, out):
     cols = ["job", "task", "node", "status", "exit_status", "exit_code", "started", "wall_ms", "host_total_ms",
             "problem"]
+    # The tinyvmm id, when one differs from JOB-TASK (--id in the run args).
+    if any(r["id"] != f"{r['job']}-{r['task']}" for r in rows):
+        cols.insert(2, "id")
+    # The host tinyvmm ran on, when one differs from Slurm's node name.
+    if any(r["host"] != "" and r["host"] != r["node"] for r in rows):
+        cols.insert(cols.index("node") + 1, "host")
     head = {"exit_status": "exit", "exit_code": "job_exit", "host_total_ms": "total_ms"}
     cells = [[head.get(c, c) for c in cols]] + [[cell(r[c]) for c in cols] for r in rows]
     widths = [max(len(line[i]) for line in cells) for i in range(len(cols))]
@@ -210,6 +241,12 @@ def summary(job, rows, note):
     line = (f"job {job}: {len(rows)} tasks, {count['ok']} ok, {count['failed']} failed, "
             f"{count['error']} error, {count['invalid']} invalid, {count['missing']} missing")
     line += "; nodes: " + (", ".join(f"{n} ({k})" for n, k in sorted(nodes.items())) or "none")
+    stages = {}
+    for r in rows:
+        if r["status"] == "error" and r["error_stage"] != "":
+            stages[str(r["error_stage"])] = stages.get(str(r["error_stage"]), 0) + 1
+    if stages:
+        line += "; errors in: " + ", ".join(f"{s} ({k})" for s, k in sorted(stages.items()))
     walls = [r["host_total_ms"] for r in rows if is_int(r["host_total_ms"])]
     if walls:
         line += f"; total ms median {statistics.median(walls):.0f}, max {max(walls)}"
