@@ -1,6 +1,7 @@
 # tinyvmm build. `make` builds libtinyvmm.a and the tinyvmm binary;
 # `make test` runs the layer, symbol and format checks, unit tests (ASan+UBSan) and the
-# integration tests that boot the real guest; `make fuzz`, `make bench`,
+# integration tests that boot the real guest (one runs a Slurm cluster on
+# this machine; `make test-slurm` runs it alone); `make fuzz`, `make bench`,
 # `make guest`, `make check-layers`, `make check-symbols`, `make format-check`
 # as named.
 
@@ -165,7 +166,8 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
 	echo "== tests/batch (run --json)"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
 	  python3 -m unittest discover -s tests/batch; \
-	echo "== tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"
+	echo "== tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"; \
+	echo "== tests/slurm/run.sh"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs bash tests/slurm/run.sh
 
 test: check-layers check-symbols format-check unit integration
 
@@ -189,8 +191,9 @@ format-check:
 # The Slurm integration test (issue 16): munged, slurmctld and three slurmd
 # on this machine (one network namespace each) run tinyvmm job arrays
 # through tools/slurm/tinyvmm-array.sbatch (root and /dev/kvm; SKIP
-# otherwise; installs Debian's slurm packages when missing). Not yet part
-# of `make test`.
+# otherwise; tools/deps.sh installs Debian's slurm packages, the test does
+# too when they are missing). Part of `make integration` (so `make test`);
+# this target runs it alone.
 .PHONY: test-slurm
 test-slurm: tinyvmm $(AGENT_BIN)
 	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
