@@ -12,8 +12,9 @@ object with an exit code, and failed tasks are flagged.
 Fields of the result that older tinyvmm versions do not print are used when
 present: `id` and `host` (else JOB-TASK and the node Slurm recorded), `error`
 ({stage, message}: the task is "error", with the stage, even when exit_code
-is null), `ok` (false makes an exit-0 task "failed"), `timings` (the ms
-columns, when not at the top level).
+is null), `ok` (false makes an exit-0 task "failed"), `status` (tinyvmm's
+exit status, when the task left no .slurm.json), `timings.total_ms` (when
+there is no host_total_ms). See vmm/cli/run-result.schema.json.
 
 usage: aggregate.py [--job ID] [--tasks SPEC] [--csv FILE|-] [RESULTS_DIR]
 
@@ -145,13 +146,16 @@ def row_for(job, task, results_dir, names):
     row["host"] = scalar(pick(res, "host", "hostname"))
     row["node"] = row["node"] or row["host"]
     row["version"] = scalar(pick(res, "version"))
+    # tinyvmm's own exit status, when the task left no Slurm-side record.
+    if not is_int(row["exit_status"]) and is_int(res.get("status")):
+        row["exit_status"] = res["status"]
     code = pick(res, "exit_code", "result.exit_code", "job.exit_code")
     error = pick(res, "error")
     for col, paths in (("signal", ("signal", "result.signal")),
                        ("timed_out", ("timed_out", "result.timed_out")),
                        ("started", ("started", "vm.started")),
-                       ("wall_ms", ("wall_ms", "result.wall_ms", "timings.wall_ms")),
-                       ("cpu_ms", ("cpu_ms", "result.cpu_ms", "timings.cpu_ms")),
+                       ("wall_ms", ("wall_ms", "result.wall_ms")),
+                       ("cpu_ms", ("cpu_ms", "result.cpu_ms")),
                        ("max_rss_kib", ("max_rss_kib", "result.max_rss_kib")),
                        ("host_total_ms", ("host_total_ms", "timings.host_total_ms", "timings.total_ms"))):
         row[col] = scalar(pick(res, *paths))
