@@ -19,8 +19,9 @@
 # result; the tasks ran on more than one node; a drained node gets no task of
 # a second array; a guest job exiting 3 leaves its task FAILED with exit code
 # 3 (scontrol and the jobcomp/filetxt log); aggregate.py's table and flags.
-# About 2.5 minutes on the nested-KVM dev host, 3.5 when other VMs load it
-# (one warm-up job, then 8 VMs, 3 at a time); every wait is bounded (the
+# 2 to 5 minutes on the nested-KVM dev host (2m10 idle, 4m55 with other
+# VMs loading its 2 cores: the warm-up boot alone took 20 to 141 s) for one
+# warm-up job, then 8 VMs, 3 at a time; every wait is bounded (the
 # warm-up 300 s, each array 150 s, each Slurm query 30 s; a daemon that dies
 # ends the test at once), under 12 minutes at worst.
 #
