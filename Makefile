@@ -2,6 +2,7 @@
 # `make test` runs the layer, symbol and format checks, unit tests (ASan+UBSan) and the
 # integration tests that boot the real guest (one runs a Slurm cluster on
 # this machine; `make test-slurm` runs it alone); `make fuzz`, `make bench`,
+# `make bench-report`,
 # `make guest`, `make check-layers`, `make check-symbols`, `make format-check`
 # as named.
 
@@ -47,7 +48,7 @@ TOOL_BINS := $(TOOL_SRCS:tools/%.c=$(BUILD)/tools/%) $(BUILD)/tools/netbench
 EXAMPLE_BINS := $(BUILD)/examples/clash $(BUILD)/examples/cxx
 FORMAT_SRCS = $(shell find vmm boot devices guest tests tools -name '*.[ch]' -o -name '*.cc')
 
-.PHONY: all test unit integration fuzz bench guest clean check-layers check-symbols format-check install uninstall
+.PHONY: all test unit integration fuzz bench bench-report guest clean check-layers check-symbols format-check install uninstall
 all: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(TOOL_BINS) $(BUILD)/guest/tinyvmm-agent $(EXAMPLE_BINS)
 
 # Library objects export nothing unless marked TVM_API (vmm/core/tvm_types.h).
@@ -151,7 +152,8 @@ $(BUILD)/fuzz/%: tests/fuzz/%.c $(LIB_SRCS)
 include guest/agent.mk
 
 unit: $(UNIT_BINS) $(BUILD)/examples/cxx
-	@set -e; for t in $(UNIT_BINS) $(BUILD)/examples/cxx; do echo "== $$t"; $$t; done
+	@set -e; for t in $(UNIT_BINS) $(BUILD)/examples/cxx; do echo "== $$t"; $$t; done; \
+	echo "== tests/bench/run.sh"; bash tests/bench/run.sh
 
 # The integration tests boot the guest built by tools/build-guest.sh and the
 # base image built by tools/build-rootfs.sh with our agent as /sbin/init
@@ -213,6 +215,11 @@ bench: all
 	@bash tools/bench-net.sh
 	@bash tools/bench-restore.sh
 	@bash tools/bench-serve.sh
+
+# The figures of build/bench/*.json (each bench script writes one) as PNG
+# and SVG in build/bench/plots (gnuplot); a missing file skips its figures.
+bench-report:
+	@python3 tools/bench-report.py $(BUILD)/bench $(BUILD)/bench/plots
 
 # The guest kernel and base image (cached in /var/tmp/tinyvmm-cache), linked
 # as build/guest/vmlinux and build/guest/rootfs.ext4: there `./tinyvmm run`

@@ -3,7 +3,8 @@
 # /dev/vda) against a scratch image, under tinyvmm and under
 # qemu-system-x86_64 -M microvm with a virtio-mmio blk device, same kernel,
 # same image, same host page cache settings (buffered I/O on the host).
-# Reports; asserts nothing.
+# Reports; asserts nothing. The figures also go to build/bench/blk.json
+# (tools/bench-json.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -33,3 +34,9 @@ for p in seq-write-1m seq-read-1m rand-read-4k rand-write-4k; do
 	ratio=$(awk -v p="$p" 'FNR == 1 {f++} $2 == p {v[f] = $3} END {if (v[1] > 0 && v[2] > 0) printf "%.2f", v[1] / v[2]; else print "n/a"}' "$work/t" "$work/q")
 	printf '%-16s %22s %22s %8s\n' "$p" "${t:-n/a}" "${q:-n/a}" "$ratio"
 done
+
+# One sample a pattern and system: blkbench's lines as series.
+for s in tinyvmm:t qemu_microvm:q; do
+	awk -v s="${s%:*}" '$1 == "blkbench:" && $4 == "MiB/s" { gsub("-", "_", $2)
+		print s "/" $2 "_mib_s " $3; print s "/" $2 "_iops " $5 }' "$work/${s#*:}"
+done | python3 tools/bench-json.py blk --qemu --kernel "$guest/vmlinux" MB="$MB"

@@ -4,7 +4,8 @@
 # of RUNS boots: time to the init's marker, time to exit, peak RSS; for
 # tinyvmm also its own milestones (--metrics) and its RSS without guest RAM;
 # for both, process start to first KVM_RUN measured with strace.
-# Not a test: it asserts nothing, it reports.
+# Not a test: it asserts nothing, it reports. The raw samples also go to
+# build/bench/boot.json (tools/bench-json.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,3 +74,16 @@ printf '%-34s %14s %14s\n' "start to first KVM_RUN, strace (ms)" "$t_strace" "$q
 printf '%-34s %14s %14s\n' "start to first KVM_RUN, own (ms)" "$(awk -v u="$t_run" 'BEGIN{printf "%.2f", u/1000}')" "n/a"
 printf '%-34s %14s %14s\n' "VMM RSS without guest RAM (KiB)" "$t_vmm_rss" "n/a"
 awk -v t="$t_marker" -v q="$q_marker" 'BEGIN { if (t > 0 && q > 0) printf "ratio tinyvmm/qemu, boot to marker: %.3f\n", t / q }'
+
+# The raw samples (one a boot) behind the medians above, both systems.
+{
+	for s in tinyvmm:tinyvmm qemu_microvm:qemu; do
+		echo "${s%:*}/boot_to_marker_ms $(field marker_ms <"$work/${s#*:}.lines")"
+		echo "${s%:*}/boot_to_exit_ms $(field exit_ms <"$work/${s#*:}.lines")"
+		echo "${s%:*}/peak_rss_kib $(field maxrss_kib <"$work/${s#*:}.lines")"
+	done
+	echo "tinyvmm/first_kvm_run_strace_ms $t_strace"
+	echo "qemu_microvm/first_kvm_run_strace_ms $q_strace"
+	echo "tinyvmm/first_kvm_run_own_us $(for f in "$work"/m.*.json; do json first_kvm_run_us "$f"; done)"
+	echo "tinyvmm/vmm_rss_kib $(for f in "$work"/m.*.json; do json vmm_rss_kib "$f"; done)"
+} | python3 tools/bench-json.py boot --qemu --kernel "$kernel" RUNS="$RUNS" MEM="$MEM" KERNEL_NAME="$KERNEL_NAME"

@@ -11,7 +11,9 @@
 # (tinyvmm.test=netbench) gives eth0 10.0.2.2/24 and runs guest/netbench.c
 # as the client. The server does all the timing with the host's clock.
 # KIB (default 256) per bulk transfer, ROUNDS (default 100) round trips.
-# Reports; asserts nothing.
+# Reports; asserts nothing. The figures also go to build/bench/net.json
+# (tools/bench-json.py; netbench gives the RTT median and p99, not each
+# round trip).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -81,3 +83,10 @@ row "rtt median us" rtt 4
 row "rtt p99 us" rtt 7
 echo "($KIB KiB per transfer, $ROUNDS one-byte round trips; ratio = tinyvmm / qemu: above 1 is"
 echo " better for KiB/s, worse for us)"
+
+# One sample a measure and VM: the server's lines as series.
+for s in tinyvmm:tinyvmm tinyvmm_allow:tinyvmm+allow tinyvmm_no_offload:no-offload qemu_microvm:qemu; do
+	awk -v s="${s%:*}" '$1 == "netbench:" && $NF == "KiB/s" { gsub("-", "_", $2); print s "/" $2 "_kib_s " $7 }
+		$1 == "netbench:" && $2 == "rtt" { print s "/rtt_median_us " $6; print s "/rtt_p99_us " $9 }' "$work/${s#*:}"
+done | python3 tools/bench-json.py net --qemu --kernel "$guest/vmlinux" KIB="$KIB" ROUNDS="$ROUNDS" \
+	QEMU_NET_OPTS="${QEMU_NET_OPTS:-}"

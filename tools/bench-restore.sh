@@ -11,7 +11,9 @@
 # As root, the restores again under --jail, and what the jail adds.
 # The restores again with --no-seccomp (SECCOMP=0: not), and what the
 # seccomp filters (on by default) add.
-# Reports; asserts nothing.
+# Reports; asserts nothing. The raw samples also go to
+# build/bench/restore.json (tools/bench-json.py), one series set a variant:
+# tinyvmm, tinyvmm_noseccomp, tinyvmm_nocg, tinyvmm_jail.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +25,7 @@ timeto=build/tools/timeto
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 snap=$work/snap
+series=$work/series
 
 json() { sed -n "s/.*\"$1\":\([0-9-]*\).*/\1/p" "$2"; }
 field() { sed -n "s/.*$1=\([-0-9.]*\).*/\1/p"; }
@@ -33,6 +36,7 @@ stats() { sort -n | awk '{ v[NR] = $1 } END { p = int(NR * 0.99 + 0.999); if (p 
 line=$(./tinyvmm snapshot create --out "$snap" --kernel "$guest/vmlinux" --rootfs "$rootfs" -- ${WARMUP-sh -c true} 2>&1 >/dev/null |
 	grep 'agent ready')
 echo "cold boot: ${line#tinyvmm: }"
+echo "tinyvmm/cold_boot_agent_ready_s $(sed -n 's/.*agent ready \([0-9.]*\) s.*/\1/p' <<<"$line")" >>"$series"
 echo "snapshot: state $(stat -c %s "$snap/state") bytes, memory $(du -k "$snap/mem" | cut -f1) KiB on disk" \
 	"of $(($(stat -c %s "$snap/mem") >> 10)) KiB"
 
@@ -60,6 +64,10 @@ report() {
 	printf '%-52s ' "tvm_vm_restore() call -> first KVM_RUN (us)"; stats <"$work/lib$tag"
 	printf '%-52s ' "process start -> first job output (ms)"; stats <"$work/first$tag"
 	printf '%-52s ' "process start -> job result, true (ms)"; stats <"$work/result$tag"
+	for f in vmm:start_to_first_kvm_run_us lib:restore_call_to_first_kvm_run_us first:start_to_first_output_ms \
+		result:start_to_result_ms; do
+		echo "tinyvmm${tag//-/_}/${f#*:} $(cat "$work/${f%:*}$tag")"
+	done >>"$series"
 }
 
 restores ""
@@ -90,3 +98,6 @@ fi
 ./tinyvmm run --snapshot "$snap" --rootfs "$rootfs" --serial-out /dev/null --ttl 3 --metrics "$work/idle.json" \
 	</dev/null >/dev/null 2>&1 || true
 echo "idle restored VM: VMM RSS without guest RAM $(json vmm_rss_kib "$work/idle.json") KiB"
+echo "tinyvmm/idle_vmm_rss_kib $(json vmm_rss_kib "$work/idle.json")" >>"$series"
+python3 tools/bench-json.py restore --kernel "$guest/vmlinux" N="$N" WARMUP="${WARMUP-sh -c true}" SECCOMP="${SECCOMP:-1}" \
+	SNAPSHOT_STATE_BYTES="$(stat -c %s "$snap/state")" SNAPSHOT_MEM_KIB="$(($(stat -c %s "$snap/mem") >> 10))" <"$series"

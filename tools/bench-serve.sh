@@ -7,8 +7,8 @@
 #     CLI; process start -> result);
 #   - C sandboxes (default 20) created at once: p50 and p99 of the create.
 # As root (the daemon jails its VMMs); the default template is made first
-# if missing. Prints a table and writes build/bench-serve.json; asserts
-# nothing.
+# if missing. Prints a table and writes build/bench/serve.json
+# (tools/bench-json.py: the raw samples, median and p99); asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -20,7 +20,7 @@ sock=$work/api.sock
 	2>"$work/daemon.log" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
-N=$N C=$C SOCK=$sock OUT=build/bench-serve.json python3 - <<'EOF'
+N=$N C=$C SOCK=$sock OUT=$work/series python3 - <<'EOF'
 import json, os, socket, subprocess, sys, threading, time
 import http.client
 
@@ -96,8 +96,11 @@ rows = [("API create -> 201 (ms)", create), ("API create -> result of `true` (ms
 for name, v in rows:
     print("%-56s %10.1f %10.1f" % (name, pct(v, 0.5), pct(v, 0.99)) if v else "%-56s %10s" % (name, "none"))
 print("%-56s %10.1f" % ("%d concurrent creates: all done (ms)" % C, wall))
-json.dump({"runs": N, "api_create_ms": create, "api_first_result_ms": first, "cli_run_true_ms": cli,
-           "concurrent": C, "concurrent_create_ms": ok, "concurrent_ok": len(ok), "concurrent_wall_ms": wall},
-          open(os.environ["OUT"], "w"), indent=1)
-print("written: " + os.environ["OUT"])
+# Series lines for tools/bench-json.py.
+with open(os.environ["OUT"], "w") as f:
+    for name, v in [("api_create_ms", create), ("api_first_result_ms", first), ("cli_run_true_ms", cli),
+                    ("concurrent_create_ms", ok), ("concurrent_ok_count", [len(ok)]), ("concurrent_wall_ms", [wall])]:
+        print("tinyvmm/" + name, *["%.1f" % x for x in v], file=f)
 EOF
+python3 tools/bench-json.py serve --kernel build/guest/vmlinux N="$N" C="$C" <"$work/series"
+echo "written: build/bench/serve.json"

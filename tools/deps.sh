@@ -8,7 +8,7 @@ set -euo pipefail
 pkgs=(build-essential clang pkg-config check libsubunit-dev
       linux-source-6.1 flex bison bc libelf-dev libssl-dev cpio
       busybox-static e2fsprogs qemu-system-x86 iproute2 strace help2man clang-format
-      python3 nodejs curl
+      python3 nodejs curl gnuplot-nox
       munge slurmctld slurmd slurm-client)
 
 missing=()
