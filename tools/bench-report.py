@@ -48,9 +48,9 @@ def samples(doc, system, series):
     return [v for v in doc.get("series", {}).get(system, {}).get(series, []) if isinstance(v, (int, float))]
 
 
-def median(v):
-    v = sorted(v)
-    return v[(len(v) + 1) // 2 - 1]
+def summary(doc, system, series):
+    """n, median and p99 as tools/bench-json.py took them (the tables' way)."""
+    return doc.get("summary", {}).get(system, {}).get(series, {})
 
 
 def fmt(x):
@@ -60,9 +60,10 @@ def fmt(x):
 def subtitle(doc):
     host = doc.get("host", {})
     params = ", ".join("%s=%s" % kv for kv in sorted(doc.get("params", {}).items()) if len(str(kv[1])) < 24)
-    return "%s, %s, %s CPUs (%s); %s; %s" % (
+    return ["host %s, %s, %s CPUs (%s); %s" % (
         host.get("hostname", "?"), host.get("kernel", "?"), host.get("nproc", "?"),
-        (host.get("cpu_model") or "?")[:40], doc.get("date", "?"), params)
+        (host.get("cpu_model") or "?")[:40], doc.get("versions", {}).get("tinyvmm", "?")),
+        "%s; %s" % (doc.get("date", "?"), params)]
 
 
 def quote(s):
@@ -70,8 +71,12 @@ def quote(s):
     return "'%s'" % s.replace("'", "''")
 
 
-def title(*lines):
-    return ' . "\\n" . '.join(quote(l) for l in lines)
+def title(main, doc):
+    """The title above the plot, and where the figures come from as a
+    footnote in the lower left corner (too long for a centred title)."""
+    foot = "".join("set label %s at screen 0.01,%.3f left font 'sans,8'\n" % (quote(l), y)
+                   for l, y in zip(subtitle(doc), (0.04, 0.012)))
+    return "set title %s\n%s" % (quote(main), foot)
 
 
 class Report:
@@ -96,7 +101,7 @@ class Report:
         with open(gp, "w") as f:
             f.write("set terminal pngcairo noenhanced size %s font 'sans,10'\n" % SIZE)
             f.write("set output %s\n" % quote(png))
-            f.write("set datafile missing '?'\nset key outside bottom center horizontal\nset grid ytics\n")
+            f.write("set datafile missing '?'\nset key outside top center horizontal\nset bmargin 6.5\nset grid ytics\n")
             f.write(header)
             f.write(plot + "\n")
             f.write("set terminal svg noenhanced size %s font 'sans,10' background '#ffffff'\n" % SIZE)
@@ -110,24 +115,26 @@ class Report:
         """A distribution a group: every sample as a point (spread sideways
         so that equal values stay visible), the median as a bar across.
         groups: [(x tick, system key, series)]."""
-        groups = [(tick, sys_, samples(doc, sys_, ser)) for tick, sys_, ser in groups]
-        groups = [g for g in groups if g[2]]
+        groups = [(tick, sys_, ser, samples(doc, sys_, ser)) for tick, sys_, ser in groups]
+        groups = [g for g in groups if g[3]]
         if not groups:
             print("bench-report: %s: no samples, figure skipped" % name)
             return
         plots, tics = [], []
-        for i, (tick, system, v) in enumerate(groups, 1):
+        for i, (tick, system, series, v) in enumerate(groups, 1):
+            st = summary(doc, system, series)
             n = len(v)
             pts = [(i + (0.3 * (k / (n - 1) - 0.5) if n > 1 else 0), x) for k, x in enumerate(v)]
             d = self.data("%s.%d.dat" % (name, i), pts)
-            m = self.data("%s.%d.median.dat" % (name, i), [(i - 0.25, median(v), 0.5, 0)])
+            m = self.data("%s.%d.median.dat" % (name, i), [(i - 0.25, st["median"], 0.5, 0)])
             color = COLORS[(i - 1) % len(COLORS)]
-            label = "%s: n=%d, median %s" % (SYSTEMS.get(system, system), n, fmt(median(v)))
+            unit = series.rsplit("_", 1)[-1] if "_" in series else ""
+            label = "%s: n=%d, median %s %s, p99 %s" % (tick, n, fmt(st["median"]), unit, fmt(st["p99"]))
             plots.append("%s using 1:2 with points pt 7 ps 1.2 lc rgb '%s' title %s" % (quote(d), color, quote(label)))
             plots.append("%s using 1:2:3:4 with vectors nohead lw 3 lc rgb '%s' notitle" % (quote(m), color))
             tics.append("%s %d" % (quote(tick), i))
-        header = ("set title %s\nset xlabel %s\nset ylabel %s\nset yrange [0:*]\nset xrange [0.4:%f]\n"
-                  "set xtics (%s)\n" % (title(title_, subtitle(doc)), quote(xlabel), quote(ylabel),
+        header = ("%sset xlabel %s\nset ylabel %s\nset yrange [0:*]\nset xrange [0.4:%f]\n"
+                  "set xtics (%s)\n" % (title(title_, doc), quote(xlabel), quote(ylabel),
                                         len(groups) + 0.6, ", ".join(tics)))
         self.draw(name, header, "plot " + ", \\\n  ".join(plots))
 
@@ -143,8 +150,8 @@ class Report:
             return
         rows = []
         for label, ser in categories:
-            vals = [samples(doc, s, ser) for s in systems]
-            rows.append(['"%s"' % label.replace('"', "'")] + [fmt(median(v)) if v else "?" for v in vals])
+            meds = [summary(doc, s, ser).get("median") for s in systems]
+            rows.append(['"%s"' % label.replace('"', "'")] + [fmt(m) if m is not None else "?" for m in meds])
         d = self.data(name + ".dat", rows)
         k = len(systems)
         plots, labels = [], []
@@ -156,10 +163,10 @@ class Report:
             off = (i - (k - 1) / 2.0) / (k + 1)
             labels.append("%s using ($0+%f):%d:(stringcolumn(%d)) with labels offset 0,0.7 font 'sans,8' notitle"
                           % (quote(d), off, col, col))
-        header = ("set title %s\nset xlabel %s\nset ylabel %s\nset yrange [0:*]\nset style data histogram\n"
+        header = ("%sset xlabel %s\nset ylabel %s\nset yrange [0:*]\nset style data histogram\n"
                   "set style histogram cluster gap 1\nset style fill solid 0.85 border -1\nset boxwidth 0.9\n"
                   "set xtics nomirror\nset offsets 0,0,graph 0.08,0\n"
-                  % (title(title_, subtitle(doc)), quote(xlabel), quote(ylabel)))
+                  % (title(title_, doc), quote(xlabel), quote(ylabel)))
         self.draw(name, header, "plot " + ", \\\n  ".join(plots + labels))
 
 

@@ -100,4 +100,5 @@ fi
 echo "idle restored VM: VMM RSS without guest RAM $(json vmm_rss_kib "$work/idle.json") KiB"
 echo "tinyvmm/idle_vmm_rss_kib $(json vmm_rss_kib "$work/idle.json")" >>"$series"
 python3 tools/bench-json.py restore --kernel "$guest/vmlinux" N="$N" WARMUP="${WARMUP-sh -c true}" SECCOMP="${SECCOMP:-1}" \
-	SNAPSHOT_STATE_BYTES="$(stat -c %s "$snap/state")" SNAPSHOT_MEM_KIB="$(($(stat -c %s "$snap/mem") >> 10))" <"$series"
+	SNAPSHOT_STATE_BYTES="$(stat -c %s "$snap/state")" SNAPSHOT_MEM_KIB="$(($(stat -c %s "$snap/mem") >> 10))" \
+	SNAPSHOT_MEM_DISK_KIB="$(du -k "$snap/mem" | cut -f1)" <"$series"
