@@ -195,7 +195,7 @@ def main(argv):
 
     doc = load(indir, "job")
     if doc:
-        r.strip("job-latency", "Job on a fresh boot: `tinyvmm run` -> first output and -> result", "job: milestone",
+        r.strip("job-latency", "Job: `tinyvmm run` -> first output and -> result (a first run may make the template snapshot)", "job: milestone",
                 "latency (ms)", doc,
                 [("true: first output", "tinyvmm", "true_first_output_ms"),
                  ("true: result", "tinyvmm", "true_result_ms"),
