@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Job benchmark: from `tinyvmm run` to a job's first output byte and to its
 # result (for `true` and `python3 -c pass`), then vsock throughput both ways
-# on one running VM. Reports; asserts nothing. Fresh boots each time (the
-# snapshot/restore path has its own benchmark); RUNS (default 1) of each
-# job, a row each. The raw figures also go to build/bench/job.json
+# on one running VM. Reports; asserts nothing. Each run is what a user's
+# `tinyvmm run` does: the first one of a new binary boots and makes the
+# template snapshot, the others restore it (bench-restore.sh separates the
+# VMM's share); RUNS (default 1) of each job, a row each. The raw figures also go to build/bench/job.json
 # (tools/bench-json.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
