@@ -52,8 +52,15 @@ def env(**extra):
 
 
 class Base(unittest.TestCase):
+    JAIL = False  # run's VM jailed (--jail) in the subclass that says so
+
+    def argv(self, *args):
+        if self.JAIL and args[0] == "run":
+            return [TINYVMM, "run", "--jail", *args[1:]]
+        return [TINYVMM, *args]
+
     def run_json(self, *args, environ=None, timeout=600):
-        p = subprocess.run([TINYVMM, *args], capture_output=True, env=environ or env(), timeout=timeout)
+        p = subprocess.run(self.argv(*args), capture_output=True, env=environ or env(), timeout=timeout)
         return p.returncode, self.one_object(p.stdout, p.stderr), p.stderr.decode(errors="replace")
 
     def one_object(self, out, err=b""):
@@ -210,7 +217,7 @@ class WithVM(Base):
             self.assertFalse(os.path.exists(os.path.join(d, "never")))
 
     def test_sigterm_ends_the_run_with_an_object_within_the_grace(self):
-        p = subprocess.Popen([TINYVMM, "run", "--json", "--", "sh", "-c", "echo started; sleep 300"],
+        p = subprocess.Popen(self.argv("run", "--json", "--", "sh", "-c", "echo started; sleep 300"),
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
         # The job has started once the guest's agent answered: wait for
         # tinyvmm's job stage by the restore's usual lines, bounded.
@@ -233,12 +240,15 @@ class WithVM(Base):
 
     @staticmethod
     def _job_running(pid):
-        # tinyvmm's threads include the vCPU once the VM runs; the job runs
-        # shortly after the agent connects. Good enough as a start signal:
-        # the test only needs SIGTERM to land while the VM runs.
+        # tinyvmm's threads (or, jailed, its child's) include the vCPU and
+        # the event loop once the VM runs; the job runs shortly after the
+        # agent connects. Good enough as a start signal: the test only needs
+        # SIGTERM to land while the VM runs.
         try:
-            return len(os.listdir("/proc/%d/task" % pid)) >= 3
-        except OSError:
+            with open("/proc/%d/task/%d/children" % (pid, pid)) as f:
+                pids = [pid] + [int(c) for c in f.read().split()]
+            return max(len(os.listdir("/proc/%d/task" % p)) for p in pids) >= 3
+        except (OSError, ValueError):
             return False
 
     def test_jailed_run_reports_through_the_jail(self):
@@ -259,6 +269,13 @@ class WithVM(Base):
             self.assertEqual(obj["config"]["kernel"], os.path.join(DATA, "vmlinux"))
             with open(os.path.join(d, "h")) as f:
                 self.assertEqual(f.read(), "abc")
+
+
+@unittest.skipUnless(CAN_RUN_VM, "needs root, /dev/kvm and TINYVMM_GUEST_DIR/TINYVMM_ROOTFS")
+class WithVMJailed(WithVM):
+    """Every case above again with the VM jailed: the job runs in the
+    jailed child, the object comes from the process outside."""
+    JAIL = True
 
 
 if __name__ == "__main__":
