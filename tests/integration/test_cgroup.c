@@ -190,6 +190,23 @@ static void assert_file(const char *dir, const char *file, const char *want)
 /* tinyvmm processes a failed test left running. */
 static pid_t running[2];
 
+/* --cpu-quota 0.5 and the default memory limit of a 256 MiB guest, from
+ * the kernel's files of the cgroup dirs cpu and mem. */
+static void assert_half_core_limits(const char *cpu, const char *mem)
+{
+	char path[CG_PATH_MAX + 16];
+
+	snprintf(path, sizeof(path), "%s/cpu.max", cpu);
+	if (access(path, F_OK) == 0) { /* cgroup v2 */
+		assert_file(cpu, "cpu.max", "50000 100000");
+		assert_file(mem, "memory.max", "335544320");
+	} else {
+		assert_file(cpu, "cpu.cfs_quota_us", "50000");
+		assert_file(cpu, "cpu.cfs_period_us", "100000");
+		assert_file(mem, "memory.limit_in_bytes", "335544320"); /* 256 MiB RAM + 64 MiB */
+	}
+}
+
 static void stop_running(void)
 {
 	for (int i = 0; i < 2; i++) {
@@ -318,15 +335,7 @@ START_TEST(cpu_quota_holds)
 		ck_assert_msg(gone(stale[i]), "stale %s still there", stale[i]);
 	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
 	/* The limits, from the kernel's files, while the job runs. */
-	snprintf(path, sizeof(path), "%s/cpu.max", cpu);
-	if (access(path, F_OK) == 0) { /* cgroup v2 */
-		assert_file(cpu, "cpu.max", "50000 100000");
-		assert_file(mem, "memory.max", "335544320");
-	} else {
-		assert_file(cpu, "cpu.cfs_quota_us", "50000");
-		assert_file(cpu, "cpu.cfs_period_us", "100000");
-		assert_file(mem, "memory.limit_in_bytes", "335544320"); /* 256 MiB RAM + 64 MiB */
-	}
+	assert_half_core_limits(cpu, mem);
 	assert_file(pids, "pids.max", "65");
 	share = busy_share(pid);
 	cg_file(cpu, "cpu.stat", path, sizeof(path));
@@ -526,14 +535,7 @@ START_TEST(jailed_vm_in_its_cgroup)
 	vmm_dir(vmm, CG_MEMORY, mem);
 	vmm_dir(pid, CG_CPU, path); /* the process outside the jail stays where it was */
 	ck_assert_msg(!strstr(path, parent), "tinyvmm itself moved into %s", path);
-	snprintf(path, sizeof(path), "%s/cpu.max", cpu);
-	if (access(path, F_OK) == 0) { /* cgroup v2 */
-		assert_file(cpu, "cpu.max", "50000 100000");
-		assert_file(mem, "memory.max", "335544320");
-	} else {
-		assert_file(cpu, "cpu.cfs_quota_us", "50000");
-		assert_file(mem, "memory.limit_in_bytes", "335544320"); /* 256 MiB RAM + 64 MiB */
-	}
+	assert_half_core_limits(cpu, mem);
 	st = wait_exit(pid);
 	e = it_slurp(err);
 	ck_assert_msg(st == 124, "status %d: %s", st, e);
