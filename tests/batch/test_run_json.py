@@ -87,6 +87,7 @@ class Contract(Base):
             (["run", "--json", "--output-encoding", "hex", "--", "true"], "is not utf8 or base64"),
             (["run", "--json"], "--json reports a job"),
             (["exec", "--json", "--", "true"], "exec needs --vsock-uds"),
+            (["run", "--json", "--put", "/etc/hostname:rel/x", "--", "true"], "must be absolute"),
         ]:
             with self.subTest(args=args):
                 rc, obj, err = self.run_json(*args)
@@ -148,6 +149,12 @@ class Contract(Base):
             obj = self.one_object(out, err)
             self.check_status(p.returncode, obj, 128 + signal.SIGTERM)
             self.assertEqual(obj["error"], {"stage": "args", "message": "stopped by signal 15 (SIGTERM)"})
+
+    def test_unreadable_put_is_125_at_stage_setup(self):
+        rc, obj, _ = self.run_json("run", "--json", "--put", "/no/such/local:/tmp/x", "--", "true")
+        self.check_status(rc, obj, 125)
+        self.assertEqual(obj["error"]["stage"], "setup")
+        self.assertIn("/no/such/local", obj["error"]["message"])
 
     def test_vm_failure_is_125_at_stage_vm(self):
         rc, obj, _ = self.run_json("run", "--json", "--kernel", "/nonexistent/vmlinux", "--", "true")

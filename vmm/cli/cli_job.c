@@ -202,11 +202,11 @@ int cli_job_check_puts(const struct cli_job *j)
 {
 	for (unsigned i = 0; i < j->nget; i++)
 		if (guest_path_ok("get", j->gets[i], j->gets[i], (size_t)(strchr(j->gets[i], ':') - j->gets[i])))
-			return -1;
+			return EXIT_USAGE;
 	for (unsigned i = 0; i < j->nput; i++) {
 		const char *guest = strchr(j->puts[i], ':') + 1;
 		if (guest_path_ok("put", j->puts[i], guest, strlen(guest)))
-			return -1;
+			return EXIT_USAGE;
 	}
 	for (unsigned i = 0; i < j->nput; i++) {
 		const char *colon = strchr(j->puts[i], ':');
@@ -216,11 +216,11 @@ int cli_job_check_puts(const struct cli_job *j)
 		snprintf(local, sizeof(local), "%.*s", (int)(colon - j->puts[i]), j->puts[i]);
 		if (stat(local, &st) < 0 || access(local, R_OK) < 0) {
 			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(errno));
-			return -1;
+			return EXIT_VM_FAILED;
 		}
 		if (S_ISDIR(st.st_mode)) {
 			fprintf(stderr, "tinyvmm: --put %s: is a directory (files only)\n", local);
-			return -1;
+			return EXIT_VM_FAILED;
 		}
 	}
 	return 0;

@@ -51,8 +51,10 @@ int cli_job_seconds(const char *name, const char *arg, uint32_t *ms);
  * 1 if it was one, 0 if not, -1 on a bad value (message printed). */
 int cli_job_option(struct cli_job *j, const char *name, const char *arg);
 
-/* Check before the VM starts that every --put source can be read, so a
- * typo costs no boot. Returns 0, or -1 after printing which and why. */
+/* Check before the VM starts that every --put source can be read and every
+ * guest path is one, so a typo costs no boot. Returns 0, or after printing
+ * which and why EXIT_USAGE (a guest path that cannot be) or EXIT_VM_FAILED
+ * (a local file that cannot be read). */
 int cli_job_check_puts(const struct cli_job *j);
 
 /* Open every --put file now (--jail: before the jailed VMM may open

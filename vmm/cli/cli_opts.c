@@ -467,8 +467,8 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 		cli_report_stage(a->job.report, CLI_ST_SETUP);
 	/* A cgroup when the host allows one; required once a limit is asked. */
 	a->c.cgroup.mode = a->no_cgroup ? TVM_CGROUP_OFF : a->cgroup_flag ? TVM_CGROUP_ON : TVM_CGROUP_AUTO;
-	if (!r && cli_job_check_puts(&a->job))
-		r = EXIT_USAGE;
+	if (!r)
+		r = cli_job_check_puts(&a->job);
 	if (!r && a->cgroup_flag) {
 		/* Before a template snapshot is made with them: one line, once. */
 		struct cg_limits l = { .cpu_quota_mcpu = a->c.cgroup.cpu_quota_mcpu, .cpuset = a->c.cgroup.cpuset };

@@ -381,7 +381,8 @@ static const char *error_of(const struct cli_report *r, int status, int stop, co
 		return stage_names[sh->stage];
 	}
 	*msg = sh->last_line;
-	return stage_names[sh->line_stage];
+	/* 64 is a wrong command line whenever it was found. */
+	return stage_names[status == EXIT_USAGE ? CLI_ST_ARGS : sh->line_stage];
 }
 
 /* Room for the whole object: every string may grow 6 times escaped. */

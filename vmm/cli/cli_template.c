@@ -49,16 +49,17 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 	return h;
 }
 
-/* A file's identity: a file replaced or rewritten changes the key. */
+/* A file's identity: a file replaced or rewritten changes the key; the
+ * same file reached by another path (a symlink, the cache's own path)
+ * keeps it. */
 static int ident(char *buf, size_t cap, const char *path)
 {
 	struct stat st;
 
 	if (stat(path, &st) < 0)
 		return -errno;
-	snprintf(buf, cap, "%s|%llu|%llu|%lld|%lld.%09ld;", path, (unsigned long long)st.st_dev,
-		 (unsigned long long)st.st_ino, (long long)st.st_size, (long long)st.st_mtim.tv_sec,
-		 st.st_mtim.tv_nsec);
+	snprintf(buf, cap, "%llu|%llu|%lld|%lld.%09ld;", (unsigned long long)st.st_dev, (unsigned long long)st.st_ino,
+		 (long long)st.st_size, (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
 	return 0;
 }
 
