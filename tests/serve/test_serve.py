@@ -1219,6 +1219,10 @@ class T09Budget(ServeTest):
             time.sleep(1)  # the supervisor samples every 250 ms
             e = self.expect_error(create(UID_C, expect=None), 429, "quota_exceeded")
             self.assertIn("daily CPU budget", e["message"])
+            h = call(UID_C, "GET", "/v1/health").json
+            self.assertEqual(h["cpu_budget_s"], 2)
+            self.assertGreaterEqual(h["cpu_used_s"], 2)
+            self.assertEqual(call(UID_D, "GET", "/v1/health").json["cpu_used_s"], 0)
             # another owner is not charged for it
             other = create(UID_D).json["id"]
             delete(UID_D, other)
@@ -1234,6 +1238,7 @@ class T09Budget(ServeTest):
             self.expect_error(create(UID_C, expect=None), 429, "quota_exceeded")
         finally:
             self.restart()
+        self.assertIsNone(call(UID_C, "GET", "/v1/health").json["cpu_budget_s"])
         create_ok = create(UID_C).json["id"]  # no budget: allowed again
         delete(UID_C, create_ok)
 

@@ -308,6 +308,8 @@ void api_create(struct conn *c, const struct http_request *r)
 		}
 	if (s->cfg.cpu_budget_s && (used_ms = quota_used_locked(s, c->uid)) >= s->cfg.cpu_budget_s * 1000ull) {
 		pthread_mutex_unlock(&s->mu);
+		fprintf(stderr, "tinyvmm serve: uid %u: create refused: daily CPU budget spent (%llu ms of %u s)\n",
+			(unsigned)c->uid, (unsigned long long)used_ms, s->cfg.cpu_budget_s);
 		conn_error(
 			c, 429, "quota_exceeded",
 			"uid %u used its daily CPU budget: %llu.%03llu s of %u s today (UTC); it renews at midnight UTC",

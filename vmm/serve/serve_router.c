@@ -124,20 +124,29 @@ void route(struct conn *c, const struct http_request *r)
 		return;
 	}
 	if (n == 2 && !strcmp(seg[1], "health") && is(m, "GET")) {
-		char buf[128];
+		char buf[256];
 		struct json_w w;
 		unsigned running = 0;
+		uint64_t used_ms;
 
 		pthread_mutex_lock(&c->s->mu);
 		for (struct sandbox *sb = c->s->sandboxes; sb; sb = sb->next)
 			running += sb->state != SB_ENDED;
+		used_ms = quota_used_locked(c->s, c->uid);
 		pthread_mutex_unlock(&c->s->mu);
 		json_w_init(&w, buf, sizeof(buf));
 		json_w_obj_begin(&w);
-		json_w_key(&w, "status", 6);
-		json_w_string(&w, "ok", 2);
-		json_w_key(&w, "sandboxes", 9);
-		json_w_uint(&w, running);
+		json_w_kstr(&w, "status", "ok");
+		json_w_kuint(&w, "sandboxes", running);
+		/* The caller's daily CPU budget (serve_quota.c), null without one. */
+		if (c->s->cfg.cpu_budget_s) {
+			json_w_kuint(&w, "cpu_budget_s", c->s->cfg.cpu_budget_s);
+			json_w_key(&w, "cpu_used_s", 10);
+			json_w_double(&w, (double)used_ms / 1000);
+		} else {
+			json_w_knull(&w, "cpu_budget_s");
+			json_w_knull(&w, "cpu_used_s");
+		}
 		json_w_obj_end(&w);
 		conn_json(c, 200, &w);
 	} else if (n == 2 && !strcmp(seg[1], "version") && is(m, "GET")) {
