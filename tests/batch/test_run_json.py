@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import stat
 import subprocess
 import sys
 import tempfile
@@ -156,6 +157,45 @@ class Contract(Base):
         self.assertEqual(obj["error"]["stage"], "setup")
         self.assertIn("/no/such/local", obj["error"]["message"])
 
+    def test_abbreviated_report_options_are_refused(self):
+        # getopt_long takes "--json-o F" for --json-out, but the report
+        # reads argv itself: it saw no --json-out and wrote no object.
+        with tempfile.TemporaryDirectory() as d:
+            out = os.path.join(d, "r.json")
+            p = subprocess.run([TINYVMM, "run", "--json-o", out, "--mem", "x", "--", "true"],
+                               capture_output=True, env=env())
+            self.assertEqual(p.returncode, 64)
+            self.assertIn(b"--json-out", p.stderr)
+        rc, obj, err = self.run_json("run", "--json", "--output-enc", "base64", "--", "true")
+        self.check_status(rc, obj, 64)
+        self.assertIn("--output-encoding", obj["error"]["message"])
+
+    def test_json_out_through_a_symlink_or_a_fifo(self):
+        with tempfile.TemporaryDirectory() as d:
+            # A symlink: the file it names gets the object, the link stays.
+            target, link = os.path.join(d, "target.json"), os.path.join(d, "link")
+            os.symlink(target, link)
+            with open(target, "w") as f:
+                f.write("old")
+            p = subprocess.run([TINYVMM, "run", "--json-out", link, "--mem", "x", "--", "true"],
+                               capture_output=True, env=env())
+            self.assertEqual(p.returncode, 64)
+            self.assertTrue(os.path.islink(link))
+            with open(target, "rb") as f:
+                self.one_object(f.read())
+            # A FIFO (a pipe to a collector): its reader gets the object and
+            # the FIFO is still one.
+            fifo = os.path.join(d, "fifo")
+            os.mkfifo(fifo)
+            p = subprocess.Popen([TINYVMM, "run", "--json-out", fifo, "--mem", "x", "--", "true"],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env())
+            with open(fifo, "rb") as f:
+                got = f.read()
+            p.communicate(timeout=30)
+            self.assertEqual(p.returncode, 64)
+            self.one_object(got)
+            self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+
     def test_vm_failure_is_125_at_stage_vm(self):
         rc, obj, _ = self.run_json("run", "--json", "--kernel", "/nonexistent/vmlinux", "--", "true")
         self.check_status(rc, obj, 125)
@@ -244,6 +284,24 @@ class WithVM(Base):
         obj = self.one_object(out, err)
         self.check_status(p.returncode, obj, 128 + signal.SIGTERM)
         self.assertIn("stopped by signal 15 (SIGTERM)", obj["error"]["message"])
+
+    def test_sigterm_while_the_template_is_made_still_gives_the_object(self):
+        # A fresh cache: this run makes the template, with fd 1 pointed at
+        # /dev/null meanwhile; the object must still reach our stdout.
+        with tempfile.TemporaryDirectory() as cache:
+            p = subprocess.Popen([TINYVMM, "run", "--json", "--", "true"], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, env=env(TINYVMM_CACHE=cache))
+            templates = os.path.join(cache, "templates")
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and not (
+                    os.path.isdir(templates) and any(".tmp-" in n for n in os.listdir(templates))):
+                time.sleep(0.2)
+            time.sleep(2)
+            p.send_signal(signal.SIGTERM)
+            out, err = p.communicate(timeout=STOP_GRACE_S)
+            obj = self.one_object(out, err)
+            self.check_status(p.returncode, obj, 128 + signal.SIGTERM)
+            self.assertEqual(obj["error"]["stage"], "template")
 
     @staticmethod
     def _job_running(pid):

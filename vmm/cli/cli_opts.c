@@ -145,6 +145,25 @@ static const char *bad_option(char **argv)
 	return argv[optind - 1];
 }
 
+/* The options the --json report reads from argv itself (cli_report.c,
+ * before this parser runs) must be spelled in full: getopt_long takes
+ * "--json-o FILE" for --json-out, which the report would not see (no
+ * object at all, or a utf8 one for "--output-enc base64"). */
+static int spelled_out(int o, int idx, char **argv)
+{
+	const char *name = opts[idx].name, *arg;
+	size_t n = strlen(name);
+
+	if (o != OPT_JSON && o != OPT_JSON_OUT && o != OPT_ID && o != OPT_ENCODING && o != OPT_CAP)
+		return 1;
+	arg = opts[idx].has_arg == required_argument && optarg == argv[optind - 1] ? argv[optind - 2]
+										    : argv[optind - 1];
+	if (!strncmp(arg, "--", 2) && !strncmp(arg + 2, name, n) && (!arg[2 + n] || arg[2 + n] == '='))
+		return 1;
+	fprintf(stderr, "tinyvmm: %.*s: give the option's full name --%s\n", (int)strcspn(arg, "="), arg, name);
+	return 0;
+}
+
 /* --cpu-quota CPUS: a decimal number of cores with at most 3 decimals
  * (0.5, 2, 1.25) into thousandths of a core; its range is the library's
  * to check. */
@@ -181,6 +200,8 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		if (o == OPT_KERNEL || o == OPT_INITRD || o == OPT_CMDLINE || o == OPT_CMDLINE_APPEND || o == OPT_MEM ||
 		    o == OPT_CPUS || o == OPT_VSOCK_CID || o == OPT_QUIRKS || o == OPT_DISK_SIZE)
 			a->boot_only = opts[idx].name;
+		if (!spelled_out(o, idx, argv))
+			return EXIT_USAGE;
 		switch (o) {
 		case OPT_KERNEL: a->c.kernel_path = optarg; break;
 		case OPT_INITRD: a->c.initrd_path = optarg; break;

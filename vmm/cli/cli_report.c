@@ -51,6 +51,14 @@ struct cli_report {
 	size_t map_len, cap;
 	uint64_t t0_ns;
 	const char *json_out, *encoding;
+	int out_fd; /* our stdout as it was: a template's making points fd 1 at /dev/null */
+	/* --json-out resolved at the start (seccomp allows no readlink at
+	 * the end): a FIFO, terminal or /dev/stdout is written in place (a
+	 * rename would put a regular file where it was and its reader would
+	 * get nothing); a symlink to a file has the file replaced, not the
+	 * link. */
+	int json_in_place;
+	char *json_real;
 	char id[ID_MAX + 1];
 	char host[256];
 	int exec; /* exec, not run */
@@ -185,7 +193,18 @@ struct cli_report *cli_report_new(int argc, char **argv, uint64_t t0_ns)
 		return NULL;
 	}
 	r->t0_ns = t0_ns;
+	r->out_fd = fcntl(1, F_DUPFD_CLOEXEC, 3);
+	if (r->out_fd < 0)
+		r->out_fd = 1;
 	r->json_out = json_out;
+	if (json_out && *json_out) {
+		struct stat st, lst;
+
+		if (stat(json_out, &st) == 0 && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+			r->json_in_place = 1;
+		else if (lstat(json_out, &lst) == 0 && S_ISLNK(lst.st_mode))
+			r->json_real = realpath(json_out, NULL);
+	}
 	r->encoding = find_opt(argc, argv, "--output-encoding", 0);
 	r->exec = !strcmp(argv[0], "exec");
 	make_id(r, find_opt(argc, argv, "--id", 0));
@@ -526,7 +545,7 @@ static void on_stop_signal(int sig)
 {
 	struct cli_report *r = sig_report;
 	const char *obj = NULL;
-	int fd = 1;
+	int fd = r ? r->out_fd : 1;
 
 	for (int i = 0; r && i < 3; i++)
 		if (stop_sigs[i] == sig)
@@ -561,9 +580,19 @@ static void render_stopped(struct cli_report *r)
 static int write_file(struct cli_report *r, int status, const struct tvm_config *c, const struct cli_job *j)
 {
 	char tmp[4200];
+	const char *target = r->json_real ? r->json_real : r->json_out;
 	int fd, err;
 
-	if (snprintf(tmp, sizeof(tmp), "%s.tinyvmm-XXXXXX", r->json_out) >= (int)sizeof(tmp))
+	if (r->json_in_place) {
+		fd = open(target, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+		if (fd < 0)
+			return -errno;
+		err = write_object(fd, r, status, c, j);
+		if (close(fd) < 0 && !err)
+			err = -errno;
+		return err;
+	}
+	if (snprintf(tmp, sizeof(tmp), "%s.tinyvmm-XXXXXX", target) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
 	fd = mkstemp(tmp);
 	if (fd < 0)
@@ -573,7 +602,7 @@ static int write_file(struct cli_report *r, int status, const struct tvm_config 
 		err = -errno;
 	if (close(fd) < 0 && !err)
 		err = -errno;
-	if (!err && rename(tmp, r->json_out) < 0)
+	if (!err && rename(tmp, target) < 0)
 		err = -errno;
 	if (err)
 		unlink(tmp);
@@ -597,6 +626,9 @@ static void report_free(struct cli_report *r)
 		fclose(r->tee);
 	}
 	munmap(r->sh, r->map_len);
+	if (r->out_fd > 2)
+		close(r->out_fd);
+	free(r->json_real);
 	free(r);
 }
 
@@ -623,7 +655,7 @@ int cli_report_finish(struct cli_report *r, int status, const struct tvm_config 
 		err = write_file(r, status, c, j);
 	else {
 		fflush(stdout);
-		err = write_object(1, r, status, c, j);
+		err = write_object(r->out_fd, r, status, c, j);
 	}
 	if (r->tee) {
 		stderr = r->old_stderr;
