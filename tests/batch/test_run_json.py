@@ -294,9 +294,9 @@ class WithVM(Base):
             templates = os.path.join(cache, "templates")
             deadline = time.monotonic() + 60
             while time.monotonic() < deadline and not (
-                    os.path.isdir(templates) and any(".tmp-" in n for n in os.listdir(templates))):
+                    os.path.isdir(templates) and any(n.endswith(".lock") for n in os.listdir(templates))):
                 time.sleep(0.2)
-            time.sleep(2)
+            time.sleep(3)  # the lock is taken: the template's VM boots
             p.send_signal(signal.SIGTERM)
             out, err = p.communicate(timeout=STOP_GRACE_S)
             obj = self.one_object(out, err)
