@@ -303,6 +303,16 @@ class WithVM(Base):
             self.check_status(p.returncode, obj, 128 + signal.SIGTERM)
             self.assertEqual(obj["error"]["stage"], "template")
 
+    def test_a_few_mib_of_output_escaped_does_not_outgrow_the_cgroup(self):
+        # NUL bytes escape 6 times (\u0000): three pre-rendered stop
+        # objects of 2 x 6 MiB output were over 400 MiB, beyond the VM's
+        # cgroup (guest RAM + 64 MiB): tinyvmm was OOM-killed, no object.
+        n = 6 << 20
+        rc, obj, err = self.run_json("run", "--json", "--output-cap", str(n), "--timeout", "400", "--", "sh", "-c",
+                                     "head -c %d /dev/zero >&2 & head -c %d /dev/zero; wait" % (n, n))
+        self.check_status(rc, obj, 0)
+        self.assertEqual((len(obj["stdout"]), len(obj["stderr"])), (n, n))
+
     @staticmethod
     def _job_running(pid):
         # tinyvmm's threads (or, jailed, its child's) include the vCPU and

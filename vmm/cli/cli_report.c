@@ -69,13 +69,24 @@ struct cli_report {
 	struct tvm_config conf;
 	struct cli_job conf_job;
 	char *conf_paths[2]; /* kernel, root drive: ours */
-	char *sig_obj[3];    /* for on_stop_signal */
-	char *sig_stale[3];  /* the ones they replaced */
+	struct stop_obj *sig_obj;   /* for on_stop_signal */
+	struct stop_obj *sig_stale; /* the one it replaced */
+	char sig_msg[3][64];        /* each signal's error message */
 };
 
 /* A signal handler reaches static state only; tinyvmm has one report per
  * process (on_stop_signal below). */
 static const int stop_sigs[3] = { SIGINT, SIGTERM, SIGHUP };
+
+/* One object, rendered as if stopped by SIGTERM, serves all three stop
+ * signals: on_stop_signal writes it with the status and the message
+ * swapped for its own signal's. (Three objects, each up to 6 times the
+ * job's output escaped, got tinyvmm killed by its own cgroup's memory
+ * limit for an output of a few MiB.) */
+struct stop_obj {
+	size_t len, status_off, msg_off, msg_len; /* "143" at status_off, the message at msg_off */
+	char text[];
+};
 static struct cli_report *sig_report;
 
 static void render_stopped(struct cli_report *r);
@@ -215,6 +226,9 @@ struct cli_report *cli_report_new(int argc, char **argv, uint64_t t0_ns)
 		r->old_stderr = stderr;
 		stderr = r->tee;
 	}
+	for (int i = 0; i < 3; i++)
+		snprintf(r->sig_msg[i], sizeof(r->sig_msg[i]), "stopped by signal %d (SIG%s)", stop_sigs[i],
+			 sigabbrev_np(stop_sigs[i]));
 	render_stopped(r);
 	sig_report = r;
 	for (int i = 0; i < 3; i++)
@@ -544,36 +558,56 @@ static int write_object(int fd, struct cli_report *r, int status, const struct t
 static void on_stop_signal(int sig)
 {
 	struct cli_report *r = sig_report;
-	const char *obj = NULL;
-	int fd = r ? r->out_fd : 1;
+	const struct stop_obj *o = r ? __atomic_load_n(&r->sig_obj, __ATOMIC_ACQUIRE) : NULL;
+	int fd = r ? r->out_fd : 1, i = 0;
 
-	for (int i = 0; r && i < 3; i++)
-		if (stop_sigs[i] == sig)
-			obj = __atomic_load_n(&r->sig_obj[i], __ATOMIC_ACQUIRE);
-	if (obj) {
+	while (i < 2 && stop_sigs[i] != sig)
+		i++;
+	if (o) {
+		const char *m = r->sig_msg[i];
+		char st[4] = { (char)('0' + (128 + sig) / 100), (char)('0' + (128 + sig) / 10 % 10),
+			       (char)('0' + (128 + sig) % 10), 0 };
+
 		if (r->json_out && *r->json_out)
 			fd = open(r->json_out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		if (fd >= 0)
-			write_all(fd, obj, strlen(obj));
+		if (fd >= 0) {
+			write_all(fd, o->text, o->status_off);
+			write_all(fd, st, 3);
+			write_all(fd, o->text + o->status_off + 3, o->msg_off - o->status_off - 3);
+			write_all(fd, m, strlen(m));
+			write_all(fd, o->text + o->msg_off + o->msg_len, o->len - o->msg_off - o->msg_len);
+		}
 	}
 	_exit(128 + sig);
 }
 
-/* The objects on_stop_signal writes, for the stage reached now. Each is
+/* The object on_stop_signal writes, for the stage reached now. It is
  * swapped in with one store; the one it replaces is freed a generation
  * later, so a handler running on another thread meanwhile still reads a
  * live one. */
 static void render_stopped(struct cli_report *r)
 {
-	for (int i = 0; i < 3; i++) {
-		size_t len;
-		char *obj = render(r, 128 + stop_sigs[i], stop_sigs[i], NULL, NULL, &len);
+	const char *term = r->sig_msg[1], *sp, *mp;
+	struct stop_obj *o;
+	size_t len;
+	char *obj = render(r, 128 + SIGTERM, SIGTERM, NULL, NULL, &len);
 
-		if (!obj)
-			continue; /* the last one stays */
-		free(r->sig_stale[i]);
-		r->sig_stale[i] = __atomic_exchange_n(&r->sig_obj[i], obj, __ATOMIC_ACQ_REL);
+	/* Outside strings a quote is never escaped: the first of each is
+	 * the object's own member. */
+	sp = obj ? strstr(obj, "\"status\":143,") : NULL;
+	mp = sp ? strstr(sp, "\"message\":\"") : NULL;
+	if (!mp || strncmp(mp + 11, term, strlen(term)) || !(o = malloc(sizeof(*o) + len + 1))) {
+		free(obj);
+		return; /* the last one stays */
 	}
+	o->len = len;
+	o->status_off = (size_t)(sp - obj) + 9;
+	o->msg_off = (size_t)(mp - obj) + 11;
+	o->msg_len = strlen(term);
+	memcpy(o->text, obj, len + 1);
+	free(obj);
+	free(r->sig_stale);
+	r->sig_stale = __atomic_exchange_n(&r->sig_obj, o, __ATOMIC_ACQ_REL);
 }
 
 /* Written next to the target and renamed: a reader never sees half. */
@@ -616,10 +650,8 @@ static void report_free(struct cli_report *r)
 	sig_report = NULL;
 	free(r->conf_paths[0]);
 	free(r->conf_paths[1]);
-	for (int i = 0; i < 3; i++) {
-		free(r->sig_obj[i]);
-		free(r->sig_stale[i]);
-	}
+	free(r->sig_obj);
+	free(r->sig_stale);
 	if (r->tee) {
 		fflush(r->tee);
 		stderr = r->old_stderr;
