@@ -157,7 +157,7 @@ static int spelled_out(int o, int idx, char **argv)
 	if (o != OPT_JSON && o != OPT_JSON_OUT && o != OPT_ID && o != OPT_ENCODING && o != OPT_CAP)
 		return 1;
 	arg = opts[idx].has_arg == required_argument && optarg == argv[optind - 1] ? argv[optind - 2]
-										    : argv[optind - 1];
+										   : argv[optind - 1];
 	if (!strncmp(arg, "--", 2) && !strncmp(arg + 2, name, n) && (!arg[2 + n] || arg[2 + n] == '='))
 		return 1;
 	fprintf(stderr, "tinyvmm: %.*s: give the option's full name --%s\n", (int)strcspn(arg, "="), arg, name);

@@ -68,7 +68,7 @@ struct cli_report {
 	int have_conf; /* cli_report_config: the run's settings as given */
 	struct tvm_config conf;
 	struct cli_job conf_job;
-	char *conf_paths[2]; /* kernel, root drive: ours */
+	char *conf_paths[2];        /* kernel, root drive: ours */
 	struct stop_obj *sig_obj;   /* for on_stop_signal */
 	struct stop_obj *sig_stale; /* the one it replaced */
 	char sig_msg[3][64];        /* each signal's error message */
@@ -242,7 +242,12 @@ void cli_report_stage(struct cli_report *r, enum cli_stage s)
 		return;
 	r->sh->stage = s;
 	r->sh->stage_ms[s] = ms_since(r);
-	render_stopped(r); /* exec has no signal thread: its handler stays */
+	/* exec has no signal thread: its handler stays in charge. Not past the
+	 * job's start: from there the object would hold the job's output, up
+	 * to 6 times its caps, rendered inside the VM's cgroup at every stage
+	 * (run's signal thread has the signals by then anyway). */
+	if (s <= CLI_ST_JOB)
+		render_stopped(r);
 }
 
 void cli_report_output(struct cli_report *r, int stream, const void *buf, size_t len)
