@@ -151,6 +151,13 @@ class Contract(Base):
             self.check_status(p.returncode, obj, 128 + signal.SIGTERM)
             self.assertEqual(obj["error"], {"stage": "args", "message": "stopped by signal 15 (SIGTERM)"})
 
+    def test_unwritable_json_out_falls_back_to_stdout(self):
+        out = "/nonexistent-dir/r.json"
+        rc, obj, err = self.run_json("run", "--json-out", out, "--mem", "x", "--", "true")
+        self.check_status(rc, obj, 64)  # the run's own error stays
+        self.assertIn("--mem", obj["error"]["message"])
+        self.assertIn("--json-out %s: No such file or directory: the object goes to stdout" % out, err)
+
     def test_unreadable_put_is_125_at_stage_setup(self):
         rc, obj, _ = self.run_json("run", "--json", "--put", "/no/such/local:/tmp/x", "--", "true")
         self.check_status(rc, obj, 125)
@@ -226,6 +233,12 @@ class WithVM(Base):
         self.assertFalse(obj["ok"])
         self.assertIsNone(obj["error"])
         self.assertEqual((obj["exit_code"], obj["signal"], obj["stdout"]), (3, 0, "out\n"))
+
+    def test_unwritable_json_out_of_a_good_run_is_125_on_stdout(self):
+        rc, obj, _ = self.run_json("run", "--json-out", "/nonexistent-dir/r.json", "--", "true")
+        self.check_status(rc, obj, 125)
+        self.assertEqual(obj["exit_code"], 0)
+        self.assertIn("the object goes to stdout", obj["error"]["message"])
 
     def test_timeout_is_124(self):
         rc, obj, _ = self.run_json("run", "--json", "--timeout", "1", "--", "sleep", "60")

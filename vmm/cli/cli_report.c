@@ -688,9 +688,24 @@ int cli_report_finish(struct cli_report *r, int status, const struct tvm_config 
 	fflush(stderr);
 	if (r->npending) /* a last line without its newline */
 		keep_line(r, r->pending, r->npending);
-	if (r->json_out && *r->json_out)
-		err = write_file(r, status, c, j);
-	else {
+	if (r->json_out && *r->json_out && (err = write_file(r, status, c, j))) {
+		/* Not lost: with --json-out, stdout is ours and empty. A run
+		 * that had worked fails with this line as its error; a failed
+		 * one keeps its own. */
+		char keep[LINE_MAX_KEPT];
+		int keep_stage = r->sh->line_stage;
+
+		memcpy(keep, r->sh->last_line, sizeof(keep));
+		fprintf(stderr, "tinyvmm: --json-out %s: %s: the object goes to stdout\n", r->json_out, strerror(-err));
+		fflush(stderr);
+		if (status) {
+			memcpy(r->sh->last_line, keep, sizeof(keep));
+			r->sh->line_stage = keep_stage;
+		} else {
+			status = EXIT_VM_FAILED;
+		}
+	}
+	if (!(r->json_out && *r->json_out) || err) {
 		fflush(stdout);
 		err = write_object(r->out_fd, r, status, c, j);
 	}
@@ -700,8 +715,7 @@ int cli_report_finish(struct cli_report *r, int status, const struct tvm_config 
 		r->tee = NULL;
 	}
 	if (err) {
-		fprintf(stderr, "tinyvmm: --json%s %s: %s\n", r->json_out ? "-out" : "",
-			r->json_out ? r->json_out : "(stdout)", strerror(-err));
+		fprintf(stderr, "tinyvmm: --json: stdout: %s\n", strerror(-err));
 		status = status ? status : EXIT_VM_FAILED;
 	}
 	report_free(r);
