@@ -204,8 +204,10 @@ class Contract(Base):
             self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
 
     def test_vm_failure_is_125_at_stage_vm(self):
-        rc, obj, _ = self.run_json("run", "--json", "--kernel", "/nonexistent/vmlinux", "--", "true")
+        rc, obj, err = self.run_json("run", "--json", "--kernel", "/nonexistent/vmlinux", "--", "true")
         self.check_status(rc, obj, 125)
+        # said once: no template is tried for a kernel that is not there
+        self.assertEqual(err.count("/nonexistent/vmlinux"), 1, err)
         self.assertEqual(obj["error"]["stage"], "vm")
         self.assertIn("/nonexistent/vmlinux", obj["error"]["message"])
         self.assertEqual(obj["config"]["kernel"], "/nonexistent/vmlinux")

@@ -88,10 +88,13 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		cache = DEFAULT_CACHE;
 	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;disk=%llu;", TVM_VERSION, a->c.mem_mib,
 		 a->c.cpus, a->c.vsock_cid, (int)a->c.quirks, (unsigned long long)a->c.drives[0].size);
-	if (ident(part, sizeof(part), a->c.kernel_path) == 0)
-		strncat(key, part, sizeof(key) - strlen(key) - 1);
-	if (ident(part, sizeof(part), a->c.drives[0].path) == 0)
-		strncat(key, part, sizeof(key) - strlen(key) - 1);
+	/* A kernel or image that is not there: the cold boot says so, once. */
+	if (ident(part, sizeof(part), a->c.kernel_path))
+		return;
+	strncat(key, part, sizeof(key) - strlen(key) - 1);
+	if (ident(part, sizeof(part), a->c.drives[0].path))
+		return;
+	strncat(key, part, sizeof(key) - strlen(key) - 1);
 	if (ident(part, sizeof(part), "/proc/self/exe") == 0)
 		strncat(key, part, sizeof(key) - strlen(key) - 1);
 	h1 = fnv(0xcbf29ce484222325ULL, key, strlen(key));
