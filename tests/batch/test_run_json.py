@@ -203,6 +203,13 @@ class Contract(Base):
             self.one_object(got)
             self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
 
+    def test_get_into_a_missing_folder_is_125_before_any_vm(self):
+        rc, obj, _ = self.run_json("run", "--json", "--get", "/etc/hostname:/no/such/dir/h", "--", "true")
+        self.check_status(rc, obj, 125)
+        self.assertEqual(obj["error"]["stage"], "setup")
+        self.assertIn("cannot write into /no/such/dir", obj["error"]["message"])
+        self.assertIsNone(obj["timings"]["vm_ms"])
+
     def test_vm_failure_is_125_at_stage_vm(self):
         rc, obj, err = self.run_json("run", "--json", "--kernel", "/nonexistent/vmlinux", "--", "true")
         self.check_status(rc, obj, 125)

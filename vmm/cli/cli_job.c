@@ -208,6 +208,20 @@ int cli_job_check_puts(const struct cli_job *j)
 		if (guest_path_ok("put", j->puts[i], guest, strlen(guest)))
 			return EXIT_USAGE;
 	}
+	for (unsigned i = 0; i < j->nget; i++) {
+		const char *local = strchr(j->gets[i], ':') + 1, *slash = strrchr(local, '/');
+		char dir[4096];
+
+		/* Its folder must take the file: else the job would run for
+		 * nothing. */
+		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - local) + (slash == local) : 1,
+			 slash ? local : ".");
+		if (access(dir, W_OK | X_OK) < 0) {
+			fprintf(stderr, "tinyvmm: --get %s: cannot write into %s: %s\n", j->gets[i], dir,
+				strerror(errno));
+			return EXIT_VM_FAILED;
+		}
+	}
 	for (unsigned i = 0; i < j->nput; i++) {
 		const char *colon = strchr(j->puts[i], ':');
 		char local[4096];
