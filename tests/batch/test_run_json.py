@@ -105,6 +105,11 @@ class Contract(Base):
     def test_without_json_a_wrong_command_line_prints_nothing_on_stdout(self):
         p = subprocess.run([TINYVMM, "run", "--mem", "x"], capture_output=True, env=env())
         self.assertEqual((p.returncode, p.stdout), (64, b""))
+        # an unknown option or a missing value first: no long option was
+        # found, so getopt_long's index is not one (it crashed)
+        for args in (["run", "--bogus"], ["run", "-ix"], ["run", "--kernel"], ["run", "-e"]):
+            p = subprocess.run([TINYVMM, *args], capture_output=True, env=env())
+            self.assertEqual((p.returncode, p.stdout, p.stderr.count(b"\n")), (64, b"", 1), args)
         p = subprocess.run([TINYVMM, "runn"], capture_output=True, env=env())
         self.assertEqual((p.returncode, p.stdout), (64, b""))
 

@@ -151,11 +151,14 @@ static const char *bad_option(char **argv)
  * object at all, or a utf8 one for "--output-enc base64"). */
 static int spelled_out(int o, int idx, char **argv)
 {
-	const char *name = opts[idx].name, *arg;
-	size_t n = strlen(name);
+	const char *name, *arg;
+	size_t n;
 
+	/* idx is getopt_long's only for a long option it found. */
 	if (o != OPT_JSON && o != OPT_JSON_OUT && o != OPT_ID && o != OPT_ENCODING && o != OPT_CAP)
 		return 1;
+	name = opts[idx].name;
+	n = strlen(name);
 	arg = opts[idx].has_arg == required_argument && optarg == argv[optind - 1] ? argv[optind - 2]
 										   : argv[optind - 1];
 	if (!strncmp(arg, "--", 2) && !strncmp(arg + 2, name, n) && (!arg[2 + n] || arg[2 + n] == '='))
@@ -189,7 +192,7 @@ static int parse_quota(const char *s, uint32_t *mcpu)
 
 int cli_parse_args(int argc, char **argv, struct cli_args *a)
 {
-	int o, idx;
+	int o, idx = 0;
 
 	optind = 1;
 	/* '+': stop at the first non-option, so CMD's own flags stay its. */
