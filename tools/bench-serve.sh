@@ -5,26 +5,30 @@
 #     create -> 201 and create -> first result, next to N of
 #     `tinyvmm run -- true` (the same template snapshot, restored by the
 #     CLI; process start -> result);
-#   - C sandboxes (default 20) created at once: p50 and p99 of the create.
+#   - C sandboxes (default 20) created at once: p50 and p99 of the create;
+#   - the warm pool (issue 17): N creates each taking a pooled sandbox
+#     (create -> 201, create -> first result), C at once against a pool of
+#     C, and density: D (default 50) idle pooled sandboxes, host memory per
+#     sandbox as the drop of MemAvailable, and their VMMs' mean PSS.
 # As root (the daemon jails its VMMs); the default template is made first
 # if missing. Prints a table and writes build/bench/serve.json
 # (tools/bench-json.py: the raw samples, median and p99); asserts nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-N=${N:-5} C=${C:-20}
+N=${N:-5} C=${C:-20} D=${D:-50}
 make -s tinyvmm guest
 work=$(mktemp -d)
 sock=$work/api.sock
-./tinyvmm serve --socket "$sock" --state-dir "$work/state" --max-sandboxes $((C + 2)) --max-per-owner $((C + 2)) \
+./tinyvmm serve --socket "$sock" --state-dir "$work/state" --max-sandboxes $((C > D ? C + 2 : D + 2)) --max-per-owner $((C + 2)) \
 	2>"$work/daemon.log" &
 daemon=$!
 trap 'kill $daemon 2>/dev/null; wait $daemon 2>/dev/null; rm -rf "$work"' EXIT
-N=$N C=$C SOCK=$sock OUT=$work/series python3 - <<'EOF'
-import json, os, socket, subprocess, sys, threading, time
+N=$N C=$C D=$D SOCK=$sock OUT=$work/series python3 - <<'EOF'
+import glob, json, os, socket, subprocess, sys, threading, time
 import http.client
 
-sock, N, C = os.environ["SOCK"], int(os.environ["N"]), int(os.environ["C"])
+sock, N, C, D = os.environ["SOCK"], int(os.environ["N"]), int(os.environ["C"]), int(os.environ["D"])
 
 class Conn(http.client.HTTPConnection):
     def __init__(self):
@@ -74,34 +78,115 @@ for _ in range(N):
     subprocess.run(["./tinyvmm", "run", "--", "true"], check=True, stderr=subprocess.DEVNULL)
     cli.append((time.monotonic() - t0) * 1000)
 
-conc = [None] * C
-def one(i):
+def concurrent(n):
+    res = [None] * n
+    def one(i):
+        t0 = time.monotonic()
+        st, sb = call("POST", "/v1/sandboxes", {})
+        res[i] = ((time.monotonic() - t0) * 1000, st, sb)
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(n)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    return res
+
+def done(res):
+    """(create times of those that worked, how many came from the pool); all deleted."""
+    for x in res:
+        if x[1] == 201:
+            call("DELETE", "/v1/sandboxes/" + x[2]["id"])
+    return [x[0] for x in res if x[1] == 201], sum(1 for x in res if x[1] == 201 and x[2]["from_pool"])
+
+t0 = time.monotonic()
+res = concurrent(C)
+wall = (time.monotonic() - t0) * 1000
+ok, _ = done(res)
+
+def pool_ready(n, timeout=1800):
+    call("PUT", "/v1/templates/default/pool", {"size": n})
+    end = time.monotonic() + timeout
+    while call("GET", "/v1/templates/default/pool")[1]["ready"] < n and time.monotonic() < end:
+        time.sleep(0.5)
+    time.sleep(2)  # the last restore settles
+
+def mem_available_kib():
+    with open("/proc/meminfo") as f:
+        for ln in f:
+            if ln.startswith("MemAvailable:"):
+                return int(ln.split()[1])
+
+def pss_kib(pid):
+    try:
+        with open("/proc/%d/smaps_rollup" % pid) as f:
+            for ln in f:
+                if ln.startswith("Pss:"):
+                    return int(ln.split()[1])
+    except OSError:
+        return 0
+    return 0
+
+# The warm pool: creates that take a pooled sandbox.
+pcreate, pfirst, phits = [], [], 0
+for _ in range(N):
+    pool_ready(1)
     t0 = time.monotonic()
     st, sb = call("POST", "/v1/sandboxes", {})
-    conc[i] = ((time.monotonic() - t0) * 1000, st, sb)
-ts = [threading.Thread(target=one, args=(i,)) for i in range(C)]
+    t1 = time.monotonic()
+    call("POST", "/v1/sandboxes/%s/execs" % sb["id"], {"cmd": ["true"]})
+    t2 = time.monotonic()
+    phits += sb["from_pool"]
+    call("DELETE", "/v1/sandboxes/" + sb["id"])
+    pcreate.append((t1 - t0) * 1000)
+    pfirst.append((t2 - t0) * 1000)
+pool_ready(C)
 t0 = time.monotonic()
-for t in ts: t.start()
-for t in ts: t.join()
-wall = (time.monotonic() - t0) * 1000
-ok = [x[0] for x in conc if x[1] == 201]
-for x in conc:
-    if x[1] == 201:
-        call("DELETE", "/v1/sandboxes/" + x[2]["id"])
+res = concurrent(C)
+pwall = (time.monotonic() - t0) * 1000
+pok, pconc_hits = done(res)
+# Density: D idle pooled sandboxes (restored, agent connected, nothing run).
+pool_ready(0)
+time.sleep(5)
+avail0 = mem_available_kib()
+pool_ready(D)
+avail1 = mem_available_kib()
+pids = []
+for d in glob.glob(os.path.join(os.path.dirname(sock), "state", "sandboxes", "sbx_*")):
+    try:
+        with open(os.path.join(d, "state.json")) as f:
+            pids.append(json.load(f)["pid"])
+    except (OSError, ValueError, KeyError):
+        pass
+pss = [pss_kib(p) for p in pids]
+# The VMM of a jailed sandbox is the jail's child: count the whole tree.
+for p in list(pids):
+    for c in glob.glob("/proc/%d/task/*/children" % p):
+        with open(c) as f:
+            pss += [pss_kib(int(x)) for x in f.read().split()]
+per_sb_mib = (avail0 - avail1) / 1024 / max(1, D)
+pool_ready(0)
 
 print("%-56s %10s %10s" % ("sandbox service, %d runs (kvm_pvm host: guest kernel emulated)" % N, "median", "p99"))
 rows = [("API create -> 201 (ms)", create), ("API create -> result of `true` (ms)", first),
         ("tinyvmm run -- true: start -> result (ms)", cli),
-        ("%d concurrent creates: create -> 201 (ms, %d ok)" % (C, len(ok)), ok)]
+        ("%d concurrent creates: create -> 201 (ms, %d ok)" % (C, len(ok)), ok),
+        ("pool: API create -> 201 (ms, %d of %d from the pool)" % (phits, N), pcreate),
+        ("pool: API create -> result of `true` (ms)", pfirst),
+        ("pool of %d: %d concurrent creates -> 201 (ms, %d ok, %d hits)" % (C, C, len(pok), pconc_hits), pok)]
 for name, v in rows:
     print("%-56s %10.1f %10.1f" % (name, pct(v, 0.5), pct(v, 0.99)) if v else "%-56s %10s" % (name, "none"))
 print("%-56s %10.1f" % ("%d concurrent creates: all done (ms)" % C, wall))
+print("%-56s %10.1f" % ("pool of %d: %d concurrent creates: all done (ms)" % (C, C), pwall))
+print("%-56s %10.2f" % ("density: host memory per idle sandbox, %d idle (MiB)" % D, per_sb_mib))
+print("%-56s %10.2f" % ("density: their processes' PSS per sandbox (MiB)" % (), sum(pss) / 1024 / max(1, D)))
 # Series lines for tools/bench-json.py.
 with open(os.environ["OUT"], "w") as f:
     for name, v in [("api_create_ms", create), ("api_first_result_ms", first), ("cli_run_true_ms", cli),
-                    ("concurrent_create_ms", ok), ("concurrent_wall_ms", [wall])]:
+                    ("concurrent_create_ms", ok), ("concurrent_wall_ms", [wall]),
+                    ("pool_create_ms", pcreate), ("pool_first_result_ms", pfirst),
+                    ("pool_concurrent_create_ms", pok), ("pool_concurrent_wall_ms", [pwall]),
+                    ("density_host_mib_per_sandbox", [per_sb_mib]),
+                    ("density_pss_mib_per_sandbox", [sum(pss) / 1024 / max(1, D)])]:
         print("tinyvmm/" + name, *["%.1f" % x for x in v], file=f)
     print("tinyvmm/concurrent_ok_count", len(ok), file=f)
 EOF
-python3 tools/bench-json.py serve --kernel build/guest/vmlinux N="$N" C="$C" <"$work/series"
+python3 tools/bench-json.py serve --kernel build/guest/vmlinux N="$N" C="$C" D="$D" <"$work/series"
 echo "written: build/bench/serve.json"

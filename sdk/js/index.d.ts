@@ -146,6 +146,8 @@ export interface SandboxInfo {
   cpus: number | null;
   memoryMib: number | null;
   idleTimeoutS: number | null;
+  /** its create took a sandbox of the daemon's warm pool */
+  fromPool: boolean | null;
   metadata: Record<string, string>;
 }
 

@@ -549,7 +549,7 @@ function infoFromJson(d) {
     sandboxId: d.id, id: d.id, state: d.state, template: d.template ?? null,
     createdAt: d.created_at ?? null, expiresAt: d.expires_at ?? null, endedAt: d.ended_at ?? null,
     endReason: d.end_reason ?? null, cpus: d.cpus ?? null, memoryMib: d.memory_mib ?? null,
-    idleTimeoutS: d.idle_timeout_s ?? null, metadata: { ...(d.metadata || {}) },
+    idleTimeoutS: d.idle_timeout_s ?? null, fromPool: d.from_pool ?? null, metadata: { ...(d.metadata || {}) },
   };
 }
 

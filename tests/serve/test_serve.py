@@ -1202,12 +1202,18 @@ class T08Restart(ServeTest):
 UID_D = 1003  # owns nothing before this test
 
 
+def restart_daemon(*extra):
+    """SIGTERM the daemon (it must exit by itself), start it with extra flags."""
+    global EXTRA_ARGS
+    if not stop_daemon():
+        raise AssertionError("the daemon did not exit on SIGTERM:\n" + log_tail())
+    EXTRA_ARGS = list(extra)
+    start_daemon()
+
+
 class T09Budget(ServeTest):
     def restart(self, *extra):
-        global EXTRA_ARGS
-        self.assertTrue(stop_daemon(), "the daemon did not exit on SIGTERM:\n" + log_tail())
-        EXTRA_ARGS = list(extra)
-        start_daemon()
+        restart_daemon(*extra)
 
     def test_spent_budget_answers_429_per_owner_and_across_a_restart(self):
         self.restart("--cpu-budget", "2")
@@ -1241,6 +1247,145 @@ class T09Budget(ServeTest):
         self.assertIsNone(call(UID_C, "GET", "/v1/health").json["cpu_budget_s"])
         create_ok = create(UID_C).json["id"]  # no budget: allowed again
         delete(UID_C, create_ok)
+
+
+# --- 10: the warm pool --------------------------------------------------
+
+POOL = "/v1/templates/default/pool"
+
+
+def pool():
+    return call(UID_A, "GET", POOL).json
+
+
+def set_pool(size):
+    r = call(UID_A, "PUT", POOL, json={"size": size})
+    if r.status != 200:
+        raise AssertionError("PUT %s: %d %r" % (POOL, r.status, r.body))
+    return r.json
+
+
+def pooled_dirs():
+    """Sandbox directories no create of this module returned: the pool's."""
+    d = os.path.join(STATE, "sandboxes")
+    return {n for n in os.listdir(d) if n not in CREATED}
+
+
+def timed_first_result(uid, body=None):
+    """(sandbox, seconds to its create's answer, seconds to a `true` result)."""
+    t = time.monotonic()
+    sb = create(uid, body).json
+    created = time.monotonic() - t
+    r = run_exec(uid, sb["id"], {"cmd": ["true"]})
+    took = time.monotonic() - t
+    if (r.status, (r.json or {}).get("exit_code")) != (200, 0):
+        raise AssertionError("true in %s: %d %r" % (sb["id"], r.status, r.body))
+    return sb, created, took
+
+
+class T10Pool(ServeTest):
+    def test_pool_serves_creates_once_each_and_ends_with_the_daemon(self):
+        restart_daemon("--pool", "2", "--max-sandboxes", "14", "--max-per-owner", "12")
+        try:
+            wait_for(lambda: pool()["ready"] == 2, "2 pooled sandboxes", timeout=CREATE_WAIT)
+            self.assertEqual(len(pooled_dirs()), 2)
+            # invisible: listed to no one, not counted as running
+            for uid in (UID_A, UID_C, UID_D):
+                ids = [x["id"] for x in call(uid, "GET", "/v1/sandboxes?state=running").json["sandboxes"]]
+                self.assertFalse(set(ids) & pooled_dirs(), ids)
+            for sid in pooled_dirs():
+                self.expect_error(call(UID_A, "GET", "/v1/sandboxes/" + sid), 404, "sandbox_not_found")
+
+            # hits: two owners, each its own never-used VM
+            a, c_hit, t_hit = timed_first_result(UID_C, {"envs": {"WHO": "c"}, "metadata": {"k": "v"}})
+            b = create(UID_D).json
+            self.assertEqual((a["from_pool"], b["from_pool"]), (True, True))
+            self.assertEqual(a["metadata"], {"k": "v"})
+            probe = "test -e /tmp/mine && echo present || echo absent; od -An -tx1 -N16 /dev/urandom; echo \"[$WHO]\""
+            ra = run_exec(UID_C, a["id"], {"shell": "echo x > /tmp/mine; " + probe}).json["stdout"].split("\n")
+            rb = run_exec(UID_D, b["id"], {"shell": probe}).json["stdout"].split("\n")
+            self.assertEqual((ra[0], ra[2]), ("present", "[c]"))
+            self.assertEqual((rb[0], rb[2]), ("absent", "[]"))
+            self.assertNotEqual(ra[1], rb[1], "two pooled sandboxes gave the same random bytes")
+            self.assertNotEqual(vmm_pids(a["id"]), vmm_pids(b["id"]))
+            self.expect_error(call(UID_D, "GET", "/v1/sandboxes/" + a["id"]), 404, "sandbox_not_found")
+            p = pool()
+            self.assertEqual(p["hits"], 2)
+            self.assertEqual(p["create_latency"]["hit"]["samples"], 2)
+
+            # a miss: the pool emptied, the same request restores on demand
+            self.assertEqual(set_pool(0)["size"], 0)
+            wait_for(lambda: (lambda q: q["ready"] + q["starting"] == 0)(pool()), "the pool to empty")
+            wait_for(lambda: not pooled_dirs(), "the pooled sandboxes' state to go")
+            m, c_miss, t_miss = timed_first_result(UID_C, {"envs": {"WHO": "c"}})
+            self.assertFalse(m["from_pool"])
+            self.assertEqual(pool()["misses"], 1)
+            # figures, not assertions (no wall-clock asserts): make bench has them too
+            # (a guest fork+exec alone is ~1 s on the nested test host)
+            print("\n  create: from the pool %.3f s, restored on demand %.3f s (%.0fx); create + first `true`:"
+                  " %.3f s, %.3f s" % (c_hit, c_miss, c_miss / max(c_hit, 1e-4), t_hit, t_miss), file=sys.stderr)
+            for sb, uid in ((a, UID_C), (b, UID_D), (m, UID_C)):
+                delete(uid, sb["id"])
+
+            # 10 creates at once against a pool of 2: all succeed, none shares a VM
+            set_pool(2)
+            wait_for(lambda: pool()["ready"] == 2, "the pool to refill", timeout=CREATE_WAIT)
+            hits0 = pool()["hits"]
+            out = [None] * 10
+
+            def one(i):
+                out[i] = create(UID_C if i % 2 else UID_D, expect=None)
+            ts = [threading.Thread(target=one, args=(i,)) for i in range(10)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            self.assertEqual([r.status for r in out], [201] * 10, [r.body for r in out if r.status != 201])
+            ids = [r.json["id"] for r in out]
+            self.assertEqual(len(set(ids)), 10)
+            pids = [tuple(vmm_pids(sid)) for sid in ids]
+            self.assertTrue(all(pids), pids)
+            self.assertEqual(len(set(pids)), 10, pids)
+            hits = sum(r.json["from_pool"] for r in out)
+            self.assertGreaterEqual(hits, 2)
+            self.assertEqual(pool()["hits"] - hits0, hits)
+            for r, i in zip(out, range(10)):
+                res = run_exec(UID_C if i % 2 else UID_D, r.json["id"], {"cmd": ["true"]})
+                self.assertEqual((res.status, res.json["exit_code"]), (200, 0))
+                delete(UID_C if i % 2 else UID_D, r.json["id"])
+
+            # who may size it, and how
+            self.expect_error(call(UID_C, "PUT", POOL, json={"size": 1}), 403, "forbidden")
+            self.expect_error(call(UID_A, "PUT", POOL, json={"size": 15}), 400, "bad_request")
+            self.expect_error(call(UID_A, "PUT", POOL, json={}, check=False), 400, "bad_request")
+            self.expect_error(call(UID_A, "PUT", POOL, json={"size": 1, "x": 1}, check=False), 400, "bad_request")
+            self.expect_error(call(UID_A, "GET", "/v1/templates/other/pool"), 404, "not_found")
+            self.expect_error(call(UID_A, "DELETE", POOL, check=False), 405, "method_not_allowed")
+            wait_for(lambda: pool()["ready"] == 2, "the pool to refill", timeout=CREATE_WAIT)
+            left = pooled_dirs()
+            self.assertEqual(len(left), 2)
+        finally:
+            restart_daemon()
+        # SIGTERM ended the pool's VMMs and removed their state
+        for sid in left:
+            self.assertFalse(vmm_pids(sid), "pooled sandbox %s outlived its daemon" % sid)
+            self.assertFalse(os.path.exists(os.path.join(STATE, "sandboxes", sid)))
+        self.assertEqual(pool()["size"], 0)
+
+    def test_killed_daemon_leaves_no_pool_behind(self):
+        restart_daemon("--pool", "1")
+        try:
+            wait_for(lambda: pool()["ready"] == 1, "a pooled sandbox", timeout=CREATE_WAIT)
+            left = pooled_dirs()
+            self.assertEqual(len(left), 1)
+            self.assertTrue(all(vmm_pids(sid) for sid in left))
+            DAEMON.kill()  # no SIGTERM handler ran: the next daemon cleans up
+            DAEMON.wait()
+        finally:
+            restart_daemon()
+        for sid in left:
+            wait_for(lambda: not vmm_pids(sid), "the VMM of pooled sandbox %s to be killed" % sid, timeout=30)
+            self.assertFalse(os.path.exists(os.path.join(STATE, "sandboxes", sid)))
 
 
 if __name__ == "__main__":

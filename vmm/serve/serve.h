@@ -14,6 +14,7 @@
  *   serve_files.c    the file routes, streamed both ways
  *   serve_audit.c    each sandbox's audit log
  *   serve_quota.c    the daily CPU budget per owner
+ *   serve_pool.c     the warm pool: sandboxes restored ahead of creates
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -48,6 +49,7 @@ struct srv_cfg {
 	unsigned orphan_timeout_s;  /* a VMM whose daemon is gone stops after this */
 	uint64_t max_file_bytes;    /* one PUT */
 	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
+	unsigned pool_size;         /* warm sandboxes of the default template kept ready */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 };
@@ -89,9 +91,12 @@ struct sandbox {
 	struct tvm_agent *keeper; /* held open: the VMM's --idle-timeout runs only without us */
 	struct exec *execs;
 	unsigned nexecs, running_execs;
-	uint64_t kept_bytes; /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
-	uint64_t cpu_ms;     /* its VMM's CPU time so far (serve_quota.c) */
-	bool cpu_counted;    /* cpu_ms is in the owner's day (the VMM was reaped) */
+	uint64_t kept_bytes;  /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
+	uint64_t cpu_ms;      /* its VMM's CPU time so far (serve_quota.c) */
+	uint64_t cpu_base_ms; /* CPU its VMM used in the pool, before its owner took it: not theirs */
+	bool cpu_counted;     /* cpu_ms is in the owner's day (the VMM was reaped) */
+	bool pooled;          /* in the warm pool: no owner yet, invisible to every client */
+	bool from_pool;       /* taken from the warm pool by its create */
 };
 
 /* Network rules of a create (allow_out and dns each), and the tinyvmm run
@@ -120,6 +125,14 @@ struct srv {
 		uint64_t ms;
 	} * cpu_days; /* CPU of reaped sandboxes, per owner and day */
 	unsigned ncpu_days;
+	struct pool_stats {
+		unsigned size;           /* wanted ready sandboxes (PUT .../pool) */
+		uint64_t hits, misses;   /* creates served from the pool, and not */
+		uint32_t lat_ms[2][256]; /* create latencies (ms), [0] misses, [1] hits: a ring each */
+		unsigned nlat[2];
+		pthread_t thread;
+		bool started;
+	} pool;
 	volatile int stopping;
 };
 
@@ -177,6 +190,8 @@ void sb_put(struct srv *s, struct sandbox *sb);
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
 void sb_persist_locked(struct srv *s, struct sandbox *sb);
+/* Append a lifecycle event (created, pooled, ended) to sb's audit log. Under mu. */
+void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event);
 void sb_touch(struct srv *s, struct sandbox *sb);
 void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token);
 /* Bytes sb_write_json may need for sb, at most. */
@@ -243,6 +258,25 @@ void quota_sample_locked(struct srv *s, struct sandbox *sb);
 void quota_count_locked(struct srv *s, struct sandbox *sb, uint64_t final_ms);
 uint64_t quota_used_locked(struct srv *s, uid_t uid);
 int quota_load(struct srv *s);
+
+/* serve_pool.c: the warm pool of the default template (cfg.pool_size
+ * sandboxes restored, agent connected and seeded, owned by no one). */
+/* The pool's refill thread (started by pool_start when a size is set). */
+void pool_start(struct srv *s);
+/* At daemon stop: pool_end_locked asks every pooled VMM to end (under mu);
+ * pool_stop, once the supervisor is joined, waits for the refill thread and
+ * those VMMs (SIGKILL after 5 s) and removes their directories: a pool is
+ * never left for the next daemon. */
+void pool_end_locked(struct srv *s);
+void pool_stop(struct srv *s);
+/* A ready pooled sandbox that can serve req (default template, its cpus and
+ * memory, no network), made req's: its owner, token, envs, metadata and
+ * lifetimes decided now. NULL when none (counted as a miss). Under mu. */
+struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req);
+/* A create's latency (ms from its request to its answer). Under mu. */
+void pool_latency_locked(struct srv *s, bool hit, uint64_t ms);
+/* GET/PUT /v1/templates/{name}/pool. */
+void api_pool(struct conn *c, const struct http_request *r, const char *name);
 
 /* serve_audit.c: one JSON line (obj: an open object with its fields
  * written, closed here) appended to sb's audit log and the daemon's. */

@@ -242,14 +242,33 @@ static int parse_metadata(struct conn *c, const struct json_doc *d, struct sandb
 	return 0;
 }
 
+/* 201 with sb and its token; sb's reference (taken for the create) is
+ * given back. */
+static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
+{
+	size_t cap = sb_json_size(sb);
+	char *buf = malloc(cap);
+	struct json_w w;
+
+	json_w_init(&w, buf, buf ? cap : 0);
+	pthread_mutex_lock(&c->s->mu);
+	pool_latency_locked(c->s, sb->from_pool, (now_ns() - t0) / 1000000u);
+	sb_write_json(&w, sb, true);
+	sb->refs--;
+	pthread_mutex_unlock(&c->s->mu);
+	conn_json(c, 201, &w);
+	free(buf);
+}
+
 void api_create(struct conn *c, const struct http_request *r)
 {
 	static const char *const known[] = { "template", "timeout_s",   "idle_timeout_s", "cpus",    "memory_mib",
 					     "envs",     "secret_envs", "metadata",       "network", NULL };
 	struct srv *s = c->s;
 	struct body b;
-	struct sandbox *sb = NULL;
+	struct sandbox *sb = NULL, *taken;
 	const char *net_args[SB_NET_ARGS_MAX];
+	uint64_t t0 = now_ns();
 	char net_store[2 * MAX_RULES][72];
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
@@ -327,6 +346,13 @@ void api_create(struct conn *c, const struct http_request *r)
 				   running);
 		goto out;
 	}
+	if ((taken = pool_take_locked(s, sb))) {
+		srv_free_sandbox(sb); /* what it asked for is in taken now */
+		sb = taken;
+		sb->refs++;
+		pthread_mutex_unlock(&s->mu);
+		goto ready;
+	}
 	sb->refs = 1;
 	sb->next = s->sandboxes;
 	s->sandboxes = sb;
@@ -354,20 +380,9 @@ void api_create(struct conn *c, const struct http_request *r)
 			conn_error(c, 500, "internal", "sandbox could not start: %s", err);
 		goto out;
 	}
-	{
-		size_t cap = sb_json_size(sb);
-		char *buf = malloc(cap);
-		struct json_w w;
-
-		json_w_init(&w, buf, buf ? cap : 0);
-		pthread_mutex_lock(&s->mu);
-		sb_write_json(&w, sb, true);
-		sb->refs--;
-		pthread_mutex_unlock(&s->mu);
-		sb = NULL;
-		conn_json(c, 201, &w);
-		free(buf);
-	}
+ready:
+	answer_created(c, sb, t0);
+	sb = NULL;
 out:
 	if (sb)
 		srv_free_sandbox(sb);

@@ -26,14 +26,15 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
 		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
-		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--no-jail]\n"
+		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
+		   "                     [--no-jail]\n"
 		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
 		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
 		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
-		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, jail (flags given\n"
-		   "                       after it win)\n"
+		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail\n"
+		   "                       (flags given after it win)\n"
 		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
 		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
 		   "  --max-sandboxes N    running at once (default 16); over it: 503\n"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 		   "  --retention S        an ended sandbox stays visible this long (default 600)\n"
 		   "  --cpu-budget S       CPU seconds each uid's sandboxes may use per UTC day (their VMM\n"
 		   "                       processes; default 0: no budget); spent: create answers 429\n"
+		   "  --pool N             keep N sandboxes of the default template restored and ready\n"
+		   "                       (default 0): a create takes one; PUT /v1/templates/default/pool\n"
 		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
 }
 
@@ -92,6 +95,7 @@ static int load_config(struct srv_cfg *c, const char *path)
 		{ "retention_s", offsetof(struct srv_cfg, retention_s), 31536000 },
 		{ "orphan_timeout_s", offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
 		{ "cpu_budget_s", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
+		{ "pool_size", offsetof(struct srv_cfg, pool_size), 4096 },
 	};
 	char buf[65536];
 	struct json_tok tok[512];
@@ -204,7 +208,8 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			}
 			c->socket_gid = g->gr_gid;
 		} else if (!strcmp(f, "--max-sandboxes") || !strcmp(f, "--max-per-owner") ||
-			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention") || !strcmp(f, "--cpu-budget")) {
+			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention") || !strcmp(f, "--cpu-budget") ||
+			   !strcmp(f, "--pool")) {
 			if (num(f, v, 31536000, &x))
 				return -1;
 			if (!strcmp(f, "--max-sandboxes"))
@@ -215,6 +220,8 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 				c->max_timeout_s = (unsigned)x;
 			else if (!strcmp(f, "--cpu-budget"))
 				c->cpu_budget_s = (unsigned)x;
+			else if (!strcmp(f, "--pool"))
+				c->pool_size = (unsigned)x;
 			else
 				c->retention_s = (unsigned)x;
 		} else {
@@ -225,6 +232,11 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid) {
 		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections and "
 				"max_connections_per_uid must not be 0\n");
+		return -1;
+	}
+	if (c->pool_size > c->max_sandboxes) {
+		fprintf(stderr, "tinyvmm serve: pool_size %u is over max_sandboxes %u\n", c->pool_size,
+			c->max_sandboxes);
 		return -1;
 	}
 	if (c->default_timeout_s > c->max_timeout_s || !c->default_timeout_s)
@@ -404,6 +416,7 @@ int serve_main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 	pthread_create(&sup, NULL, srv_supervisor, s);
+	pool_start(s);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, CONN_STACK);
@@ -450,10 +463,12 @@ int serve_main(int argc, char **argv)
 	unlink(s->cfg.socket_path);
 	pthread_mutex_lock(&s->mu);
 	pthread_cond_broadcast(&s->cv);
+	pool_end_locked(s);
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
 		sb_persist_locked(s, sb);
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(sup, NULL);
+	pool_stop(s);
 	fprintf(stderr, "tinyvmm serve: stopped; running sandboxes are left for the next daemon\n");
 	return 0;
 }

@@ -73,6 +73,7 @@ void quota_sample_locked(struct srv *s, struct sandbox *sb)
 	if (!s->cfg.cpu_budget_s || sb->exited || sb->pid <= 0 || sb->cpu_counted)
 		return;
 	ms = tree_cpu_ms(sb->pid);
+	ms = ms > sb->cpu_base_ms ? ms - sb->cpu_base_ms : 0;
 	if (ms > sb->cpu_ms)
 		sb->cpu_ms = ms;
 }
@@ -101,6 +102,11 @@ void quota_count_locked(struct srv *s, struct sandbox *sb, uint64_t final_ms)
 
 	if (!s->cfg.cpu_budget_s || sb->cpu_counted)
 		return;
+	if (sb->pooled) { /* nobody's: its CPU is the service's */
+		sb->cpu_counted = true;
+		return;
+	}
+	final_ms = final_ms > sb->cpu_base_ms ? final_ms - sb->cpu_base_ms : 0;
 	if (final_ms > sb->cpu_ms)
 		sb->cpu_ms = final_ms;
 	sb->cpu_counted = true;

@@ -131,7 +131,7 @@ void route(struct conn *c, const struct http_request *r)
 
 		pthread_mutex_lock(&c->s->mu);
 		for (struct sandbox *sb = c->s->sandboxes; sb; sb = sb->next)
-			running += sb->state != SB_ENDED;
+			running += sb->state != SB_ENDED && !sb->pooled;
 		used_ms = quota_used_locked(c->s, c->uid);
 		pthread_mutex_unlock(&c->s->mu);
 		json_w_init(&w, buf, sizeof(buf));
@@ -169,6 +169,8 @@ void route(struct conn *c, const struct http_request *r)
 		conn_error(c, 405, "method_not_allowed", "/v1/sandboxes: use GET or POST");
 	} else if (n >= 3 && !strcmp(seg[1], "sandboxes")) {
 		sandbox_route(c, r, seg, n);
+	} else if (n == 4 && !strcmp(seg[1], "templates") && !strcmp(seg[3], "pool")) {
+		api_pool(c, r, seg[2]);
 	} else if (n == 2 && (!strcmp(seg[1], "health") || !strcmp(seg[1], "version"))) {
 		conn_error(c, 405, "method_not_allowed", "/v1/%s: use GET", seg[1]);
 	} else {

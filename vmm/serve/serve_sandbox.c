@@ -103,6 +103,8 @@ struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct ht
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
 		if (strcmp(sb->id, id))
 			continue;
+		if (sb->pooled)
+			break;
 		bool ok = sb->owner == uid;
 		/* "Bearer " + 32 hex digits (RFC 6750 §2.1), nothing else. */
 		if (!ok && authz && authz->n == 7 + 32 && !strncasecmp(authz->p, "Bearer ", 7))
@@ -177,6 +179,7 @@ void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
 	json_w_uint(w, sb->memory_mib);
 	json_w_key(w, "idle_timeout_s", 14);
 	json_w_uint(w, sb->idle_timeout_s);
+	json_w_kbool(w, "from_pool", sb->from_pool);
 	json_w_key(w, "metadata", 8);
 	json_w_obj_begin(w);
 	for (unsigned i = 0; i < sb->nmeta; i++) {
@@ -220,6 +223,10 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_uint(&w, sb->pid_start);
 	json_w_key(&w, "net", 3);
 	json_w_bool(&w, sb->net_enabled);
+	json_w_key(&w, "pooled", 6);
+	json_w_bool(&w, sb->pooled);
+	json_w_key(&w, "cpu_base_ms", 11);
+	json_w_uint(&w, sb->cpu_base_ms);
 	json_w_key(&w, "secret_from", 11);
 	json_w_uint(&w, sb->nsecret_from);
 	json_w_key(&w, "env", 3);
@@ -263,7 +270,7 @@ void srv_free_sandbox(struct sandbox *sb)
 	free(sb);
 }
 
-static void audit_lifecycle(struct srv *s, struct sandbox *sb, const char *event)
+void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
 {
 	char buf[512];
 	struct json_w w;
@@ -292,7 +299,7 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
 	}
 	sb_persist_locked(s, sb);
-	audit_lifecycle(s, sb, "ended");
+	sb_audit_locked(s, sb, "ended");
 	pthread_cond_broadcast(&s->cv);
 }
 
@@ -349,7 +356,7 @@ void *srv_supervisor(void *arg)
 					reaped_locked(s, sb, -1, 0);
 				}
 			}
-			if (sb->state == SB_RUNNING) {
+			if (sb->state == SB_RUNNING && !sb->pooled) {
 				if (real >= sb->expires_at)
 					sb_end_locked(s, sb, "expired");
 				else if (sb->idle_timeout_s && !sb->running_execs &&
@@ -364,7 +371,7 @@ void *srv_supervisor(void *arg)
 				sb->kill_at_ns = 0;
 			}
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
-			    real - sb->ended_at >= (time_t)s->cfg.retention_s) {
+			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
 				dir_remove_flat(sb->dir);
 				srv_free_sandbox(sb);
@@ -546,7 +553,7 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	sb->expires_at = sb->created_at + sb->timeout_s;
 	sb->last_active_ns = now_ns();
 	sb_persist_locked(s, sb);
-	audit_lifecycle(s, sb, "created");
+	sb_audit_locked(s, sb, sb->pooled ? "pooled" : "created");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
@@ -677,6 +684,21 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	}
 	if (sb->nsecret_from > sb->nenv)
 		sb->nsecret_from = sb->nenv;
+	if (!get_u64(&d, 0, "cpu_base_ms", &v))
+		sb->cpu_base_ms = v;
+	if ((i = json_find(&d, o, "from_pool")) >= 0)
+		json_get_bool(&d, i, &sb->from_pool);
+	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
+		/* A previous daemon's pool: nobody's, not worth re-adopting
+		 * (the new pool is made by its own settings). */
+		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start))
+			kill(sb->pid, SIGKILL);
+		dir_remove_flat(dir);
+		free(text);
+		free(tok);
+		srv_free_sandbox(sb);
+		return;
+	}
 	i = json_find(&d, o, "state");
 	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
 	sb->state = SB_ENDED;

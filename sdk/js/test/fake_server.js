@@ -80,7 +80,7 @@ export class FakeDaemon {
   sbJson(sb) {
     return { id: sb.id, state: sb.endedAt ? 'ended' : 'running', template: 'default', created_at: iso(sb.created),
       expires_at: iso(sb.expires), ended_at: iso(sb.endedAt), end_reason: sb.endReason, cpus: sb.cpus,
-      memory_mib: sb.memory, idle_timeout_s: 0, metadata: sb.metadata };
+      memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, metadata: sb.metadata };
   }
 
   end(sb, reason) {

@@ -27,6 +27,7 @@ class SandboxInfo:
     cpus: Optional[int] = None
     memory_mib: Optional[int] = None
     idle_timeout_s: Optional[int] = None
+    from_pool: Optional[bool] = None  # its create took a sandbox of the daemon's warm pool
     metadata: Dict[str, str] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -36,7 +37,7 @@ class SandboxInfo:
                    created_at=d.get("created_at"), expires_at=d.get("expires_at"),
                    ended_at=d.get("ended_at"), end_reason=d.get("end_reason"), cpus=d.get("cpus"),
                    memory_mib=d.get("memory_mib"), idle_timeout_s=d.get("idle_timeout_s"),
-                   metadata=dict(d.get("metadata") or {}),
+                   from_pool=d.get("from_pool"), metadata=dict(d.get("metadata") or {}),
                    raw={k: v for k, v in d.items() if k != "access_token"})
 
 
