@@ -93,6 +93,13 @@ TVM_API void tvm_vm_destroy(struct tvm_vm *vm);
 struct tvm_host_cgroup;
 TVM_API int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgroup **out, struct tvm_err *e);
 TVM_API void tvm_cgroup_release(struct tvm_host_cgroup *h);
+/* h's figures as the metrics JSON's "cgroup" value (an object: version,
+ * memory_dir, memory_max_bytes, memory_peak_bytes, cpu_quota_mcpu,
+ * cpu_throttled_us; "null" for NULL), NUL-terminated in buf, for a caller
+ * whose VM ran in another process: its length, or -ENOSPC when cap bytes
+ * do not hold it. Call it
+ * before tvm_cgroup_release: the peak is read from the cgroup. */
+TVM_API int tvm_cgroup_metrics(const struct tvm_host_cgroup *h, char *buf, size_t cap);
 
 /* ---- Seccomp (struct tvm_config.seccomp) ----
  *

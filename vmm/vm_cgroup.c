@@ -65,6 +65,7 @@ int vm_cgroup_enter(struct tvm_vm *vm, struct tvm_err *e)
 
 struct tvm_host_cgroup {
 	struct cgroup *cg;
+	uint32_t cpu_quota_mcpu;
 };
 
 int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgroup **out, struct tvm_err *e)
@@ -82,6 +83,7 @@ int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgr
 	h = calloc(1, sizeof(*h));
 	if (!h)
 		return tvm_errf(e, ENOMEM, "cgroup: out of memory");
+	h->cpu_quota_mcpu = c->cgroup.cpu_quota_mcpu;
 	r = enter(c, pid, &h->cg, e);
 	if (r || !h->cg) {
 		free(h);
@@ -130,21 +132,42 @@ static void figure(const struct cgroup *cg, FILE *f, const char *key, enum cg_st
 		fprintf(f, ",\"%s\":null", key);
 }
 
-void vm_cgroup_write_metrics(const struct tvm_vm *vm, FILE *f)
+/* The cgroup's figures as one JSON value: an object, or null. */
+static void cgroup_json(const struct cgroup *cg, uint32_t cpu_quota_mcpu, FILE *f)
 {
-	const struct cgroup *cg = vm->cgroup;
-
 	if (!cg) {
-		fprintf(f, ",\"cgroup\":null");
+		fprintf(f, "null");
 		return;
 	}
-	fprintf(f, ",\"cgroup\":{\"version\":%d,\"memory_dir\":", cg_version(cg));
+	fprintf(f, "{\"version\":%d,\"memory_dir\":", cg_version(cg));
 	json_path(f, cg_dir(cg, CG_MEMORY));
 	figure(cg, f, "memory_max_bytes", CG_MEM_MAX);
 	figure(cg, f, "memory_peak_bytes", CG_MEM_PEAK);
 	if (cg_dir(cg, CG_CPU)) {
-		fprintf(f, ",\"cpu_quota_mcpu\":%u", vm->cfg.cgroup.cpu_quota_mcpu);
+		fprintf(f, ",\"cpu_quota_mcpu\":%u", cpu_quota_mcpu);
 		figure(cg, f, "cpu_throttled_us", CG_CPU_THROTTLED_US);
 	}
 	fprintf(f, "}");
+}
+
+void vm_cgroup_write_metrics(const struct tvm_vm *vm, FILE *f)
+{
+	fprintf(f, ",\"cgroup\":");
+	cgroup_json(vm->cgroup, vm->cfg.cgroup.cpu_quota_mcpu, f);
+}
+
+int tvm_cgroup_metrics(const struct tvm_host_cgroup *h, char *buf, size_t cap)
+{
+	FILE *f = cap ? fmemopen(buf, cap, "w") : NULL;
+	long n;
+
+	if (!f)
+		return cap ? -errno : -ENOSPC;
+	cgroup_json(h ? h->cg : NULL, h ? h->cpu_quota_mcpu : 0, f);
+	fflush(f);
+	n = ftell(f);
+	bool bad = ferror(f);
+	fclose(f);
+	/* fmemopen keeps the last byte for the NUL: a full buffer is a cut one. */
+	return bad || n < 0 || (size_t)n >= cap - 1 ? -ENOSPC : (int)n;
 }

@@ -520,14 +520,14 @@ static pid_t first_child(pid_t pid)
  * removes it after (named after the child's pid). */
 START_TEST(jailed_vm_in_its_cgroup)
 {
-	char cpu[CG_PATH_MAX], mem[CG_PATH_MAX], path[CG_PATH_MAX + 16], *e;
+	char cpu[CG_PATH_MAX], mem[CG_PATH_MAX], path[CG_PATH_MAX + 16], *e, *m;
 	pid_t pid, vmm = 0;
 	int st;
 
 	if (!have_cgroups)
 		return;
-	pid = running[0] = SPAWN("run", "--jail", GUEST, "--cpu-quota", "0.5", "--cgroup-parent", parent, "--timeout",
-				 "15", "--", "sh", "-c", "echo go; sleep 600");
+	pid = running[0] = SPAWN("run", "--jail", GUEST, "--cpu-quota", "0.5", "--cgroup-parent", parent, "--metrics",
+				 metrics, "--timeout", "15", "--", "sh", "-c", "echo go; sleep 600");
 	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
 	vmm = first_child(pid);
 	ck_assert_msg(vmm > 0, "tinyvmm %d has no jailed child", (int)pid);
@@ -541,6 +541,14 @@ START_TEST(jailed_vm_in_its_cgroup)
 	ck_assert_msg(st == 124, "status %d: %s", st, e);
 	free(e);
 	ck_assert_msg(gone(cpu) && gone(mem), "%s or %s left after the jailed run", cpu, mem);
+	/* The jailed child could not read them: tinyvmm outside the jail
+	 * puts the cgroup's figures into its metrics. */
+	m = it_slurp(metrics);
+	ck_assert_msg(strstr(m, "\"cgroup\":{\"version\":") && strstr(m, "\"memory_max_bytes\":335544320,") &&
+			      strstr(m, "\"cpu_quota_mcpu\":500,") && strstr(m, parent) &&
+			      !strstr(m, "\"memory_peak_bytes\":null"),
+		      "metrics of a jailed run: %s", m);
+	free(m);
 }
 END_TEST
 

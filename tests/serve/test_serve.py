@@ -1044,6 +1044,7 @@ class T06Hostile(ServeTest):
             if r.status == 201:
                 made.append((UID_B, r.json["id"]))
             self.expect_error(r, 429, "quota_exceeded")
+            self.assertIsNone(r.header("Retry-After"))  # a limit of running sandboxes: no time helps
             # then owner A up to the host's limit (6), then 503 with Retry-After
             while running(UID_A) + running(UID_B) < 6 and len(made) < 6:
                 r = create(UID_A, {"metadata": {"filler": "A"}})
@@ -1223,8 +1224,12 @@ class T09Budget(ServeTest):
             r = run_exec(UID_C, sid, {"shell": "timeout 3 sh -c 'while :; do :; done'; echo spun"})
             self.assertEqual((r.status, r.json["stdout"]), (200, "spun\n"))
             time.sleep(1)  # the supervisor samples every 250 ms
-            e = self.expect_error(create(UID_C, expect=None), 429, "quota_exceeded")
+            r = create(UID_C, expect=None)
+            e = self.expect_error(r, 429, "quota_exceeded")
             self.assertIn("daily CPU budget", e["message"])
+            # it renews at the next UTC midnight (RFC 9110 Retry-After: seconds)
+            left = 86400 - int(time.time()) % 86400
+            self.assertLessEqual(abs(int(r.header("Retry-After")) - left), 60, r.headers)
             h = call(UID_C, "GET", "/v1/health").json
             self.assertEqual(h["cpu_budget_s"], 2)
             self.assertGreaterEqual(h["cpu_used_s"], 2)

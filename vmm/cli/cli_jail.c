@@ -21,6 +21,7 @@
 #include "vmm/snapshot/snapshot_io.h"
 
 #define METRICS_STAGED JAIL_RUN_DIR "/metrics.json"
+#define METRICS_MAX (1u << 20) /* what the metrics JSON may be, at most */
 
 /* A restore without --rootfs/--drive opens the images its snapshot names:
  * the jail must show them, so they are named here as if given. */
@@ -85,6 +86,42 @@ static int cgroup_start(void *ctx, pid_t pid, struct tvm_err *e)
 	return tvm_cgroup_attach(&cs->c, pid, &cs->h, e);
 }
 
+/* The jailed child could not see its cgroup: its metrics say "cgroup":
+ * null, and ours are put there (the object tvm_cgroup_metrics wrote). */
+static int metrics_add_cgroup(const char *path, const char *cg_json)
+{
+	static const char key[] = ",\"cgroup\":null";
+	char *text = NULL, *at;
+	size_t len = 0;
+	FILE *in = fopen(path, "re"), *out = NULL;
+	int r = 0;
+
+	if (!in)
+		return -errno;
+	text = malloc(METRICS_MAX + 1);
+	if (text)
+		len = fread(text, 1, METRICS_MAX + 1, in);
+	fclose(in);
+	if (!text || len > METRICS_MAX) {
+		free(text);
+		return text ? -EFBIG : -ENOMEM;
+	}
+	text[len] = 0;
+	at = strstr(text, key);
+	if (at && strcmp(cg_json, "null")) {
+		out = fopen(path, "we");
+		if (!out)
+			r = -errno;
+		else {
+			fprintf(out, "%.*s,\"cgroup\":%s%s", (int)(at - text), text, cg_json, at + sizeof(key) - 1);
+			if (fclose(out))
+				r = -errno;
+		}
+	}
+	free(text);
+	return r;
+}
+
 int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **snapshot, const char **out,
 		const char **metrics, struct cli_job *job, int (*body)(void *ctx, struct jail *j), void *ctx)
 {
@@ -93,7 +130,7 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 	struct jail_opts jo = *o;
 	struct tvm_err e = { 0 };
 	struct jail *j;
-	char staged[PATH_MAX];
+	char staged[PATH_MAX], cg_json[8192];
 	int r, status;
 
 	jo.min_fsize = CLI_FILE_CAP; /* a --get, staged in the jail */
@@ -122,6 +159,8 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 	c->cgroup.mode = TVM_CGROUP_OFF; /* the child's VM: ours holds it */
 	jail_on_start(j, cgroup_start, &cs);
 	status = jail_run(j, body, ctx, &e);
+	if (host_metrics && tvm_cgroup_metrics(cs.h, cg_json, sizeof(cg_json)) < 0)
+		snprintf(cg_json, sizeof(cg_json), "null");
 	tvm_cgroup_release(cs.h);
 	if (status < 0 || e.code)
 		fprintf(stderr, "tinyvmm: %s\n", e.msg);
@@ -130,6 +169,8 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 	if (host_metrics) {
 		*metrics = host_metrics;
 		r = jail_outside(j, METRICS_STAGED, staged, sizeof(staged));
+		if (!r)
+			r = metrics_add_cgroup(staged, cg_json);
 		if (!r)
 			r = cli_move_staged(staged, host_metrics);
 		if (r && r != -ENOENT) { /* ENOENT: no VM to report on, said already */

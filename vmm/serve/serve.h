@@ -150,8 +150,9 @@ struct conn {
 	uint64_t body_left; /* Content-Length bytes left */
 	struct http_chunked chunk;
 	bool keep_alive;
-	bool head_sent;  /* a streamed response has begun: errors can only close */
-	bool raw_stream; /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
+	bool head_sent;         /* a streamed response has begun: errors can only close */
+	bool raw_stream;        /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
+	unsigned retry_after_s; /* the next error answer's Retry-After (RFC 9110 §10.2.3); 503s say 5 */
 };
 
 /* serve_conn.c */

@@ -329,6 +329,7 @@ void api_create(struct conn *c, const struct http_request *r)
 		pthread_mutex_unlock(&s->mu);
 		fprintf(stderr, "tinyvmm serve: uid %u: create refused: daily CPU budget spent (%llu ms of %u s)\n",
 			(unsigned)c->uid, (unsigned long long)used_ms, s->cfg.cpu_budget_s);
+		c->retry_after_s = (unsigned)(86400 - time(NULL) % 86400); /* the next UTC midnight */
 		conn_error(
 			c, 429, "quota_exceeded",
 			"uid %u used its daily CPU budget: %llu.%03llu s of %u s today (UTC); it renews at midnight UTC",

@@ -114,6 +114,7 @@ int conn_json(struct conn *c, int status, struct json_w *w)
 static int verror(struct conn *c, int status, const char *code, const char *reason, const char *fmt, va_list ap)
 {
 	char msg[512], buf[6 * 512 + 256]; /* the message escaped at worst */
+	char retry[48] = "";
 	struct json_w w;
 	size_t len;
 
@@ -141,7 +142,10 @@ static int verror(struct conn *c, int status, const char *code, const char *reas
 	/* A body left unread would be taken for the next request. */
 	if (!c->body_done)
 		c->keep_alive = false;
-	return conn_respond(c, status, "application/json", buf, len, status == 503 ? "Retry-After: 5\r\n" : NULL);
+	if (c->retry_after_s || status == 503)
+		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", c->retry_after_s ? c->retry_after_s : 5);
+	c->retry_after_s = 0;
+	return conn_respond(c, status, "application/json", buf, len, *retry ? retry : NULL);
 }
 
 int conn_error(struct conn *c, int status, const char *code, const char *fmt, ...)
