@@ -16,6 +16,7 @@ export declare class TinyvmmError extends Error {
 }
 export declare class BadRequestError extends TinyvmmError {}
 export declare class NotFoundError extends TinyvmmError {}
+export declare class ForbiddenError extends TinyvmmError {}
 export declare class SandboxNotFoundError extends NotFoundError {}
 export declare class ExecNotFoundError extends NotFoundError {}
 export declare class ConflictError extends TinyvmmError {}
@@ -191,6 +192,13 @@ export declare class Sandbox {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
+export interface PoolLatency { samples: number; p50_ms: number | null; p99_ms: number | null }
+export interface Pool {
+  template: string; size: number; ready: number; starting: number; hits: number; misses: number;
+  cpus: number; memory_mib: number; create_latency: { hit: PoolLatency; miss: PoolLatency };
+}
+export declare function pool(opts?: { template?: string; socketPath?: string }): Promise<Pool>;
+export declare function setPool(size: number, opts?: { template?: string; socketPath?: string }): Promise<Pool>;
 export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;
 export declare function version(opts?: { socketPath?: string }): Promise<{ version: string; api: string }>;
 

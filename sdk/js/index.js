@@ -28,6 +28,8 @@ export class TinyvmmError extends Error {
 }
 export class BadRequestError extends TinyvmmError {}
 export class NotFoundError extends TinyvmmError {}
+/** 403 forbidden: e.g. sizing the warm pool as a uid other than root or the daemon's. */
+export class ForbiddenError extends TinyvmmError {}
 export class SandboxNotFoundError extends NotFoundError {}
 export class ExecNotFoundError extends NotFoundError {}
 export class ConflictError extends TinyvmmError {}
@@ -66,14 +68,14 @@ export class CommandExitError extends TinyvmmError {
 }
 
 const BY_ERROR = {
-  bad_request: BadRequestError, not_found: NotFoundError, sandbox_not_found: SandboxNotFoundError,
+  bad_request: BadRequestError, not_found: NotFoundError, forbidden: ForbiddenError, sandbox_not_found: SandboxNotFoundError,
   exec_not_found: ExecNotFoundError, conflict: ConflictError, sandbox_expired: SandboxExpiredError,
   payload_too_large: PayloadTooLargeError, quota_exceeded: QuotaExceededError,
   capacity: ServiceUnavailableError, not_implemented: NotImplementedByServerError,
   guest_error: GuestError, insufficient_storage: InsufficientStorageError,
 };
 const BY_STATUS = {
-  400: BadRequestError, 404: NotFoundError, 409: ConflictError, 410: SandboxExpiredError,
+  400: BadRequestError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError, 410: SandboxExpiredError,
   413: PayloadTooLargeError, 429: QuotaExceededError, 501: NotImplementedByServerError,
   502: GuestError, 503: ServiceUnavailableError, 507: InsufficientStorageError,
 };
@@ -666,6 +668,14 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 
 /** Health of the daemon: {status, sandboxes}. */
 export function health({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/health'); }
+/** The warm pool of a template: {template, size, ready, starting, hits, misses, cpus, memory_mib, create_latency}. */
+export function pool({ template = 'default', socketPath } = {}) {
+  return new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(template)}/pool`);
+}
+/** Keep `size` sandboxes restored ahead of creates (root or the daemon's uid, else ForbiddenError); resolves with the pool. */
+export function setPool(size, { template = 'default', socketPath } = {}) {
+  return new Client({ socketPath }).call('PUT', `/templates/${encodeURIComponent(template)}/pool`, { json: { size } });
+}
 /** Version of the daemon: {version, api}. */
 export function version({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/version'); }
 

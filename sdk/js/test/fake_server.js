@@ -188,6 +188,17 @@ export class FakeDaemon {
     const [, a, sid, ...rest] = parts;
     if (a === 'health' && !sid) return this.json(res, 200, { status: 'ok', sandboxes: this.sandboxes.size });
     if (a === 'version' && !sid) return this.json(res, 200, { version: '0.0.0-fake', api: 'v1' });
+    if (a === 'templates' && rest.length === 1 && rest[0] === 'pool') {
+      if (sid !== 'default') throw new ApiError(404, 'not_found', `no template "${sid}"`);
+      if (m === 'PUT') {
+        const b = await this.jsonBody(req);
+        if (!Number.isInteger(b.size) || b.size < 0 || b.size > 16) throw new ApiError(400, 'bad_request', 'size: 0..16');
+        this.poolSize = b.size;
+      } else if (m !== 'GET') throw new ApiError(405, 'method_not_allowed', 'GET or PUT');
+      const lat = { samples: 0, p50_ms: null, p99_ms: null };
+      return this.json(res, 200, { template: 'default', size: this.poolSize ?? 0, ready: this.poolSize ?? 0, starting: 0,
+        hits: 0, misses: 0, cpus: 1, memory_mib: 256, create_latency: { hit: lat, miss: { ...lat } } });
+    }
     if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');
     if (!sid) {
       if (m === 'POST') {

@@ -7,7 +7,7 @@ import { FakeDaemon } from './fake_server.js';
 import {
   Sandbox, CommandExitError, SandboxNotFoundError, SandboxExpiredError, QuotaExceededError,
   ServiceUnavailableError, NotImplementedByServerError, GuestError, TimeoutError, BadRequestError,
-  errorFromResponse, health, version,
+  errorFromResponse, health, version, pool, setPool, ForbiddenError,
 } from '../index.js';
 
 let fake;
@@ -146,6 +146,11 @@ test('errors: not found, expired, quota, capacity, bad request, no daemon', asyn
   await assert.rejects(Sandbox.create({ socketPath: '/nonexistent/api.sock' }), ServiceUnavailableError);
   assert.equal((await health({ socketPath })).status, 'ok');
   assert.equal((await version({ socketPath })).api, 'v1');
+  assert.equal((await pool({ socketPath })).size, 0);
+  assert.equal((await setPool(2, { socketPath })).size, 2);
+  assert.equal((await pool({ socketPath, template: 'default' })).ready, 2);
+  await assert.rejects(setPool(-1, { socketPath }), BadRequestError);
+  assert.ok(errorFromResponse(403, Buffer.from('{"code":403,"error":"forbidden","message":"m"}')) instanceof ForbiddenError);
   const e = errorFromResponse(410, Buffer.from('{"code":410,"error":"sandbox_expired","message":"m","end_reason":"idle"}'));
   assert.ok(e instanceof SandboxExpiredError);
   assert.equal(e.endReason, 'idle');

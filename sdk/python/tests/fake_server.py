@@ -182,6 +182,7 @@ class FakeDaemon:
         self.sandboxes: Dict[str, FakeSandbox] = {}
         self.lock = threading.RLock()
         self.quota = 20
+        self.pool_size = 0
         self.max_timeout_s = 3600
         self.keep_ended_s = 600.0
         self.support_stdin_signal = True
@@ -487,6 +488,26 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             allowed = "GET, POST"
         elif len(parts) >= 2 and parts[0] == "sandboxes":
             return self._sandbox_route(method, parts[1], parts[2:])
+        elif len(parts) == 3 and parts[0] == "templates" and parts[2] == "pool":
+            allowed = "GET, PUT"
+            if parts[1] != "default":
+                raise ApiError(404, "not_found", f"no template \"{parts[1]}\"")
+            if method == "PUT":
+                if self._peer_uid() not in (0, os.geteuid()):
+                    raise ApiError(403, "forbidden", "may not size the pool")
+                body = self._json_body()
+                size = body.get("size")
+                if set(body) != {"size"} or not isinstance(size, int) or isinstance(size, bool) or \
+                        not 0 <= size <= 16:
+                    raise ApiError(400, "bad_request", "size: an integer from 0 to 16 is expected")
+                with f.lock:
+                    f.pool_size = size
+            if method in ("GET", "PUT"):
+                lat = {"samples": 0, "p50_ms": None, "p99_ms": None}
+                return self._send_json(200, {"template": "default", "size": f.pool_size, "ready": f.pool_size,
+                                             "starting": 0, "hits": 0, "misses": 0, "cpus": 1,
+                                             "memory_mib": 256,
+                                             "create_latency": {"hit": lat, "miss": dict(lat)}})
         if allowed is None:
             raise ApiError(404, "not_found", f"no route {path}")
         raise ApiError(405, "method_not_allowed", f"{method} not allowed on {path}")

@@ -30,6 +30,11 @@ class ErrorMapping(unittest.TestCase):
         self.assertIsInstance(e, SandboxExpired)
         self.assertEqual(e.end_reason, "idle")
         self.assertIsInstance(self.m(429, {"error": "quota_exceeded", "message": "m"}), QuotaExceeded)
+        e = self.m(429, {"error": "quota_exceeded", "message": "budget"}, {"Retry-After": "3600"})
+        self.assertEqual(e.retry_after, 3600.0)
+        e = self.m(403, {"error": "forbidden", "message": "m"})
+        self.assertIsInstance(e, tinyvmm.Forbidden)
+        self.assertIsInstance(e, PermissionError)
         e = self.m(503, {"error": "capacity", "message": "m"}, {"Retry-After": "7"})
         self.assertIsInstance(e, ServiceUnavailable)
         self.assertEqual(e.retry_after, 7.0)
@@ -83,6 +88,16 @@ class SandboxLifecycle(FakeDaemonTest):
     def test_health_version(self):
         self.assertEqual(tinyvmm.health(self.sock)["status"], "ok")
         self.assertEqual(tinyvmm.version(self.sock)["api"], "v1")
+
+    def test_pool(self):
+        self.assertEqual(tinyvmm.pool(socket_path=self.sock)["size"], 0)
+        p = tinyvmm.set_pool(3, socket_path=self.sock)
+        self.assertEqual((p["size"], p["template"]), (3, "default"))
+        self.assertEqual(tinyvmm.pool("default", self.sock)["size"], 3)
+        with self.assertRaises(tinyvmm.BadRequest):
+            tinyvmm.set_pool(-1, socket_path=self.sock)
+        with self.assertRaises(tinyvmm.NotFound):
+            tinyvmm.pool("other/x", self.sock)
 
     def test_create_list_connect_kill(self):
         sb = Sandbox.create(timeout=60, metadata={"job": "a"}, envs={"X": "1"}, socket_path=self.sock)

@@ -10,8 +10,10 @@ Standard library only; talks HTTP/1.1 + JSON to the daemon's Unix socket
 (argument ``socket_path``, else ``$TINYVMM_SOCKET``, else
 ``/run/tinyvmm/api.sock``).
 """
+import urllib.parse
+
 from ._http import (DEFAULT_SOCKET, BadRequest, Client, CommandExitError, Conflict, ExecNotFound,
-                    GuestError, InsufficientStorage, NotFound, NotImplementedByServer, PayloadTooLarge,
+                    Forbidden, GuestError, InsufficientStorage, NotFound, NotImplementedByServer, PayloadTooLarge,
                     QuotaExceeded, SandboxExpired, SandboxNotFound, ServiceUnavailable, TimeoutError,
                     TinyvmmError, resolve_socket_path)
 from .commands import CommandHandle, CommandResult, Commands
@@ -23,10 +25,10 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox", "SandboxInfo", "Commands", "CommandResult", "CommandHandle", "Files", "EntryInfo",
     "WriteInfo", "ReadStream", "Client", "DEFAULT_SOCKET", "resolve_socket_path",
-    "TinyvmmError", "BadRequest", "NotFound", "SandboxNotFound", "ExecNotFound", "Conflict",
+    "TinyvmmError", "BadRequest", "Forbidden", "NotFound", "SandboxNotFound", "ExecNotFound", "Conflict",
     "SandboxExpired", "PayloadTooLarge", "QuotaExceeded", "ServiceUnavailable",
     "NotImplementedByServer", "GuestError", "InsufficientStorage", "TimeoutError",
-    "CommandExitError", "health", "version",
+    "CommandExitError", "health", "version", "pool", "set_pool",
 ]
 
 
@@ -38,3 +40,17 @@ def health(socket_path: "str | None" = None) -> dict:
 def version(socket_path: "str | None" = None) -> dict:
     """``GET /v1/version``: ``{"version": "x.y.z", "api": "v1"}``."""
     return Client(socket_path).call("GET", "/version")
+
+
+def pool(template: str = "default", socket_path: "str | None" = None) -> dict:
+    """``GET /v1/templates/{template}/pool``: the warm pool (``size``,
+    ``ready``, ``starting``, ``hits``, ``misses``, ``create_latency``)."""
+    return Client(socket_path).call("GET", "/templates/%s/pool" % urllib.parse.quote(template, safe=""))
+
+
+def set_pool(size: int, template: str = "default", socket_path: "str | None" = None) -> dict:
+    """``PUT /v1/templates/{template}/pool``: keep ``size`` sandboxes
+    restored ahead of creates (root or the daemon's uid; else
+    :class:`Forbidden`). Returns the pool as :func:`pool` does."""
+    return Client(socket_path).call("PUT", "/templates/%s/pool" % urllib.parse.quote(template, safe=""),
+                                    json_body={"size": size})

@@ -88,8 +88,19 @@ class PayloadTooLarge(TinyvmmError):
     """413 ``payload_too_large``."""
 
 
+class Forbidden(TinyvmmError, PermissionError):
+    """403 ``forbidden``: e.g. sizing the warm pool as a uid other than
+    root or the daemon's."""
+
+
 class QuotaExceeded(TinyvmmError):
-    """429 ``quota_exceeded``: the owner's sandbox limit is reached."""
+    """429 ``quota_exceeded``: the owner's sandbox limit is reached, or its
+    daily CPU budget is spent (then ``retry_after``: seconds until it
+    renews, from ``Retry-After``)."""
+
+    def __init__(self, message: str, *, retry_after: Optional[float] = None, **kw: Any) -> None:
+        super().__init__(message, **kw)
+        self.retry_after = retry_after
 
 
 class ServiceUnavailable(TinyvmmError):
@@ -145,6 +156,7 @@ class CommandExitError(TinyvmmError):
 _BY_ERROR = {
     "bad_request": BadRequest,
     "not_found": NotFound,
+    "forbidden": Forbidden,
     "sandbox_not_found": SandboxNotFound,
     "exec_not_found": ExecNotFound,
     "conflict": Conflict,
@@ -156,7 +168,7 @@ _BY_ERROR = {
     "guest_error": GuestError,
     "insufficient_storage": InsufficientStorage,
 }
-_BY_STATUS = {400: BadRequest, 404: NotFound, 409: Conflict, 410: SandboxExpired,
+_BY_STATUS = {400: BadRequest, 403: Forbidden, 404: NotFound, 409: Conflict, 410: SandboxExpired,
               413: PayloadTooLarge, 429: QuotaExceeded, 501: NotImplementedByServer,
               502: GuestError, 503: ServiceUnavailable, 507: InsufficientStorage}
 
@@ -177,7 +189,7 @@ def error_from_response(status: int, raw: bytes, headers: Optional[Mapping[str, 
     kw: Dict[str, Any] = {"status": status, "error": error, "body": body}
     if cls is SandboxExpired:
         return SandboxExpired(message, end_reason=body.get("end_reason"), **kw)
-    if cls is ServiceUnavailable:
+    if cls in (ServiceUnavailable, QuotaExceeded):
         ra = None
         if headers is not None:
             val = headers.get("Retry-After")
@@ -185,7 +197,7 @@ def error_from_response(status: int, raw: bytes, headers: Optional[Mapping[str, 
                 ra = float(val) if val is not None else None
             except ValueError:
                 ra = None
-        return ServiceUnavailable(message, retry_after=ra, **kw)
+        return cls(message, retry_after=ra, **kw)
     return cls(message, **kw)
 
 
