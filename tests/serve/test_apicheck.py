@@ -21,7 +21,7 @@ SANDBOX = {
     "id": SBX, "state": "running", "template": "default",
     "created_at": "2026-12-01T21:00:00Z", "expires_at": "2026-12-01T21:05:00Z",
     "ended_at": None, "end_reason": None, "cpus": 1, "memory_mib": 256,
-    "idle_timeout_s": 0, "metadata": {"k": "v"},
+    "idle_timeout_s": 0, "from_pool": False, "metadata": {"k": "v"},
 }
 CREATED = dict(SANDBOX, access_token=TOKEN)
 RESULT = {
@@ -81,7 +81,8 @@ class DocumentTest(unittest.TestCase):
             ("post", "/v1/sandboxes/{id}/execs/{eid}/stdin"), ("post", "/v1/sandboxes/{id}/execs/{eid}/signal"),
             ("put", "/v1/sandboxes/{id}/files"), ("get", "/v1/sandboxes/{id}/files"),
             ("delete", "/v1/sandboxes/{id}/files"), ("get", "/v1/sandboxes/{id}/fs/list"),
-            ("get", "/v1/sandboxes/{id}/logs"),
+            ("get", "/v1/sandboxes/{id}/logs"), ("get", "/v1/templates/{name}/pool"),
+            ("put", "/v1/templates/{name}/pool"),
         }
         have = {(m, p) for p, item in self.raw["paths"].items() for m in item if m != "parameters"}
         self.assertEqual(have, want)

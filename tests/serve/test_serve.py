@@ -1377,6 +1377,49 @@ class T10Pool(ServeTest):
             self.assertFalse(os.path.exists(os.path.join(STATE, "sandboxes", sid)))
         self.assertEqual(pool()["size"], 0)
 
+    def test_pool_takes_no_place_and_never_gives_a_dead_vm(self):
+        n0 = call(UID_A, "GET", "/v1/health").json["sandboxes"]
+        restart_daemon("--pool", "2", "--max-sandboxes", str(n0 + 2), "--max-per-owner", "4")
+        made = []
+        try:
+            wait_for(lambda: pool()["ready"] == 2, "2 pooled sandboxes", timeout=CREATE_WAIT)
+            # the service is "full" counting pooled VMs: both creates are hits, not 503s
+            for uid in (UID_C, UID_D):
+                sb = create(uid).json
+                made.append((uid, sb["id"]))
+                self.assertTrue(sb["from_pool"])
+            self.expect_error(create(UID_C, expect=None), 503, "capacity")
+            for uid, sid in made:
+                delete(uid, sid)
+                wait_ended(uid, sid)
+            made = []
+            # a miss at the limit (another shape) ends a pooled VM for its own
+            wait_for(lambda: pool()["ready"] == 2, "the pool to refill", timeout=CREATE_WAIT)
+            sb = create(UID_C, {"memory_mib": 320}).json
+            made.append((UID_C, sb["id"]))
+            self.assertFalse(sb["from_pool"])
+            wait_for(lambda: len(pooled_dirs()) == 1, "one pooled sandbox to make room")
+            delete(UID_C, sb["id"])
+            wait_ended(UID_C, sb["id"])
+            made = []
+            # a pooled VMM killed just before a create: never handed out
+            set_pool(1)
+            wait_for(lambda: (lambda q: (q["ready"], q["starting"]) == (1, 0))(pool()), "one ready pooled sandbox",
+                     timeout=CREATE_WAIT)
+            (sid,) = pooled_dirs()
+            with open(os.path.join(STATE, "sandboxes", sid, "state.json")) as f:
+                os.kill(json.load(f)["pid"], signal.SIGKILL)
+            sb = create(UID_C).json
+            made.append((UID_C, sb["id"]))
+            self.assertNotEqual(sb["id"], sid)
+            self.assertFalse(sb["from_pool"])
+            r = run_exec(UID_C, sb["id"], {"cmd": ["true"]})
+            self.assertEqual((r.status, r.json["exit_code"]), (200, 0))
+        finally:
+            for uid, sid in made:
+                delete(uid, sid)
+            restart_daemon()
+
     def test_killed_daemon_leaves_no_pool_behind(self):
         restart_daemon("--pool", "1")
         try:

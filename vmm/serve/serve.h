@@ -256,6 +256,9 @@ void files_route(struct conn *c, const struct http_request *r, struct sandbox *s
  * wait4, 0 if unknown); what uid used today (reaped and running); today's
  * ledger re-read: 0 or -errno. */
 void quota_sample_locked(struct srv *s, struct sandbox *sb);
+/* sb leaves the pool for an owner: the CPU its VMM used so far is not
+ * theirs (measured whether or not a budget is set now: one may be later). */
+void quota_take_locked(struct sandbox *sb);
 void quota_count_locked(struct srv *s, struct sandbox *sb, uint64_t final_ms);
 uint64_t quota_used_locked(struct srv *s, uid_t uid);
 int quota_load(struct srv *s);
@@ -274,6 +277,9 @@ void pool_stop(struct srv *s);
  * memory, no network), made req's: its owner, token, envs, metadata and
  * lifetimes decided now. NULL when none (counted as a miss). Under mu. */
 struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req);
+/* A create the pool could not serve will start a VM: with the service at
+ * max_sandboxes counting pooled ones, one pooled sandbox ends for it. Under mu. */
+void pool_make_room_locked(struct srv *s);
 /* A create's latency (ms from its request to its answer). Under mu. */
 void pool_latency_locked(struct srv *s, bool hit, uint64_t ms);
 /* GET/PUT /v1/templates/{name}/pool. */

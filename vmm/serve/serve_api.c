@@ -321,7 +321,7 @@ void api_create(struct conn *c, const struct http_request *r)
 
 	pthread_mutex_lock(&s->mu);
 	for (struct sandbox *o = s->sandboxes; o; o = o->next)
-		if (o->state != SB_ENDED) {
+		if (o->state != SB_ENDED && !o->pooled) {
 			running++;
 			mine += o->owner == c->uid;
 		}
@@ -347,7 +347,9 @@ void api_create(struct conn *c, const struct http_request *r)
 				   running);
 		goto out;
 	}
-	if ((taken = pool_take_locked(s, sb))) {
+	if (!(taken = pool_take_locked(s, sb)))
+		pool_make_room_locked(s); /* the VM this create starts may be the one too many */
+	if (taken) {
 		srv_free_sandbox(sb); /* what it asked for is in taken now */
 		sb = taken;
 		sb->refs++;

@@ -7,8 +7,10 @@
  * table's mutex, so no two creates ever get the same one; its owner,
  * token, environment, metadata and lifetimes are decided at that moment.
  * The refill thread then restores another, one at a time, while the pool
- * is below its size and the service below max_sandboxes (pooled sandboxes
- * never take a place that a create needs). Idle pooled VMs share the
+ * is below its size and the service below max_sandboxes VMs; a create is
+ * admitted on running sandboxes alone, and one that starts a VM while the
+ * pool fills max_sandboxes ends a pooled one (pool_make_room_locked), so
+ * pooled sandboxes never take a place a create needs. Idle pooled VMs share the
  * template's memory file through the page cache (each maps it privately):
  * what each costs is the pages it touched. */
 #include <errno.h>
@@ -115,8 +117,10 @@ static void *pool_main(void *arg)
 				}
 				if (sb->pid <= 0)
 					sb->exited = true;
-				if (!s->stopping)
-					fprintf(stderr, "tinyvmm serve: pool: a sandbox could not start: %s\n", err);
+				/* Ended on purpose (shrunk, room made, stopping): no failure. */
+				if (!strcmp(sb->end_reason, "killed"))
+					continue;
+				fprintf(stderr, "tinyvmm serve: pool: a sandbox could not start: %s\n", err);
 			}
 			unsigned wait_s = fails < 6 ? 1u << fails : RETRY_MAX_S;
 			fails++;
@@ -175,6 +179,34 @@ void pool_stop(struct srv *s)
 	pthread_mutex_unlock(&s->mu);
 }
 
+/* The supervisor notices a dead VMM within 250 ms; a create must not get
+ * it in between. Not reaped here (WNOWAIT): that stays the supervisor's. */
+static bool alive(const struct sandbox *sb)
+{
+	siginfo_t si = { 0 };
+
+	if (sb->own_child)
+		return waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
+	return kill(sb->pid, 0) == 0;
+}
+
+void pool_make_room_locked(struct srv *s)
+{
+	unsigned pooled, ready, others;
+	struct sandbox *victim = NULL;
+
+	counts_locked(s, &pooled, &ready, &others);
+	if (!pooled || others + pooled < s->cfg.max_sandboxes)
+		return;
+	/* One still starting first: it has cost the least so far. */
+	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next)
+		if (sb->pooled && sb->state != SB_ENDED && (!victim || sb->state == SB_STARTING))
+			victim = sb;
+	if (victim->state == SB_STARTING)
+		victim->state = SB_RUNNING; /* its sb_create sees the end and gives up */
+	sb_end_locked(s, victim, "killed");
+}
+
 struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req)
 {
 	struct sandbox *p = NULL;
@@ -182,17 +214,14 @@ struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req)
 	if (req->cpus == POOL_CPUS && req->memory_mib == POOL_MEM_MIB && !req->net_enabled &&
 	    !strcmp(req->template, "default"))
 		for (p = s->sandboxes; p; p = p->next)
-			if (p->pooled && p->state == SB_RUNNING && p->keeper && !p->exited)
+			if (p->pooled && p->state == SB_RUNNING && p->keeper && !p->exited && alive(p))
 				break;
 	if (!p) {
 		s->pool.misses++;
 		return NULL;
 	}
 	s->pool.hits++;
-	/* Its CPU time so far was the service's. */
-	quota_sample_locked(s, p);
-	p->cpu_base_ms += p->cpu_ms;
-	p->cpu_ms = 0;
+	quota_take_locked(p);
 	p->pooled = false;
 	p->from_pool = true;
 	p->owner = req->owner;

@@ -78,6 +78,12 @@ void quota_sample_locked(struct srv *s, struct sandbox *sb)
 		sb->cpu_ms = ms;
 }
 
+void quota_take_locked(struct sandbox *sb)
+{
+	sb->cpu_base_ms = sb->pid > 0 && !sb->exited ? tree_cpu_ms(sb->pid) : 0;
+	sb->cpu_ms = 0;
+}
+
 static uint64_t *ledger_slot(struct srv *s, uid_t uid, long day)
 {
 	struct cpu_day *nd;

@@ -691,8 +691,12 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
 		/* A previous daemon's pool: nobody's, not worth re-adopting
 		 * (the new pool is made by its own settings). */
-		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start))
+		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start)) {
 			kill(sb->pid, SIGKILL);
+			/* gone before jail_gc runs, which then removes its jail */
+			for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
+				usleep(20000);
+		}
 		dir_remove_flat(dir);
 		free(text);
 		free(tok);
@@ -767,8 +771,6 @@ int srv_state_init(struct srv *s)
 	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	jail_dir(s, path, sizeof(path));
-	jail_gc(path, NULL, NULL);
 	if (quota_load(s) < 0)
 		fprintf(stderr, "tinyvmm serve: %s/cpu-usage unreadable: today's CPU use starts at 0\n",
 			s->cfg.state_dir);
@@ -787,5 +789,8 @@ int srv_state_init(struct srv *s)
 		pthread_mutex_unlock(&s->mu);
 	}
 	closedir(d);
+	/* After load_one killed what it does not re-adopt. */
+	jail_dir(s, path, sizeof(path));
+	jail_gc(path, NULL, NULL);
 	return 0;
 }
