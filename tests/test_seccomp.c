@@ -154,9 +154,9 @@ static void make_allowed_calls(const void *arg)
 }
 
 static const struct role_case every_role[] = {
-	{ SC_VCPU, 0 },     { SC_VCPU, ALL_F },     { SC_EVLOOP, 0 }, { SC_EVLOOP, ALL_F },
-	{ SC_SERIAL, 0 },   { SC_SIGNALS, 0 },      { SC_MAIN, 0 },   { SC_MAIN, ALL_F },
-	{ SC_SNAPSHOT, 0 }, { SC_SNAPSHOT, ALL_F }, { SC_EXEC, 0 },
+	{ SC_VCPU, 0 },    { SC_VCPU, ALL_F }, { SC_EVLOOP, 0 },     { SC_EVLOOP, ALL_F }, { SC_SERIAL, 0 },
+	{ SC_SIGNALS, 0 }, { SC_MAIN, 0 },     { SC_MAIN, ALL_F },   { SC_SNAPSHOT, 0 },   { SC_SNAPSHOT, ALL_F },
+	{ SC_EXEC, 0 },    { SC_PAUSER, 0 },   { SC_PAUSER, ALL_F },
 };
 
 START_TEST(allowed_calls_pass)
@@ -247,14 +247,14 @@ START_TEST(no_role_execs_forks_or_opens_where_it_opens_nothing)
 {
 	struct role_case rc = every_role[_i];
 	int n = load_rules(rc);
-	int opens = rc.role == SC_MAIN || rc.role == SC_SNAPSHOT || rc.role == SC_EXEC;
+	int opens = rc.role == SC_MAIN || rc.role == SC_SNAPSHOT || rc.role == SC_EXEC || rc.role == SC_PAUSER;
 
 	ck_assert(!allows(n, __NR_execve) && !allows(n, __NR_execveat));
 	ck_assert(!allows(n, __NR_fork) && !allows(n, __NR_vfork) && !allows(n, __NR_ptrace));
 	ck_assert(!allows(n, __NR_open) && !allows(n, __NR_openat2) && !allows(n, __NR_creat));
 	ck_assert_int_eq(allows(n, __NR_openat), opens);
 	/* Threads are made only where the event loop is restarted. */
-	ck_assert_int_eq(allows(n, __NR_clone), rc.role == SC_SNAPSHOT);
+	ck_assert_int_eq(allows(n, __NR_clone), rc.role == SC_SNAPSHOT || rc.role == SC_PAUSER);
 }
 END_TEST
 

@@ -132,6 +132,12 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 		r = vm_add_vsock(vm, e);
 	if (!r)
 		r = vm_add_net(vm, e);
+	/* A restored guest booted long ago with the line its snapshot holds:
+	 * that is what a snapshot of it saves again, not a line recomposed
+	 * from it, which would grow by the quirk and device words each time
+	 * (pause and resume ten times: over 4 KiB). */
+	if (!r && mem_path && c->cmdline)
+		snprintf(vm->cmdline, sizeof(vm->cmdline), "%s", c->cmdline);
 	if (r) {
 		tvm_vm_destroy(vm);
 		return r;

@@ -67,6 +67,7 @@ struct cli_args {
 	int have_root, console;
 	const char *metrics, *serial_out;
 	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
+	const char *pause_to;       /* --pause-to DIR (run --vsock-uds): SIGUSR1 saves the VM there, then ends it */
 	const char *boot_only;      /* the last option given that a restore takes from the snapshot */
 	int no_snapshot;            /* --no-snapshot: boot cold, no template snapshot */
 	uint64_t disk_size;         /* --disk-size in bytes; 0: not given */

@@ -70,6 +70,7 @@ enum {
 	OPT_NO_SECCOMP,
 	OPT_DISK_SIZE,
 	OPT_IDLE_TIMEOUT,
+	OPT_PAUSE_TO,
 };
 
 static const struct option opts[] = {
@@ -129,6 +130,7 @@ static const struct option opts[] = {
 	{ "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
 	{ "disk-size", required_argument, 0, OPT_DISK_SIZE },
 	{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
+	{ "pause-to", required_argument, 0, OPT_PAUSE_TO },
 	{ 0, 0, 0, 0 },
 };
 
@@ -268,6 +270,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_SERIAL: a->serial_out = optarg; break;
 		case OPT_SNAPSHOT: a->snapshot = optarg; break;
 		case OPT_OUT: a->out = optarg; break;
+		case OPT_PAUSE_TO: a->pause_to = optarg; break;
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
 		case OPT_DISK_SIZE:
 			if (cli_parse_size("--disk-size", optarg, &a->disk_size))
@@ -519,6 +522,11 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 		fprintf(stderr, "tinyvmm: %s\n",
 			create ? "snapshot create needs --out DIR and boots (no --snapshot)"
 			       : "--out belongs to `tinyvmm snapshot create`");
+		return EXIT_USAGE;
+	}
+	if (a->pause_to && (create || a->job.argv || !a->c.vsock_uds)) {
+		fprintf(stderr, "tinyvmm: --pause-to belongs to `tinyvmm run --vsock-uds PATH` without a command "
+				"(a VM that waits for execs)\n");
 		return EXIT_USAGE;
 	}
 	if (a->have_root && disk_size(a))

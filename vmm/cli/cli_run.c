@@ -4,9 +4,11 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/core/clock.h"
 
 /* SIGINT/SIGTERM/SIGHUP stop the VM; the signal is kept for the exit
  * status. TVM_KICK_SIGNAL, blocked like them, ends the wait when the VM
@@ -16,25 +18,49 @@ struct stopper {
 	struct tvm_vm *vm;
 	const struct tvm_config *c;
 	struct cli_report *report;
+	const char *pause_to; /* --pause-to: SIGUSR1 saves the VM there, then stops it */
 	sigset_t set;
 	int sig;
 	int unconfined; /* its filter could not be loaded: the VM is stopped */
 };
+
+/* SIGUSR1 with --pause-to: the VM saved while it runs (tvm_vm_snapshot
+ * parks the vCPUs), then stopped. A failed save leaves it running, as it
+ * was: the sandbox is not lost. 1 when paused. */
+static int pause_vm(struct stopper *s)
+{
+	struct tvm_err e = { 0 };
+	uint64_t t0 = clock_mono_ns();
+
+	if (tvm_vm_snapshot(s->vm, s->pause_to, &e)) {
+		fprintf(stderr, "tinyvmm: pause: %s (the VM runs on)\n", e.msg);
+		return 0;
+	}
+	fprintf(stderr, "tinyvmm: paused into %s in %.0f ms\n", s->pause_to, (double)(clock_mono_ns() - t0) / 1e6);
+	tvm_vm_stop(s->vm);
+	return 1;
+}
 
 static void *signal_waiter(void *arg)
 {
 	struct stopper *s = arg;
 	int sig;
 
-	if (cli_confine(s->c, SC_SIGNALS)) {
+	if (cli_confine(s->c, s->pause_to ? SC_PAUSER : SC_SIGNALS)) {
 		s->unconfined = 1;
 		tvm_vm_stop(s->vm);
 		return NULL;
 	}
-	if (sigwait(&s->set, &sig) == 0 && sig != TVM_KICK_SIGNAL) {
+	while (sigwait(&s->set, &sig) == 0 && sig != TVM_KICK_SIGNAL) {
+		if (sig == SIGUSR1) {
+			if (pause_vm(s))
+				break;
+			continue;
+		}
 		s->sig = sig;
 		cli_report_signal(s->report, sig);
 		tvm_vm_stop(s->vm);
+		break;
 	}
 	return NULL;
 }
@@ -91,6 +117,9 @@ static int run_vm(void *ctx, struct jail *j)
 	sigaddset(&stop.set, SIGTERM);
 	sigaddset(&stop.set, SIGHUP);
 	sigaddset(&stop.set, TVM_KICK_SIGNAL);
+	if (a->pause_to)
+		sigaddset(&stop.set, SIGUSR1);
+	stop.pause_to = a->pause_to;
 	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
 
 	r = a->snapshot ? tvm_vm_restore(&a->c, a->snapshot, &vm, &err) : tvm_vm_create(&a->c, &vm, &err);
@@ -166,7 +195,16 @@ static int run_cmd(struct cli_args *a, int argc, char **argv, uint64_t t0_ns)
 	cli_report_stage(a->job.report, CLI_ST_VM);
 	if (!a->jail)
 		return run_vm(a, NULL);
-	return cli_jail_vm(&a->jail_opts, &a->c, &a->snapshot, NULL, &a->metrics, &a->job, run_vm, a);
+	struct stat st;
+	int made = a->pause_to && stat(a->pause_to, &st) < 0;
+
+	r = cli_jail_vm(&a->jail_opts, &a->c, &a->snapshot, a->pause_to ? &a->pause_to : NULL, &a->metrics, &a->job,
+			run_vm, a);
+	/* The jail stages the pause's snapshot in the DIR it makes first:
+	 * never paused, an empty DIR it made is removed. */
+	if (made)
+		rmdir(a->pause_to);
+	return r;
 }
 
 int cli_cmd_run(int argc, char **argv, uint64_t t0_ns)

@@ -602,7 +602,9 @@ static void child(struct jail *j, int life_fd, int err_fd, int go_fd, const sigs
 	_exit(status & 0xff);
 }
 
-/* Outside: forward the stopping signals, wait for the child. */
+/* Outside: forward the stopping signals and SIGUSR1 (run --pause-to's
+ * "pause now"; PID 1 without a handler ignores it otherwise), wait for the
+ * child. */
 static int wait_child(pid_t pid, const sigset_t *set, struct tvm_err *e)
 {
 	int st, sig;
@@ -615,7 +617,7 @@ static int wait_child(pid_t pid, const sigset_t *set, struct tvm_err *e)
 		if (w < 0 && errno != EINTR)
 			return tvm_errf(e, errno, "jail: waiting for the VMM: %s", strerror(errno));
 		sig = sigwaitinfo(set, NULL);
-		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP)
+		if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP || sig == SIGUSR1)
 			kill(pid, sig);
 	}
 	if (WIFEXITED(st))
@@ -650,6 +652,7 @@ int jail_run(struct jail *j, int (*body)(void *ctx, struct jail *j), void *ctx, 
 	sigaddset(&fwd, SIGINT);
 	sigaddset(&fwd, SIGTERM);
 	sigaddset(&fwd, SIGHUP);
+	sigaddset(&fwd, SIGUSR1);
 	sigaddset(&fwd, SIGCHLD);
 	sigprocmask(SIG_BLOCK, &fwd, &old);
 	fflush(NULL);

@@ -40,6 +40,8 @@ enum sc_role {
 	SC_SNAPSHOT, /* tinyvmm snapshot create's main thread: SC_MAIN, saving the snapshot, and
 		      * restarting the event loop (a thread, which then confines itself) */
 	SC_EXEC,     /* tinyvmm exec: an agent client over the hybrid vsock socket, no VM */
+	SC_PAUSER,   /* tinyvmm run --pause-to's signal waiter: SC_SIGNALS, and on SIGUSR1
+		      * saving the VM (as SC_SNAPSHOT) before it stops it */
 	SC_ROLE_COUNT
 };
 

@@ -225,5 +225,9 @@ const struct sc_role_def sc_role_defs[SC_ROLE_COUNT] = {
 			  { SET(agent), SET(base), SET(vm_end), SET(device_io), SET(local_pair), SET(files), SET(snapshot),
 			    SET(evloop), SET_IF(SC_F_UDS, uds), SET_IF(SC_F_CGROUP, cgroup_rm), SANITIZER } },
 	[SC_EXEC] = { "exec main", { SET(agent), SET(base), SET(dial), SET(files), SANITIZER } },
+	/* SC_SIGNALS, and what tvm_vm_snapshot needs (SC_SNAPSHOT's less the agent). */
+	[SC_PAUSER] = { "pause waiter",
+			{ SET(signals), SET(base), SET(vm_end), SET(device_io), SET(files), SET(snapshot), SET(evloop),
+			  SET_IF(SC_F_UDS, uds), SANITIZER } },
 };
 /* clang-format on */
