@@ -82,7 +82,8 @@ class DocumentTest(unittest.TestCase):
             ("put", "/v1/sandboxes/{id}/files"), ("get", "/v1/sandboxes/{id}/files"),
             ("delete", "/v1/sandboxes/{id}/files"), ("get", "/v1/sandboxes/{id}/fs/list"),
             ("get", "/v1/sandboxes/{id}/logs"), ("get", "/v1/templates/{name}/pool"),
-            ("put", "/v1/templates/{name}/pool"),
+            ("put", "/v1/templates/{name}/pool"), ("post", "/v1/sandboxes/{id}/pause"),
+            ("post", "/v1/sandboxes/{id}/resume"),
         }
         have = {(m, p) for p, item in self.raw["paths"].items() for m in item if m != "parameters"}
         self.assertEqual(have, want)

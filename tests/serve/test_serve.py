@@ -1436,5 +1436,72 @@ class T10Pool(ServeTest):
             self.assertFalse(os.path.exists(os.path.join(STATE, "sandboxes", sid)))
 
 
+# --- 11: pause and resume -----------------------------------------------
+
+# Started in a session of its own; the exec waits until it counts (the
+# agent ends an exec's process group with it).
+COUNTER = ("setsid sh -c 'n=0; while :; do n=$((n+1)); echo $n > /tmp/count; sleep 1; done' "
+           "</dev/null >/dev/null 2>&1 & while [ ! -e /tmp/count ]; do sleep 0.2; done")
+
+
+class T11Pause(ServeTest):
+    def count(self, sid):
+        r = run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/count"]})
+        self.assertEqual(r.status, 200, r.body)
+        return int(r.json["stdout"].strip() or 0)
+
+    def test_pause_resume_keeps_files_and_processes(self):
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        try:
+            self.assertEqual(run_exec(UID_C, sid, {"shell": "echo round0 > /tmp/data; " + COUNTER}).status, 200)
+            wait_for(lambda: self.count(sid) >= 2, "the counter to count")
+            self.expect_error(call(UID_C, "POST", base + "resume"), 409, "conflict")
+            lines = ["round0"]
+            for i in range(1, 4):
+                before = self.count(sid)
+                r = call(UID_C, "POST", base + "pause", timeout=300)
+                self.assertEqual((r.status, r.json["state"]), (200, "paused"), r.body)
+                wait_for(lambda: not vmm_pids(sid), "the VMM of paused %s to end" % sid, timeout=30)
+                self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
+                ids = [x["id"] for x in call(UID_C, "GET", "/v1/sandboxes?state=paused").json["sandboxes"]]
+                self.assertIn(sid, ids)
+                self.expect_error(run_exec(UID_C, sid, {"cmd": ["true"]}), 409, "conflict")
+                self.expect_error(call(UID_C, "POST", base + "pause"), 409, "conflict")
+                snaps = glob.glob(os.path.join(STATE, "sandboxes", sid, "paused-*", "mem"))
+                self.assertEqual(len(snaps), 1, snaps)  # the one before is removed
+                st = os.stat(snaps[0])
+                print("\n  pause %d: memory file %d MiB allocated of %d MiB" % (i, st.st_blocks * 512 >> 20,
+                                                                             st.st_size >> 20), end="")
+                r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT)
+                self.assertEqual((r.status, r.json["state"]), (200, "running"), r.body)
+                out = run_exec(UID_C, sid, {"shell": "cat /tmp/data; echo round%d >> /tmp/data" % i}).json
+                self.assertEqual(out["stdout"].split(), lines)
+                lines.append("round%d" % i)
+                after = self.count(sid)
+                self.assertGreaterEqual(after, before)
+                wait_for(lambda: self.count(sid) > after, "the counter to go on after resume %d" % i)
+            print()
+        finally:
+            delete(UID_C, sid)
+        wait_ended(UID_C, sid)
+        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to end" % sid)
+
+    def test_paused_sandbox_survives_a_daemon_restart_and_ends_on_delete(self):
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        run_exec(UID_C, sid, {"shell": "echo kept > /tmp/data"})
+        self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+        restart_daemon()
+        self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
+        r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT)
+        self.assertEqual(r.status, 200, r.body)
+        r = run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/data"]})
+        self.assertEqual((r.status, (r.json or {}).get("stdout")), (200, "kept\n"), r.body)
+        self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+        delete(UID_C, sid)
+        self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
+
+
 if __name__ == "__main__":
     unittest.main()

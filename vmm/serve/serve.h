@@ -15,6 +15,7 @@
  *   serve_audit.c    each sandbox's audit log
  *   serve_quota.c    the daily CPU budget per owner
  *   serve_pool.c     the warm pool: sandboxes restored ahead of creates
+ *   serve_pause.c    pause (the VM saved, its VMM ended) and resume
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -91,12 +92,16 @@ struct sandbox {
 	struct tvm_agent *keeper; /* held open: the VMM's --idle-timeout runs only without us */
 	struct exec *execs;
 	unsigned nexecs, running_execs;
-	uint64_t kept_bytes;  /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
-	uint64_t cpu_ms;      /* its VMM's CPU time so far (serve_quota.c) */
-	uint64_t cpu_base_ms; /* CPU its VMM used in the pool, before its owner took it: not theirs */
-	bool cpu_counted;     /* cpu_ms is in the owner's day (the VMM was reaped) */
-	bool pooled;          /* in the warm pool: no owner yet, invisible to every client */
-	bool from_pool;       /* taken from the warm pool by its create */
+	uint64_t kept_bytes;            /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
+	uint64_t cpu_ms;                /* its VMM's CPU time so far (serve_quota.c) */
+	uint64_t cpu_base_ms;           /* CPU its VMM used in the pool, before its owner took it: not theirs */
+	bool cpu_counted;               /* cpu_ms is in the owner's day (the VMM was reaped) */
+	bool pooled;                    /* in the warm pool: no owner yet, invisible to every client */
+	bool paused;                    /* saved into <dir>/paused-<pause_gen> and its VMM ended (POST .../pause) */
+	bool pausing;                   /* SIGUSR1 sent: its VMM's end is the pause, not a crash */
+	unsigned pause_gen;             /* the snapshot a resume restores; the next pause writes pause_gen + 1 */
+	uint64_t pause_ms, pause_bytes; /* the last pause: how long, and the memory file's allocated bytes */
+	bool from_pool;                 /* taken from the warm pool by its create */
 };
 
 /* Network rules of a create (allow_out and dns each), and the tinyvmm run
@@ -190,6 +195,11 @@ void sb_put(struct srv *s, struct sandbox *sb);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
+/* "running", "paused" or "ended". Under mu. */
+const char *sb_state_name(const struct sandbox *sb);
+/* POST .../pause and .../resume (serve_pause.c). */
+void api_pause(struct conn *c, struct sandbox *sb);
+void api_resume(struct conn *c, struct sandbox *sb);
 void sb_persist_locked(struct srv *s, struct sandbox *sb);
 /* Append a lifecycle event (created, pooled, ended) to sb's audit log. Under mu. */
 void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event);

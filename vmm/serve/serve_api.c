@@ -321,7 +321,7 @@ void api_create(struct conn *c, const struct http_request *r)
 
 	pthread_mutex_lock(&s->mu);
 	for (struct sandbox *o = s->sandboxes; o; o = o->next)
-		if (o->state != SB_ENDED && !o->pooled) {
+		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
 			running++;
 			mine += o->owner == c->uid;
 		}
@@ -430,8 +430,8 @@ void api_list(struct conn *c, const struct http_request *r)
 	int bad = 0;
 
 	if (query_get(r, "state", state, sizeof(state)) < 0 ||
-	    (*state && strcmp(state, "running") && strcmp(state, "ended"))) {
-		conn_error(c, 400, "bad_request", "state: running or ended is expected");
+	    (*state && strcmp(state, "running") && strcmp(state, "ended") && strcmp(state, "paused"))) {
+		conn_error(c, 400, "bad_request", "state: running, paused or ended is expected");
 		return;
 	}
 	pthread_mutex_lock(&s->mu);
@@ -450,7 +450,7 @@ void api_list(struct conn *c, const struct http_request *r)
 	for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
 		if (sb->owner != c->uid || sb->state == SB_STARTING)
 			continue;
-		if (*state && strcmp(state, sb->state == SB_ENDED ? "ended" : "running"))
+		if (*state && strcmp(state, sb_state_name(sb)))
 			continue;
 		if (!meta_match(r, sb, &bad))
 			continue;

@@ -43,6 +43,18 @@ int query_get(const struct http_request *r, const char *name, char *out, size_t 
 	return 0;
 }
 
+/* A paused sandbox has no VM: 409 for what needs one. */
+static bool api_paused(struct conn *c, struct sandbox *sb)
+{
+	pthread_mutex_lock(&c->s->mu);
+	bool paused = sb->paused || sb->pausing;
+	pthread_mutex_unlock(&c->s->mu);
+	if (paused)
+		conn_error(c, 409, "conflict", "sandbox %s is paused: POST /v1/sandboxes/%s/resume first", sb->id,
+			   sb->id);
+	return paused;
+}
+
 static void sandbox_route(struct conn *c, const struct http_request *r, char seg[][SEG_CAP], int n)
 {
 	const struct http_str *m = &r->method;
@@ -63,6 +75,12 @@ static void sandbox_route(struct conn *c, const struct http_request *r, char seg
 		api_logs(c, sb);
 	else if (api_ended(c, sb))
 		; /* answered 410 */
+	else if (n == 4 && !strcmp(seg[3], "pause") && is(m, "POST"))
+		api_pause(c, sb);
+	else if (n == 4 && !strcmp(seg[3], "resume") && is(m, "POST"))
+		api_resume(c, sb);
+	else if (api_paused(c, sb))
+		; /* answered 409 */
 	else if (n == 4 && !strcmp(seg[3], "timeout") && is(m, "POST"))
 		api_timeout(c, sb);
 	else if (n == 4 && !strcmp(seg[3], "execs") && is(m, "POST"))

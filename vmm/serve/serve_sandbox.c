@@ -138,6 +138,11 @@ int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tv
 	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
 }
 
+const char *sb_state_name(const struct sandbox *sb)
+{
+	return sb->state == SB_ENDED ? "ended" : sb->paused ? "paused" : "running";
+}
+
 size_t sb_json_size(const struct sandbox *sb)
 {
 	/* metadata: key (64) and value (512) escaped at worst, 6 bytes each */
@@ -152,7 +157,7 @@ void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
 	json_w_key(w, "id", 2);
 	json_w_string(w, sb->id, strlen(sb->id));
 	json_w_key(w, "state", 5);
-	json_w_string(w, sb->state == SB_ENDED ? "ended" : "running", sb->state == SB_ENDED ? 5 : 7);
+	json_w_string(w, sb_state_name(sb), strlen(sb_state_name(sb)));
 	json_w_key(w, "template", 8);
 	json_w_string(w, sb->template, strlen(sb->template));
 	json_w_key(w, "created_at", 10);
@@ -225,6 +230,9 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_bool(&w, sb->net_enabled);
 	json_w_key(&w, "pooled", 6);
 	json_w_bool(&w, sb->pooled);
+	json_w_kbool(&w, "paused", sb->paused);
+	json_w_kuint(&w, "pause_gen", sb->pause_gen);
+	json_w_kuint(&w, "timeout_s", sb->timeout_s);
 	json_w_key(&w, "cpu_base_ms", 11);
 	json_w_uint(&w, sb->cpu_base_ms);
 	json_w_key(&w, "secret_from", 11);
@@ -309,7 +317,10 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 {
 	quota_count_locked(s, sb, final_ms);
 	sb->exited = true;
-	if (sb->state != SB_ENDED) {
+	if (sb->pausing && sb->state != SB_ENDED && status == 0) {
+		sb->pausing = false;
+		sb->paused = true;
+	} else if (sb->state != SB_ENDED) {
 		sb_end_locked(s, sb, "crashed");
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x)\n", sb->id,
 			(int)sb->pid, status);
@@ -356,7 +367,7 @@ void *srv_supervisor(void *arg)
 					reaped_locked(s, sb, -1, 0);
 				}
 			}
-			if (sb->state == SB_RUNNING && !sb->pooled) {
+			if (sb->state == SB_RUNNING && !sb->pooled && !sb->paused) {
 				if (real >= sb->expires_at)
 					sb_end_locked(s, sb, "expired");
 				else if (sb->idle_timeout_s && !sb->running_execs &&
@@ -373,6 +384,11 @@ void *srv_supervisor(void *arg)
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
+				for (unsigned g = sb->pause_gen; g <= sb->pause_gen + 1; g++) {
+					char pd[600];
+					snprintf(pd, sizeof(pd), "%.500s/paused-%u", sb->dir, g);
+					dir_remove_flat(pd);
+				}
 				dir_remove_flat(sb->dir);
 				srv_free_sandbox(sb);
 				continue;
@@ -397,7 +413,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 		    char num[][24])
 {
 	size_t n = 0;
-	static char jd[300];
+	static __thread char jd[300], pause_to[600], resume_from[600];
 
 #define ADD(x)                           \
 	do {                             \
@@ -411,13 +427,23 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 	ADD(sb->uds);
 	ADD("--serial-out");
 	ADD("/dev/null");
+	snprintf(pause_to, sizeof(pause_to), "%s/paused-%u", sb->dir, sb->pause_gen + 1);
+	ADD("--pause-to");
+	ADD(pause_to);
+	if (sb->pause_gen) {
+		snprintf(resume_from, sizeof(resume_from), "%s/paused-%u", sb->dir, sb->pause_gen);
+		ADD("--snapshot");
+		ADD(resume_from);
+	}
 	snprintf(num[0], 24, "%u", sb->memory_mib);
 	snprintf(num[1], 24, "%u", sb->cpus);
 	snprintf(num[2], 24, "%u", s->cfg.orphan_timeout_s);
-	ADD("--mem");
-	ADD(num[0]);
-	ADD("--cpus");
-	ADD(num[1]);
+	if (!sb->pause_gen) { /* a resume takes them from its snapshot */
+		ADD("--mem");
+		ADD(num[0]);
+		ADD("--cpus");
+		ADD(num[1]);
+	}
 	ADD("--idle-timeout");
 	ADD(num[2]);
 	if (s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0)) {
@@ -469,7 +495,7 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	pid_t pid;
 	int r;
 
-	if (mkdir(sb->dir, 0700) < 0) {
+	if (mkdir(sb->dir, 0700) < 0 && !(sb->paused && errno == EEXIST)) { /* a resume: it is there */
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
@@ -549,11 +575,12 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	pthread_mutex_lock(&s->mu);
 	if (sb->state == SB_STARTING)
 		sb->state = SB_RUNNING;
-	sb->created_at = time(NULL);
-	sb->expires_at = sb->created_at + sb->timeout_s;
+	if (!sb->paused)
+		sb->created_at = time(NULL);
+	sb->expires_at = time(NULL) + sb->timeout_s; /* a resume: a new lifetime */
 	sb->last_active_ns = now_ns();
 	sb_persist_locked(s, sb);
-	sb_audit_locked(s, sb, sb->pooled ? "pooled" : "created");
+	sb_audit_locked(s, sb, sb->pooled ? "pooled" : sb->paused ? "resumed" : "created");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
@@ -703,8 +730,24 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		srv_free_sandbox(sb);
 		return;
 	}
+	if (!get_u64(&d, 0, "pause_gen", &v) && v < UINT32_MAX)
+		sb->pause_gen = (unsigned)v;
+	/* the lifetime a resume gives (state of an older daemon: the default) */
+	sb->timeout_s = !get_u64(&d, 0, "timeout_s", &v) && v && v <= s->cfg.max_timeout_s ? (unsigned)v
+											   : s->cfg.default_timeout_s;
 	i = json_find(&d, o, "state");
 	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
+	if (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen) {
+		/* No process to find: its snapshot waits for a resume. */
+		sb->state = SB_RUNNING;
+		sb->paused = sb->exited = true;
+		sb->pid = 0;
+		sb->next = s->sandboxes;
+		s->sandboxes = sb;
+		free(text);
+		free(tok);
+		return;
+	}
 	sb->state = SB_ENDED;
 	sb->exited = true;
 	if ((i = json_find(&d, o, "end_reason")) >= 0 && json_get_string(&d, i, str, sizeof(str), NULL) == 0)

@@ -1,0 +1,163 @@
+/* POST /v1/sandboxes/{id}/pause and .../resume. Every sandbox's VMM runs
+ * with `--pause-to <dir>/paused-<gen+1>`: a pause closes the keeper and
+ * sends SIGUSR1; the VMM saves the VM there (files, processes, memory)
+ * and ends with status 0, which the supervisor reaps as a pause, not a
+ * crash. The sandbox is then `paused`: no process, no lifetime running,
+ * its snapshot on disk. A resume starts `tinyvmm run --snapshot
+ * <dir>/paused-<gen>` (sb_create) and waits for its agent as a create
+ * does; the previous snapshot is removed once a newer one exists. */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "vmm/core/dir_remove.h"
+#include "vmm/serve/serve.h"
+
+#define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
+
+static void answer(struct conn *c, struct sandbox *sb, int status)
+{
+	size_t cap = sb_json_size(sb) + 128;
+	char *buf = malloc(cap);
+	struct json_w w;
+
+	json_w_init(&w, buf, buf ? cap : 0);
+	pthread_mutex_lock(&c->s->mu);
+	sb_write_json(&w, sb, false);
+	pthread_mutex_unlock(&c->s->mu);
+	conn_json(c, status, &w);
+	free(buf);
+}
+
+static void snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
+}
+
+void api_pause(struct conn *c, struct sandbox *sb)
+{
+	struct srv *s = c->s;
+	char dir[600], mem[620];
+	uint64_t t0 = now_ns();
+	struct timespec ts;
+	struct stat st;
+	const char *why = NULL;
+
+	pthread_mutex_lock(&s->mu);
+	if (sb->paused)
+		why = "it is paused already";
+	else if (sb->pausing)
+		why = "a pause is under way";
+	else if (sb->running_execs)
+		why = "commands are running in it: wait for them or signal them first";
+	else if (sb->net_enabled)
+		why = "a sandbox with a network cannot be paused yet";
+	else if (sb->state != SB_RUNNING || sb->exited)
+		why = "it is not running";
+	if (why) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 409, "conflict", "sandbox %s cannot be paused: %s", sb->id, why);
+		return;
+	}
+	sb->pausing = true;
+	/* No connection may stay open across the save: the keeper goes
+	 * first (with it the VMM's --idle-timeout would start: it does not
+	 * matter, the VMM ends now). */
+	tvm_agent_close(sb->keeper);
+	sb->keeper = NULL;
+	kill(sb->pid, SIGUSR1);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += PAUSE_WAIT_S;
+	while (!sb->exited && sb->state != SB_ENDED)
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+			break;
+	if (!sb->paused) {
+		bool running = !sb->exited && sb->state != SB_ENDED;
+		sb->pausing = false;
+		pthread_mutex_unlock(&s->mu);
+		if (running) {
+			/* Still running, as it was: the keeper comes back. */
+			struct tvm_agent *k = NULL;
+			struct tvm_err e = { 0 };
+			if (!sb_agent(sb, 5000, &k, &e)) {
+				pthread_mutex_lock(&s->mu);
+				sb->keeper = k;
+				pthread_mutex_unlock(&s->mu);
+			}
+		}
+		conn_error(c, 500, "internal", "sandbox %s: the pause failed (%s; its log: %s/vmm.log)", sb->id,
+			   running ? "the VM runs on" : "its VMM ended", sb->dir);
+		return;
+	}
+	snapshot_dir(sb, sb->pause_gen + 1, dir, sizeof(dir));
+	snprintf(mem, sizeof(mem), "%s/mem", dir);
+	sb->pause_gen++;
+	sb->pause_ms = (now_ns() - t0) / 1000000u;
+	sb->pause_bytes = stat(mem, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	sb->pid = 0;
+	sb_persist_locked(s, sb);
+	sb_audit_locked(s, sb, "paused");
+	if (sb->pause_gen > 1) {
+		/* The VM that just ended mapped the one before: no longer used. */
+		snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
+		dir_remove_flat(dir);
+	}
+	pthread_mutex_unlock(&s->mu);
+	fprintf(stderr, "tinyvmm serve: sandbox %s paused in %llu ms (memory %llu KiB on disk)\n", sb->id,
+		(unsigned long long)sb->pause_ms, (unsigned long long)(sb->pause_bytes >> 10));
+	answer(c, sb, 200);
+}
+
+void api_resume(struct conn *c, struct sandbox *sb)
+{
+	struct srv *s = c->s;
+	char err[700];
+	unsigned running = 0, mine = 0;
+
+	pthread_mutex_lock(&s->mu);
+	if (!sb->paused || sb->pausing) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 409, "conflict", "sandbox %s is not paused", sb->id);
+		return;
+	}
+	for (struct sandbox *o = s->sandboxes; o; o = o->next)
+		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
+			running++;
+			mine += o->owner == sb->owner;
+		}
+	if (running >= s->cfg.max_sandboxes || mine >= s->cfg.max_per_owner) {
+		pthread_mutex_unlock(&s->mu);
+		if (mine >= s->cfg.max_per_owner)
+			conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
+				   (unsigned)sb->owner, mine);
+		else
+			conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later",
+				   running);
+		return;
+	}
+	sb->pausing = true; /* no second resume meanwhile */
+	sb->exited = false;
+	sb->own_child = true;
+	sb->kill_at_ns = 0;
+	sb->cpu_counted = false;
+	sb->cpu_ms = sb->cpu_base_ms = 0;
+	pthread_mutex_unlock(&s->mu);
+
+	int r = sb_create(s, sb, NULL, err, sizeof(err));
+
+	pthread_mutex_lock(&s->mu);
+	sb->pausing = false;
+	if (!r)
+		sb->paused = false;
+	else if (sb->pid <= 0)
+		sb->exited = true;
+	sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
+	if (r)
+		conn_error(c, 500, "internal", "sandbox %s could not resume: %s", sb->id, err);
+	else
+		answer(c, sb, 200);
+}
