@@ -137,9 +137,26 @@ TVM_API int tvm_cgroup_metrics(const struct tvm_host_cgroup *h, char *buf, size_
  * ended meanwhile). */
 TVM_API int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
 
+/* A diff snapshot into dir: like tvm_vm_snapshot(), but dir/mem holds only
+ * the guest pages written since vm was restored from base_dir (by the
+ * guest or by the VMM's devices; found in /proc/self/pagemap, opened by
+ * tvm_vm_restore), about what the sandbox touched rather than its RAM
+ * size, and dir/state names base_dir (resolved) with the identity of its
+ * memory file (size, inode, modification time) and state file (CRC-32C).
+ * tvm_vm_restore() of dir then maps base_dir/mem and lays the diff's pages
+ * over it; it refuses a base that is missing or changed since (copied
+ * elsewhere counts: the inode differs). The base must stay where it is.
+ * No chains: base_dir must be a full snapshot, and a VM restored from a
+ * diff can only be snapshotted in full. Returns 0 or -errno with one line
+ * in e: -EINVAL (vm not restored from base_dir, restored from a diff, dir
+ * is base_dir), -ESTALE (base_dir changed since the restore), or as
+ * tvm_vm_snapshot(). */
+TVM_API int tvm_vm_snapshot_diff(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e);
+
 /* Build a VM from the snapshot in dir instead of booting: guest memory is
  * dir/mem mapped private (lazy, copy-on-write, page cache shared by every
- * VM restored from it), devices and vCPUs get their saved state back; a
+ * VM restored from it; for a diff snapshot, its base's mem with the diff's
+ * pages mapped over it, see tvm_vm_snapshot_diff()), devices and vCPUs get their saved state back; a
  * tampered or damaged snapshot is refused with an error, never run.
  * overrides (NULL: none) gives what belongs to the new VM, not to the
  * snapshot: serial_out_fd, serial_in_fd, log_fd, ttl_ms, cgroup, t0_ns, vsock_uds
@@ -154,7 +171,8 @@ TVM_API int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *
  * dropped by the guest), and the first tvm_agent_connect() sends SEED
  * (fresh entropy, host wall clock). Returns 0 and *out, or
  * -errno: -EINVAL (damaged, truncated, inconsistent), -EPROTONOSUPPORT
- * (other format version), -ENOENT, or a KVM ioctl's error naming it. */
+ * (other format version), -ENOENT, -ESTALE (a diff's base changed), or a
+ * KVM ioctl's error naming it. */
 TVM_API int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e);
 
 /* ---- Jobs: talking to the guest agent (guest/PROTOCOL.md) ---- */

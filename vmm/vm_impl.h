@@ -13,6 +13,7 @@
 #include "devices/legacy/i8042.h"
 #include "devices/legacy/uart_8250.h"
 #include "devices/vsock/virtio_vsock.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/kvm/bus.h"
 #include "vmm/kvm/event_loop.h"
 #include "vmm/core/guest_mem.h"
@@ -61,6 +62,13 @@ struct tvm_vm {
 	struct vcpu_pause pause; /* snapshot: parks the vCPU threads */
 	bool restored;           /* built from a snapshot: tvm_vm_start resets vsock */
 	atomic_bool needs_seed;  /* restored: the first agent connection sends SEED */
+	/* Restored from a full snapshot: its identity (resolved directory,
+	 * memory and state files as they were then), what a diff snapshot is
+	 * taken against; restored from a diff: restored_diff, no base. */
+	bool has_base, restored_diff;
+	struct snap_base base;
+	uint64_t base_dev, base_ino; /* the base directory's, to know it by stat alone */
+	int pagemap_fd;              /* /proc/self/pagemap, opened at restore (before any jail or filter), or -1 */
 
 	int input_stop_fd; /* eventfd that ends the serial input thread */
 	pthread_t input_thread;

@@ -4,6 +4,8 @@
  * and drives, transports (queues re-validated), COM1, vCPUs and the
  * irqchip/PIT/clock get their state back, in that order. */
 #include <errno.h>
+#include <limits.h>
+#include <sys/stat.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +15,7 @@
 #include "devices/blk/blk_persist.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/snapshot_io.h"
 #include "vmm/snapshot/vcpu_state.h"
@@ -36,6 +39,10 @@ struct restore {
 	size_t blob_len[VDEV_MAX];
 	uint64_t *map[TVM_MAX_DRIVES];
 	uint64_t nwords[TVM_MAX_DRIVES];
+	bool is_diff;          /* a diff: memory is base.dir/mem with dir/mem laid over it */
+	struct snap_base base; /* a diff's base; a full snapshot's own identity */
+	bool has_id;           /* a full snapshot: base holds its identity */
+	uint64_t dir_dev, dir_ino;
 };
 
 static void restore_free(struct restore *x)
@@ -75,6 +82,11 @@ static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err 
 	r = snap_config_read(s, &x->sc, e);
 	if (!r && (s = snap_find(&x->f, SNAP_NET, 0)))
 		r = snap_net_read(s, &x->sc, e);
+	if (!r && (s = snap_find(&x->f, SNAP_BASE, 0))) {
+		x->is_diff = true;
+		if ((r = snap_base_read(s, &x->base, e)))
+			tvm_err_prefix(e, "%s", x->dir);
+	}
 	if (!r && (r = snap_config_apply(&x->sc, o, &x->cfg, e)))
 		tvm_err_prefix(e, "restore %s", x->dir);
 	if (r)
@@ -183,12 +195,56 @@ static int restore_into(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
 	return r;
 }
 
+/* A full snapshot's identity as it is mapped now, what a diff of the VM
+ * will name as its base (none when the directory cannot be resolved: such
+ * a VM cannot be diffed). */
+static void own_identity(struct restore *x)
+{
+	char path[PATH_MAX + 8];
+	struct stat st;
+
+	if (!realpath(x->dir, x->base.dir) || stat(x->base.dir, &st) < 0)
+		return;
+	x->dir_dev = (uint64_t)st.st_dev;
+	x->dir_ino = (uint64_t)st.st_ino;
+	if (snprintf(path, sizeof(path), "%s/%s", x->base.dir, SNAP_MEM_FILE) >= (int)sizeof(path) ||
+	    stat(path, &st) < 0)
+		return;
+	x->base.mem_size = (uint64_t)st.st_size;
+	x->base.mem_ino = (uint64_t)st.st_ino;
+	x->base.mtime_sec = (uint64_t)st.st_mtim.tv_sec;
+	x->base.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	memcpy(&x->base.state_crc, x->buf + 24, 4); /* the header's CRC, checked by snap_parse */
+	x->has_id = true;
+}
+
+/* The memory to map: a full snapshot's own, or a diff's base's once it is
+ * found unchanged (the diff's pages are laid over it after vm_build). */
+static int memory_file(struct restore *x, char *mem, size_t cap, struct tvm_err *e)
+{
+	int r;
+
+	if (!x->is_diff) {
+		own_identity(x);
+		return snap_path(mem, cap, x->dir, SNAP_MEM_FILE, e);
+	}
+	r = snap_base_check(&x->base, "the diff was taken", e);
+	if (!r && x->base.mem_size != (uint64_t)x->cfg.mem_mib << 20)
+		r = tvm_errf(e, EINVAL, "base %s: %llu bytes of memory, the diff's config says %u MiB", x->base.dir,
+			     (unsigned long long)x->base.mem_size, x->cfg.mem_mib);
+	if (!r)
+		r = snap_path(mem, cap, x->base.dir, SNAP_MEM_FILE, e);
+	if (r)
+		tvm_err_prefix(e, "restore %s", x->dir);
+	return r;
+}
+
 int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct tvm_vm **out, struct tvm_err *e)
 {
 	struct restore *x = calloc(1, sizeof(*x));
 	struct tvm_vm *vm = NULL;
 	uint64_t called = metrics_now_ns();
-	char mem[4096];
+	char mem[PATH_MAX + 8];
 	int r;
 
 	*out = NULL;
@@ -197,11 +253,25 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 	x->dir = dir;
 	r = decode(x, overrides, e);
 	if (!r)
-		r = snap_path(mem, sizeof(mem), dir, SNAP_MEM_FILE, e);
+		r = memory_file(x, mem, sizeof(mem), e);
 	if (!r)
 		r = vm_build(&x->cfg, mem, false, &vm, e);
+	/* Before any device state: queues are checked against guest memory. */
+	if (!r && x->is_diff && !(r = snap_path(mem, sizeof(mem), dir, SNAP_MEM_FILE, e)) &&
+	    (r = snap_diff_load(mem, &vm->mem, NULL, e)))
+		tvm_err_prefix(e, "restore %s", dir);
 	if (!r && (r = restore_into(vm, x, e)))
 		tvm_err_prefix(e, "restore %s", dir);
+	if (!r) {
+		vm->restored_diff = x->is_diff;
+		vm->has_base = x->has_id;
+		vm->base = x->base;
+		vm->base_dev = x->dir_dev;
+		vm->base_ino = x->dir_ino;
+		/* Now, before the caller confines itself (seccomp, a jail
+		 * without /proc): a diff of this VM reads it. */
+		vm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+	}
 	restore_free(x);
 	if (r) {
 		tvm_vm_destroy(vm);

@@ -2,15 +2,18 @@
  * transport lock, save vCPU, VM and device state, the copy-on-write drives
  * and guest memory into a directory, then let the VM run on. */
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "devices/blk/blk_persist.h"
 #include "devices/net/virtio_net.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/snapshot_io.h"
 #include "vmm/snapshot/vcpu_state.h"
@@ -150,9 +153,25 @@ static int fill_buf(int fd, void *arg, struct tvm_err *e)
 	return 0;
 }
 
+/* A diff's memory: the pages written since the restore (pagemap, read
+ * now that nothing moves). */
+static int save_diff_mem(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+{
+	struct snap_diff_src src = { .m = &vm->mem };
+	uint64_t *pages = NULL;
+	int r = snap_diff_scan(vm->pagemap_fd, &vm->mem, &pages, &src.n, e);
+
+	src.pages = pages;
+	if (!r)
+		r = snap_write_file(dir, SNAP_MEM_FILE, snap_fill_diff, &src, e);
+	free(pages);
+	return r;
+}
+
 /* Everything, with the VM quiescent. State last: a directory whose state
- * file is complete has its memory and disks too. */
-static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+ * file is complete has its memory and disks too. base: a diff against it
+ * (its identity in the state file, only changed pages in mem). */
+static int save_all(struct tvm_vm *vm, const char *dir, const struct snap_base *base, struct tvm_err *e)
 {
 	uint64_t sizes[TVM_MAX_DRIVES] = { 0 };
 	struct vm_state vs;
@@ -168,6 +187,8 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	snap_w_init(&w);
 	snap_config_write(&w, &vm->cfg, vm->quirks, vm->cmdline, sizes);
 	save_net_config(vm, &w);
+	if (base)
+		snap_base_write(&w, base);
 	r = save_vcpus(vm, &w, e);
 	if (!r)
 		r = vm_state_save(&vm->kvm, &vs, e);
@@ -178,7 +199,7 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	if (!r)
 		r = save_disks(vm, dir, &w, e);
 	if (!r)
-		r = snap_write_file(dir, SNAP_MEM_FILE, snap_fill_mem, &vm->mem, e);
+		r = base ? save_diff_mem(vm, dir, e) : snap_write_file(dir, SNAP_MEM_FILE, snap_fill_mem, &vm->mem, e);
 	if (!r)
 		r = snap_w_finish(&w, e);
 	if (!r)
@@ -189,7 +210,7 @@ static int save_all(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	return r;
 }
 
-int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+static int snapshot(struct tvm_vm *vm, const char *dir, const struct snap_base *base, struct tvm_err *e)
 {
 	struct tvm_err e2 = { 0 };
 	int r;
@@ -208,7 +229,7 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	ev_stop(&vm->loop);
 	for (unsigned i = 0; i < vm->nr_vdevs; i++)
 		pthread_mutex_lock(&vm->vdevs[i].t.lock);
-	r = save_all(vm, dir, e);
+	r = save_all(vm, dir, base, e);
 	if (r)
 		tvm_err_prefix(e, "snapshot %s", dir);
 	for (unsigned i = vm->nr_vdevs; i-- > 0;)
@@ -219,4 +240,52 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	}
 	vcpu_resume_all(&vm->pause);
 	return r;
+}
+
+int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
+{
+	return snapshot(vm, dir, NULL, e);
+}
+
+/* The base a diff of vm is taken against: base_dir must be the full
+ * snapshot vm was restored from, its memory file unchanged since, and not
+ * dir itself. By stat alone: the caller may be confined (the snapshot
+ * thread's seccomp filter has no readlink for realpath, a jail's Landlock
+ * rules no read of the base); the state file's identity was taken at the
+ * restore and is checked again when the diff is restored. */
+static int diff_base(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e)
+{
+	char mem[PATH_MAX + 8];
+	struct stat st;
+
+	if (vm->restored_diff)
+		return tvm_errf(e, EINVAL,
+				"snapshot %s: the VM was restored from a diff snapshot; diffs of diffs are not "
+				"supported (take a full snapshot)",
+				dir);
+	if (!vm->has_base)
+		return tvm_errf(e, EINVAL, "snapshot %s: a diff needs a VM restored from its base %s", dir, base_dir);
+	if (stat(base_dir, &st) < 0)
+		return tvm_errf(e, errno, "snapshot %s: base %s: %s", dir, base_dir, strerror(errno));
+	if ((uint64_t)st.st_dev != vm->base_dev || (uint64_t)st.st_ino != vm->base_ino)
+		return tvm_errf(e, EINVAL, "snapshot %s: the VM was restored from %s, not from the base %s", dir,
+				vm->base.dir, base_dir);
+	if (stat(dir, &st) == 0 && (uint64_t)st.st_dev == vm->base_dev && (uint64_t)st.st_ino == vm->base_ino)
+		return tvm_errf(e, EINVAL, "snapshot %s: a diff cannot replace its own base", dir);
+	/* The private mapping shows the base's memory as it was mapped: a
+	 * file changed since would make the diff's unchanged pages wrong. */
+	snprintf(mem, sizeof(mem), "%s/%s", vm->base.dir, SNAP_MEM_FILE);
+	if (stat(mem, &st) < 0)
+		return tvm_errf(e, errno, "snapshot %s: base %s: %s", dir, mem, strerror(errno));
+	if ((uint64_t)st.st_size != vm->base.mem_size || (uint64_t)st.st_ino != vm->base.mem_ino ||
+	    (uint64_t)st.st_mtim.tv_sec != vm->base.mtime_sec || (uint32_t)st.st_mtim.tv_nsec != vm->base.mtime_nsec)
+		return tvm_errf(e, ESTALE, "snapshot %s: base %s: changed since the VM was restored", dir, mem);
+	return 0;
+}
+
+int tvm_vm_snapshot_diff(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e)
+{
+	int r = diff_base(vm, dir, base_dir, e);
+
+	return r ? r : snapshot(vm, dir, &vm->base, e);
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -20,6 +21,7 @@
 #define BOOT_MS 600000
 #define AGENT_MS 120000
 #define PAR 4
+#define DIFF_WRITE_MIB_S "4194304" /* DIFF_WRITE_MIB in bytes, for the shell */
 
 static char snap_dir[64];
 
@@ -309,6 +311,151 @@ START_TEST(damaged_snapshots_refused)
 }
 END_TEST
 
+/* Diff snapshots (tvm_vm_snapshot_diff). */
+
+#define DIFF_WRITE_MIB 4
+
+static struct stat stat_of(const char *dir, const char *name)
+{
+	char path[256];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	ck_assert_msg(stat(path, &st) == 0, "%s: %s", path, strerror(errno));
+	return st;
+}
+
+/* The page count in a diff memory file's header. */
+static uint64_t diff_pages(const char *dir)
+{
+	char path[256];
+	uint64_t n = 0;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/mem", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &n, 8, 24), 8);
+	close(fd);
+	return n;
+}
+
+static void sh(const char *fmt, const char *a, const char *b)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), fmt, a, b);
+	ck_assert_msg(system(cmd) == 0, "%s", cmd);
+}
+
+/* Restore the full snapshot, write DIFF_WRITE_MIB MiB into the guest's
+ * RAM (tmpfs) and a file on its disk, take a diff into out against base. */
+static void make_diff(const char *base, const char *out, char *md5, size_t md5_len)
+{
+	struct it_out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_vm *vm = restore(base);
+	struct tvm_job_result r;
+
+	r = run(vm,
+		"head -c " DIFF_WRITE_MIB_S " /dev/urandom > /tmp/big && md5sum /tmp/big | cut -c1-32 && "
+		"echo diff-on-disk > /root/diff && sync",
+		&o);
+	ck_assert_msg(r.exit_code == 0, "job: %s", it_str(&o, 2));
+	snprintf(md5, md5_len, "%s", it_str(&o, 1));
+	it_out_free(&o);
+	ck_assert_msg(tvm_vm_snapshot_diff(vm, out, base, &e) == 0, "diff snapshot: %s", e.msg);
+	tvm_vm_destroy(vm);
+}
+
+START_TEST(diff_snapshot_holds_only_what_changed)
+{
+	char diff[96], diff2[96], md5[64];
+	struct it_out o = { 0 };
+	struct tvm_err e = { 0 };
+	struct tvm_vm *vm;
+	struct stat full, dm;
+	uint64_t n;
+
+	snprintf(diff, sizeof(diff), "%s-diff", snap_dir);
+	snprintf(diff2, sizeof(diff2), "%s-diff2", snap_dir);
+	make_diff(snap_dir, diff, md5, sizeof(md5));
+	full = stat_of(snap_dir, "mem");
+	dm = stat_of(diff, "mem");
+	n = diff_pages(diff);
+	printf("diff snapshot: %d MiB written in the guest, %llu pages dirtied (%.1f MiB), diff mem %lld bytes "
+	       "(%lld allocated), RAM %lld MiB (full snapshot's mem: %lld bytes allocated)\n",
+	       DIFF_WRITE_MIB, (unsigned long long)n, n * 4096.0 / (1 << 20), (long long)dm.st_size,
+	       (long long)dm.st_blocks * 512, (long long)full.st_size >> 20, (long long)full.st_blocks * 512);
+	fflush(stdout);
+	/* At least the tmpfs file's pages, and far below the RAM's size. */
+	ck_assert_uint_ge(n * 4096, DIFF_WRITE_MIB << 20);
+	ck_assert_int_le(dm.st_blocks * 512, full.st_size / 4);
+	ck_assert_int_le(n * 4096, (uint64_t)full.st_size / 4);
+
+	/* Restored: what was written, in RAM and on disk. */
+	vm = restore(diff);
+	run(vm, "md5sum /tmp/big | cut -c1-32; cat /root/diff", &o);
+	ck_assert_msg(strncmp(it_str(&o, 1), md5, 32) == 0, "md5 %s, written %s", it_str(&o, 1), md5);
+	ck_assert_msg(strstr(it_str(&o, 1), "\ndiff-on-disk\n"), "output: %s", it_str(&o, 1));
+	it_out_free(&o);
+	/* No chains: a diff of a VM restored from a diff is refused. */
+	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, diff2, diff, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "diffs of diffs") && !strchr(e.msg, '\n'), "message: %s", e.msg);
+	/* It can be snapshotted in full. */
+	ck_assert_msg(tvm_vm_snapshot(vm, diff2, &e) == 0, "full snapshot of a diff's restore: %s", e.msg);
+	tvm_vm_destroy(vm);
+	vm = restore(diff2);
+	run(vm, "cat /root/diff", &o);
+	ck_assert_str_eq(it_str(&o, 1), "diff-on-disk\n");
+	it_out_free(&o);
+	tvm_vm_destroy(vm);
+
+	/* Only against the snapshot the VM was restored from, never over it. */
+	vm = restore(snap_dir);
+	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, diff2, diff2, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "not from the base") && !strchr(e.msg, '\n'), "message: %s", e.msg);
+	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, snap_dir, snap_dir, &e), -EINVAL);
+	ck_assert_msg(strstr(e.msg, "its own base"), "message: %s", e.msg);
+	tvm_vm_destroy(vm);
+}
+END_TEST
+
+/* A diff refuses damage of its own and a base that is gone or changed. */
+START_TEST(diff_with_damage_or_changed_base_refused)
+{
+	char base[96], diff[96], dir[128], md5[64];
+
+	snprintf(base, sizeof(base), "%s-base", snap_dir);
+	snprintf(diff, sizeof(diff), "%s-basediff", snap_dir);
+	sh("rm -rf '%1$s' && cp -a '%2$s' '%1$s'", base, snap_dir); /* a base of its own */
+	make_diff(base, diff, md5, sizeof(md5));
+
+	/* The diff's own files. */
+	snprintf(dir, sizeof(dir), "%s-t", diff);
+#define DAMAGED(what) "rm -rf '%1$s' && cp -r '%2$s' '%1$s' && cd '%1$s' && " what
+	sh(DAMAGED("truncate -s -4096 mem"), dir, diff);
+	refused(dir, EINVAL, "truncated");
+	sh(DAMAGED("printf '\\x5a' | dd of=mem bs=1 seek=70 conv=notrunc status=none"), dir, diff);
+	refused(dir, EINVAL, "checksum mismatch");
+	sh(DAMAGED("printf 'XX' | dd of=mem bs=1 seek=0 conv=notrunc status=none"), dir, diff);
+	refused(dir, EINVAL, "bad magic");
+	sh(DAMAGED("truncate -s 10 mem"), dir, diff);
+	refused(dir, EINVAL, "diff memory file");
+#undef DAMAGED
+
+	/* The base: touched, replaced by a copy, removed. */
+	sh("touch '%1$s/mem'%2$s", base, "");
+	refused(diff, ESTALE, "modification time");
+	sh("rm -rf '%1$s' && cp -a '%2$s' '%1$s'", base, snap_dir);
+	refused(diff, ESTALE, "inode");
+	sh("rm '%1$s/mem'%2$s", base, "");
+	refused(diff, ENOENT, "-base/mem");
+	sh("rm -rf '%1$s'%2$s", base, "");
+	refused(diff, ENOENT, "-base");
+}
+END_TEST
+
 /* The snapshot's guest has no NIC: a restore cannot plug one in. */
 START_TEST(restore_cannot_add_a_network)
 {
@@ -335,6 +482,8 @@ int main(void)
 	tcase_set_timeout(tc, 1800);
 	tcase_add_test(tc, damaged_snapshots_refused);
 	tcase_add_test(tc, restore_cannot_add_a_network);
+	tcase_add_test(tc, diff_snapshot_holds_only_what_changed);
+	tcase_add_test(tc, diff_with_damage_or_changed_base_refused);
 	tcase_add_test(tc, snapshot_of_a_restore_keeps_its_files);
 	tcase_add_test(tc, four_at_once);
 	tcase_add_test(tc, sequential_restores_are_fresh_and_leak_nothing);

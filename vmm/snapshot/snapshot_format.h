@@ -37,6 +37,7 @@ enum snap_type {
 	SNAP_UART,       /* COM1 registers */
 	SNAP_DISK,       /* copy-on-write map of drive index */
 	SNAP_NET,        /* the network device's config; absent: no network */
+	SNAP_BASE,       /* a diff snapshot's base (vmm/snapshot/snapshot_diff.h); absent: full */
 };
 
 /* Growing buffer for a state file. Errors (out of memory) are sticky and
