@@ -80,6 +80,7 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 	vm->ttl_fd = -1;
 	vm->idle_fd = -1;
 	vm->pagemap_fd = -1;
+	vm->base_mem_fd = -1;
 	pthread_mutex_init(&vm->lock, NULL);
 	pthread_cond_init(&vm->ended, NULL);
 	vcpu_pause_init(&vm->pause);
@@ -261,6 +262,8 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 		close(vm->idle_fd);
 	if (vm->pagemap_fd >= 0)
 		close(vm->pagemap_fd);
+	if (vm->base_mem_fd >= 0)
+		close(vm->base_mem_fd);
 	free(vm->vcpus);
 	if (vm->input_stop_fd >= 0)
 		close(vm->input_stop_fd);

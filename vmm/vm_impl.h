@@ -68,7 +68,8 @@ struct tvm_vm {
 	bool has_base, restored_diff;
 	struct snap_base base;
 	uint64_t base_dev, base_ino; /* the base directory's, to know it by stat alone */
-	int pagemap_fd;              /* /proc/self/pagemap, opened at restore (before any jail or filter), or -1 */
+	int base_mem_fd; /* its mem, opened at restore (a jailed user may not search the directory), or -1 */
+	int pagemap_fd;  /* /proc/self/pagemap, opened at restore (before any jail or filter), or -1 */
 
 	int input_stop_fd; /* eventfd that ends the serial input thread */
 	pthread_t input_thread;

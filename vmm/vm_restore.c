@@ -43,12 +43,15 @@ struct restore {
 	struct snap_base base; /* a diff's base; a full snapshot's own identity */
 	bool has_id;           /* a full snapshot: base holds its identity */
 	uint64_t dir_dev, dir_ino;
+	int mem_fd; /* a full snapshot's mem (its identity), or -1 */
 };
 
 static void restore_free(struct restore *x)
 {
 	for (unsigned i = 0; i < TVM_MAX_DRIVES; i++)
 		free(x->map[i]);
+	if (x->mem_fd >= 0)
+		close(x->mem_fd);
 	free(x->vcpu);
 	snap_file_free(&x->f);
 	free(x->buf);
@@ -208,8 +211,13 @@ static void own_identity(struct restore *x)
 	x->dir_dev = (uint64_t)st.st_dev;
 	x->dir_ino = (uint64_t)st.st_ino;
 	if (snprintf(path, sizeof(path), "%s/%s", x->base.dir, SNAP_MEM_FILE) >= (int)sizeof(path) ||
-	    stat(path, &st) < 0)
+	    (x->mem_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return;
+	if (fstat(x->mem_fd, &st) < 0) {
+		close(x->mem_fd);
+		x->mem_fd = -1;
+		return;
+	}
 	x->base.mem_size = (uint64_t)st.st_size;
 	x->base.mem_ino = (uint64_t)st.st_ino;
 	x->base.mtime_sec = (uint64_t)st.st_mtim.tv_sec;
@@ -251,6 +259,7 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 	if (!x)
 		return tvm_errf(e, ENOMEM, "restore: out of memory");
 	x->dir = dir;
+	x->mem_fd = -1;
 	r = decode(x, overrides, e);
 	if (!r)
 		r = memory_file(x, mem, sizeof(mem), e);
@@ -268,6 +277,8 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 		vm->base = x->base;
 		vm->base_dev = x->dir_dev;
 		vm->base_ino = x->dir_ino;
+		vm->base_mem_fd = x->mem_fd;
+		x->mem_fd = -1;
 		/* Now, before the caller confines itself (seccomp, a jail
 		 * without /proc): a diff of this VM reads it. */
 		vm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);

@@ -249,13 +249,14 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 
 /* The base a diff of vm is taken against: base_dir must be the full
  * snapshot vm was restored from, its memory file unchanged since, and not
- * dir itself. By stat alone: the caller may be confined (the snapshot
- * thread's seccomp filter has no readlink for realpath, a jail's Landlock
- * rules no read of the base); the state file's identity was taken at the
- * restore and is checked again when the diff is restored. */
+ * dir itself. By stat and fstat alone: the caller may be confined (the
+ * snapshot thread's seccomp filter has no readlink for realpath; a jailed
+ * process runs as a user that may not search the base directory, so its
+ * mem is the descriptor opened at the restore, the file actually mapped).
+ * The state file's identity was taken at the restore and is checked again
+ * when the diff is restored, as is mem's path. */
 static int diff_base(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e)
 {
-	char mem[PATH_MAX + 8];
 	struct stat st;
 
 	if (vm->restored_diff)
@@ -274,12 +275,13 @@ static int diff_base(struct tvm_vm *vm, const char *dir, const char *base_dir, s
 		return tvm_errf(e, EINVAL, "snapshot %s: a diff cannot replace its own base", dir);
 	/* The private mapping shows the base's memory as it was mapped: a
 	 * file changed since would make the diff's unchanged pages wrong. */
-	snprintf(mem, sizeof(mem), "%s/%s", vm->base.dir, SNAP_MEM_FILE);
-	if (stat(mem, &st) < 0)
-		return tvm_errf(e, errno, "snapshot %s: base %s: %s", dir, mem, strerror(errno));
-	if ((uint64_t)st.st_size != vm->base.mem_size || (uint64_t)st.st_ino != vm->base.mem_ino ||
-	    (uint64_t)st.st_mtim.tv_sec != vm->base.mtime_sec || (uint32_t)st.st_mtim.tv_nsec != vm->base.mtime_nsec)
-		return tvm_errf(e, ESTALE, "snapshot %s: base %s: changed since the VM was restored", dir, mem);
+	if (fstat(vm->base_mem_fd, &st) < 0)
+		return tvm_errf(e, errno, "snapshot %s: base %s/%s: %s", dir, vm->base.dir, SNAP_MEM_FILE,
+				strerror(errno));
+	if ((uint64_t)st.st_size != vm->base.mem_size || (uint64_t)st.st_mtim.tv_sec != vm->base.mtime_sec ||
+	    (uint32_t)st.st_mtim.tv_nsec != vm->base.mtime_nsec)
+		return tvm_errf(e, ESTALE, "snapshot %s: base %s/%s: changed since the VM was restored", dir,
+				vm->base.dir, SNAP_MEM_FILE);
 	return 0;
 }
 
