@@ -68,6 +68,8 @@ struct cli_args {
 	const char *metrics, *serial_out;
 	const char *snapshot, *out; /* --snapshot DIR (restore), --out DIR (snapshot create) */
 	const char *pause_to;       /* --pause-to DIR (run --vsock-uds): SIGUSR1 saves the VM there, then ends it */
+	const char *
+		diff_from; /* snapshot create --diff-from DIR: restored from DIR (also a->snapshot), diffed against it */
 	const char *boot_only;      /* the last option given that a restore takes from the snapshot */
 	int no_snapshot;            /* --no-snapshot: boot cold, no template snapshot */
 	uint64_t disk_size;         /* --disk-size in bytes; 0: not given */
@@ -94,13 +96,14 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a);
  * Returns 0, -1 after --help, or an exit status after printing why. */
 int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int create);
 
-/* Boot a VM from c, wait for its agent (seeded), run warmup if it has a
- * command, snapshot it into out, stop it. metrics: NULL or a file for the
- * booted VM's metrics. quiet: no success line. jail: NULL, or run the VM
- * jailed with these options. Returns 0 or EXIT_VM_FAILED after printing
- * why. */
-int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
-		      uint64_t t0_ns, int quiet, const struct jail_opts *jail);
+/* Boot a VM from c (or with diff_from, restore it from that snapshot
+ * directory), wait for its agent (seeded), run warmup if it has a command,
+ * snapshot it into out (with diff_from: a diff against it), stop it.
+ * metrics: NULL or a file for the VM's metrics. quiet: no success line.
+ * jail: NULL, or run the VM jailed with these options. Returns 0 or
+ * EXIT_VM_FAILED after printing why. */
+int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *diff_from,
+		      const char *metrics, uint64_t t0_ns, int quiet, const struct jail_opts *jail);
 
 /* Run body(ctx, j) in a jail with options o for the VM of c (cli_jail.c):
  * c, *snapshot (restore directory; may be NULL), *out (snapshot output; may

@@ -17,6 +17,7 @@
 #include "vmm/cli/cli.h"
 #include "vmm/core/err.h"
 #include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/snapshot_io.h"
 
@@ -49,6 +50,35 @@ static int snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err
 						   .read_only = (int)sc.d[i].read_only };
 	if (!r)
 		c->nr_drives = sc.nr_drives;
+	snap_file_free(&f);
+	free(buf);
+	return r;
+}
+
+/* A diff snapshot maps its base's memory and checks its state file: the
+ * jail shows both, read-only, at their resolved paths (the diff names the
+ * base resolved). Nothing for a full snapshot. */
+static int snapshot_base(struct jail *j, const char *dir, struct tvm_err *e)
+{
+	static const char *const names[] = { SNAP_STATE_FILE, SNAP_MEM_FILE };
+	const struct snap_section *s;
+	struct snap_file f = { 0 };
+	struct snap_base b;
+	char path[PATH_MAX + 8];
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int r = snap_path(path, sizeof(path), dir, SNAP_STATE_FILE, e);
+
+	if (!r)
+		r = snap_read_file(path, SNAP_MAX_FILE, &buf, &len, e);
+	if (!r)
+		r = snap_parse(buf, len, path, &f, e);
+	if (!r && (s = snap_find(&f, SNAP_BASE, 0)) && !(r = snap_base_read(s, &b, e)))
+		for (unsigned i = 0; !r && i < 2; i++) {
+			snprintf(path, sizeof(path), "%s/%s", b.dir, names[i]);
+			if (!jail_add_file(j, "diff snapshot's base", path, e))
+				r = -1;
+		}
 	snap_file_free(&f);
 	free(buf);
 	return r;
@@ -143,6 +173,8 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 		r = snap_mkdir(*out, &e);
 	if (!r && snapshot && *snapshot && !c->nr_drives)
 		r = snapshot_drives(*snapshot, c, &e);
+	if (!r && snapshot && *snapshot)
+		r = snapshot_base(j, *snapshot, &e);
 	if (!r)
 		r = jail_plan_vm(j, c, snapshot, out, &e);
 	if (!r && job)

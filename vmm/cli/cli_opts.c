@@ -44,6 +44,7 @@ enum {
 	OPT_JOB,
 	OPT_SNAPSHOT,
 	OPT_OUT,
+	OPT_DIFF_FROM,
 	OPT_NET,
 	OPT_NET_ALLOW,
 	OPT_NET_DNS,
@@ -112,6 +113,7 @@ static const struct option opts[] = {
 	{ "net-no-offload", no_argument, 0, OPT_NET_NO_OFFLOAD },
 	{ "snapshot", required_argument, 0, OPT_SNAPSHOT },
 	{ "out", required_argument, 0, OPT_OUT },
+	{ "diff-from", required_argument, 0, OPT_DIFF_FROM },
 	{ "env-file", required_argument, 0, OPT_JOB },
 	{ "no-snapshot", no_argument, 0, OPT_NO_SNAPSHOT },
 	{ "die-with-parent", no_argument, 0, OPT_DIE_WITH_PARENT },
@@ -271,6 +273,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_SNAPSHOT: a->snapshot = optarg; break;
 		case OPT_OUT: a->out = optarg; break;
 		case OPT_PAUSE_TO: a->pause_to = optarg; break;
+		case OPT_DIFF_FROM: a->diff_from = optarg; break;
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
 		case OPT_DISK_SIZE:
 			if (cli_parse_size("--disk-size", optarg, &a->disk_size))
@@ -508,6 +511,16 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 	}
 	if (r)
 		return r;
+	if (a->diff_from) {
+		/* A diff is taken of a VM restored from its base. */
+		if (!create || a->snapshot) {
+			fprintf(stderr, "tinyvmm: %s\n",
+				create ? "--diff-from DIR is the snapshot restored (no --snapshot)"
+				       : "--diff-from belongs to `tinyvmm snapshot create`");
+			return EXIT_USAGE;
+		}
+		a->snapshot = a->diff_from;
+	}
 	r = cli_guest_defaults(a);
 	if (r)
 		return r;
@@ -518,9 +531,9 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 			a->boot_only);
 		return EXIT_USAGE;
 	}
-	if (!a->out != !create || (create && a->snapshot)) {
+	if (!a->out != !create || (create && a->snapshot && !a->diff_from)) {
 		fprintf(stderr, "tinyvmm: %s\n",
-			create ? "snapshot create needs --out DIR and boots (no --snapshot)"
+			create ? "snapshot create needs --out DIR and boots (no --snapshot; --diff-from DIR restores)"
 			       : "--out belongs to `tinyvmm snapshot create`");
 		return EXIT_USAGE;
 	}

@@ -8,7 +8,7 @@
 struct snap_make {
 	const struct tvm_config *c;
 	struct cli_job *warmup;
-	const char *out, *metrics;
+	const char *out, *diff_from, *metrics;
 	uint64_t t0_ns;
 	int quiet;
 	int sole_vm; /* the process ends with this VM (not a template made before a run's own) */
@@ -26,7 +26,7 @@ static int snapshot_vm(void *ctx, struct jail *j)
 	struct tvm_agent *agent;
 	struct tvm_vm *vm;
 	uint64_t ready = 0, warm = 0, saved = 0;
-	int connected, r = tvm_vm_create(c, &vm, &err);
+	int connected, r = x->diff_from ? tvm_vm_restore(c, x->diff_from, &vm, &err) : tvm_vm_create(c, &vm, &err);
 
 	if (r) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
@@ -62,7 +62,7 @@ static int snapshot_vm(void *ctx, struct jail *j)
 		tvm_agent_close(agent);
 	warm = clock_mono_ns();
 	if (!r)
-		r = tvm_vm_snapshot(vm, out, &err);
+		r = x->diff_from ? tvm_vm_snapshot_diff(vm, out, x->diff_from, &err) : tvm_vm_snapshot(vm, out, &err);
 	saved = clock_mono_ns();
 	if (!r && !quiet)
 		fprintf(stderr,
@@ -78,12 +78,13 @@ static int snapshot_vm(void *ctx, struct jail *j)
 	return r ? EXIT_VM_FAILED : 0;
 }
 
-int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *metrics,
-		      uint64_t t0_ns, int quiet, const struct jail_opts *jail)
+int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *diff_from,
+		      const char *metrics, uint64_t t0_ns, int quiet, const struct jail_opts *jail)
 {
 	struct snap_make x = { .c = c,
 			       .warmup = warmup,
 			       .out = out,
+			       .diff_from = diff_from,
 			       .metrics = metrics,
 			       .t0_ns = t0_ns,
 			       .quiet = quiet,
@@ -94,7 +95,7 @@ int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const 
 		return snapshot_vm(&x, NULL);
 	jc = *c;
 	x.c = &jc;
-	return cli_jail_vm(jail, &jc, NULL, &x.out, &x.metrics, warmup, snapshot_vm, &x);
+	return cli_jail_vm(jail, &jc, diff_from ? &x.diff_from : NULL, &x.out, &x.metrics, warmup, snapshot_vm, &x);
 }
 
 /* Boot, wait for the agent, run the warm-up command if any, snapshot,
@@ -107,5 +108,5 @@ int cli_cmd_snapshot_create(int argc, char **argv, uint64_t t0_ns)
 
 	if (r)
 		return r < 0 ? 0 : r;
-	return cli_snapshot_make(&a.c, &a.job, a.out, a.metrics, t0_ns, 0, a.jail ? &a.jail_opts : NULL);
+	return cli_snapshot_make(&a.c, &a.job, a.out, a.diff_from, a.metrics, t0_ns, 0, a.jail ? &a.jail_opts : NULL);
 }

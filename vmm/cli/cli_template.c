@@ -154,7 +154,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		int saved = dup(1), devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
 		if (saved >= 0 && devnull >= 0)
 			dup2(devnull, 1);
-		r = cli_snapshot_make(&c, &warm, tmp, NULL, t0_ns, 1, a->jail ? &a->jail_opts : NULL);
+		r = cli_snapshot_make(&c, &warm, tmp, NULL, NULL, t0_ns, 1, a->jail ? &a->jail_opts : NULL);
 		fflush(stdout);
 		if (saved >= 0) {
 			dup2(saved, 1);
