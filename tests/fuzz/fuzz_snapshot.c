@@ -7,7 +7,13 @@
  * bytes, no crash, no read past the input, no allocation sized by an
  * unchecked count. Inputs that are not sealed with a valid CRC stop at the
  * checksum, so byte 0's low bit asks the target to seal the rest first
- * (the fuzzer cannot compute CRCs). */
+ * (the fuzzer cannot compute CRCs).
+ *
+ * Diff snapshots (vmm/snapshot/snapshot_diff.c): the SNAP_BASE section
+ * among the others, and, when byte 0 has bit 1 set, the rest taken as the
+ * start of a diff memory file: header and page index (bit 0: the CRC
+ * sealed; bit 2: the file's size taken from the header, so the checks
+ * past the size are reached). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +22,7 @@
 #include "vmm/core/crc32c.h"
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/vcpu_state.h"
 #include "vmm/snapshot/vm_state.h"
@@ -41,6 +48,7 @@ static void decode_all(const struct snap_file *f)
 	static struct snap_config sc;
 	static struct vcpu_state vs;
 	static struct vm_state vm;
+	static struct snap_base base;
 	struct virtio_mmio_state ds;
 	struct uart_8250_regs u;
 	const uint8_t *blob;
@@ -60,12 +68,58 @@ static void decode_all(const struct snap_file *f)
 				throttle_blob(blob, blob_len);
 			break;
 		case SNAP_UART: dev_state_read_uart(s, &u, NULL); break;
+		case SNAP_BASE: snap_base_read(s, &base, NULL); break;
 		case SNAP_DISK:
 			if (dev_state_read_disk(s, 1u << 20, &map, &n, NULL) == 0)
 				free(map);
 			break;
 		}
 	}
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return v;
+}
+
+/* buf[0..len): a diff memory file's first bytes. */
+static void diff_file(uint8_t *buf, size_t len, unsigned flags)
+{
+	struct snap_diff_hdr d;
+	uint64_t ram, file_size = len;
+	uint8_t *idx;
+	size_t ilen;
+
+	if (len < SNAP_DIFF_HEADER) {
+		snap_diff_header(buf, len, len, 1u << 28, &d, "fuzz", NULL);
+		return;
+	}
+	/* RAM as a checked config would give it: 4 KiB multiple, <= 1 TiB. */
+	ram = le64(buf + 16);
+	if (!ram || ram % SNAP_DIFF_PAGE || ram > (1ULL << 40))
+		ram = 1u << 28;
+	if (flags & 4)
+		file_size = le64(buf + 32) + le64(buf + 24) * SNAP_DIFF_PAGE; /* wraps: unsigned */
+	if (snap_diff_header(buf, len, file_size, ram, &d, "fuzz", NULL))
+		return;
+	ilen = SNAP_DIFF_HEADER + (size_t)d.npages * 8;
+	if (ilen > len)
+		return;
+	idx = malloc(ilen); /* exact size: ASan catches overreads */
+	memcpy(idx, buf, ilen);
+	if (flags & 1) {
+		uint32_t c;
+
+		memset(idx + 40, 0, 4);
+		c = crc32c(0, idx, ilen);
+		memcpy(idx + 40, &c, 4);
+		d.crc = c;
+	}
+	snap_diff_index(idx, ilen, &d, "fuzz", NULL);
+	free(idx);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -77,6 +131,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	buf = malloc(size - 1 ? size - 1 : 1); /* exact size: ASan catches overreads */
 	memcpy(buf, data + 1, size - 1);
+	if (data[0] & 2) {
+		diff_file(buf, size - 1, data[0]);
+		free(buf);
+		return 0;
+	}
 	if ((data[0] & 1) && size - 1 >= SNAP_HEADER_SIZE) {
 		uint32_t c;
 
