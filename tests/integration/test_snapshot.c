@@ -444,10 +444,15 @@ START_TEST(diff_with_damage_or_changed_base_refused)
 	refused(dir, EINVAL, "diff memory file");
 #undef DAMAGED
 
-	/* The base: touched, replaced by a copy, removed. */
+	/* The base: touched; changed, its size and time put back (another
+	 * file, made while the old one still holds its inode number: a copy
+	 * of the same bytes could take it back and rightly be accepted);
+	 * removed. */
 	sh("touch '%1$s/mem'%2$s", base, "");
 	refused(diff, ESTALE, "modification time");
-	sh("rm -rf '%1$s' && cp -a '%2$s' '%1$s'", base, snap_dir);
+	sh("cd '%1$s' && touch -r '%2$s/mem' mem && cp -a mem mem.new && "
+	   "printf X | dd of=mem.new bs=1 seek=8192 conv=notrunc status=none && touch -r mem mem.new && mv mem.new mem",
+	   base, snap_dir);
 	refused(diff, ESTALE, "inode");
 	sh("rm '%1$s/mem'%2$s", base, "");
 	refused(diff, ENOENT, "-base/mem");
