@@ -195,6 +195,10 @@ void sb_put(struct srv *s, struct sandbox *sb);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
+/* Remove a sandbox's directory and what is in it: its snapshots, a jail's
+ * stage left by a killed VMM (never crossing a mount, never following a
+ * symlink: jail_remove_tree). */
+void sb_remove_dir(const char *dir);
 /* "running", "paused" or "ended". Under mu. */
 const char *sb_state_name(const struct sandbox *sb);
 /* POST .../pause and .../resume (serve_pause.c). */

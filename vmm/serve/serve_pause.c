@@ -13,7 +13,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "vmm/core/dir_remove.h"
 #include "vmm/serve/serve.h"
 
 #define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
@@ -103,7 +102,7 @@ void api_pause(struct conn *c, struct sandbox *sb)
 	if (sb->pause_gen > 1) {
 		/* The VM that just ended mapped the one before: no longer used. */
 		snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
-		dir_remove_flat(dir);
+		sb_remove_dir(dir);
 	}
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: sandbox %s paused in %llu ms (memory %llu KiB on disk)\n", sb->id,

@@ -21,7 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vmm/core/dir_remove.h"
 #include "vmm/serve/serve.h"
 
 #define POOL_CPUS 1
@@ -174,7 +173,7 @@ void pool_stop(struct srv *s)
 			usleep(20000);
 		}
 		sb->exited = true;
-		dir_remove_flat(sb->dir);
+		sb_remove_dir(sb->dir);
 	}
 	pthread_mutex_unlock(&s->mu);
 }

@@ -21,7 +21,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vmm/core/dir_remove.h"
 #include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
@@ -136,6 +135,14 @@ void sb_touch(struct srv *s, struct sandbox *sb)
 int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e)
 {
 	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
+}
+
+void sb_remove_dir(const char *dir)
+{
+	int r = jail_remove_tree(AT_FDCWD, dir);
+
+	if (r && r != -ENOENT)
+		fprintf(stderr, "tinyvmm serve: %s: not all removed: %s\n", dir, strerror(-r));
 }
 
 const char *sb_state_name(const struct sandbox *sb)
@@ -384,12 +391,7 @@ void *srv_supervisor(void *arg)
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
-				for (unsigned g = sb->pause_gen; g <= sb->pause_gen + 1; g++) {
-					char pd[600];
-					snprintf(pd, sizeof(pd), "%.500s/paused-%u", sb->dir, g);
-					dir_remove_flat(pd);
-				}
-				dir_remove_flat(sb->dir);
+				sb_remove_dir(sb->dir);
 				srv_free_sandbox(sb);
 				continue;
 			}
@@ -724,7 +726,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 			for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
 				usleep(20000);
 		}
-		dir_remove_flat(dir);
+		sb_remove_dir(dir);
 		free(text);
 		free(tok);
 		srv_free_sandbox(sb);
@@ -786,7 +788,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	return;
 bad:
 	fprintf(stderr, "tinyvmm serve: %s: unreadable sandbox state: removed\n", dir);
-	dir_remove_flat(dir);
+	sb_remove_dir(dir);
 	free(text);
 	free(tok);
 	if (sb)
