@@ -24,6 +24,20 @@
 #define METRICS_STAGED JAIL_RUN_DIR "/metrics.json"
 #define METRICS_MAX (1u << 20) /* what the metrics JSON may be, at most */
 
+/* DIR's state file read (*buf, the caller frees it) and parsed into *f;
+ * path: its name. 0 or -errno with e. */
+static int read_state(const char *dir, char *path, size_t cap, uint8_t **buf, struct snap_file *f, struct tvm_err *e)
+{
+	size_t len = 0;
+	int r = snap_path(path, cap, dir, SNAP_STATE_FILE, e);
+
+	if (!r)
+		r = snap_read_file(path, SNAP_MAX_FILE, buf, &len, e);
+	if (!r)
+		r = snap_parse(*buf, len, path, f, e);
+	return r;
+}
+
 /* A restore without --rootfs/--drive opens the images its snapshot names:
  * the jail must show them, so they are named here as if given. */
 static int snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err *e)
@@ -33,13 +47,8 @@ static int snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err
 	struct snap_file f = { 0 };
 	char path[PATH_MAX];
 	uint8_t *buf = NULL;
-	size_t len = 0;
-	int r = snap_path(path, sizeof(path), dir, SNAP_STATE_FILE, e);
+	int r = read_state(dir, path, sizeof(path), &buf, &f, e);
 
-	if (!r)
-		r = snap_read_file(path, SNAP_MAX_FILE, &buf, &len, e);
-	if (!r)
-		r = snap_parse(buf, len, path, &f, e);
 	if (!r && !(s = snap_find(&f, SNAP_CONFIG, 0)))
 		r = tvm_errf(e, EINVAL, "%s: no config section", path);
 	if (!r)
@@ -66,13 +75,8 @@ static int snapshot_base(struct jail *j, const char *dir, struct tvm_err *e)
 	struct snap_base b;
 	char path[PATH_MAX + 8];
 	uint8_t *buf = NULL;
-	size_t len = 0;
-	int r = snap_path(path, sizeof(path), dir, SNAP_STATE_FILE, e);
+	int r = read_state(dir, path, sizeof(path), &buf, &f, e);
 
-	if (!r)
-		r = snap_read_file(path, SNAP_MAX_FILE, &buf, &len, e);
-	if (!r)
-		r = snap_parse(buf, len, path, &f, e);
 	if (!r && (s = snap_find(&f, SNAP_BASE, 0)) && !(r = snap_base_read(s, &b, e)))
 		for (unsigned i = 0; !r && i < 2; i++) {
 			snprintf(path, sizeof(path), "%s/%s", b.dir, names[i]);

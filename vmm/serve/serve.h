@@ -240,6 +240,10 @@ int fields_known(struct conn *c, const struct json_doc *d, int obj, const char *
  * quoting a value). */
 int env_append(struct conn *c, const struct json_doc *d, const char *field, char ***env, unsigned *n);
 void api_create(struct conn *c, const struct http_request *r);
+/* Room for one more running sandbox of owner (pooled and paused ones do
+ * not count)? 0 under mu, or -1 with mu released after answering 429
+ * (owner's limit) or 503 (the service's, or it is stopping). */
+int sb_admit_locked(struct conn *c, uid_t owner);
 void api_list(struct conn *c, const struct http_request *r);
 void api_get(struct conn *c, struct sandbox *sb);
 void api_delete(struct conn *c, struct sandbox *sb);

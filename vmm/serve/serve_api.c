@@ -242,6 +242,27 @@ static int parse_metadata(struct conn *c, const struct json_doc *d, struct sandb
 	return 0;
 }
 
+int sb_admit_locked(struct conn *c, uid_t owner)
+{
+	struct srv *s = c->s;
+	unsigned running = 0, mine = 0;
+
+	for (struct sandbox *o = s->sandboxes; o; o = o->next)
+		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
+			running++;
+			mine += o->owner == owner;
+		}
+	if (running < s->cfg.max_sandboxes && mine < s->cfg.max_per_owner && !s->stopping)
+		return 0;
+	pthread_mutex_unlock(&s->mu);
+	if (mine >= s->cfg.max_per_owner)
+		conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
+			   (unsigned)owner, mine);
+	else
+		conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later", running);
+	return -1;
+}
+
 /* 201 with sb and its token; sb's reference (taken for the create) is
  * given back. */
 static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
@@ -272,7 +293,6 @@ void api_create(struct conn *c, const struct http_request *r)
 	char net_store[2 * MAX_RULES][72];
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
-	unsigned running = 0, mine = 0;
 	uint64_t used_ms;
 	int i;
 
@@ -320,11 +340,6 @@ void api_create(struct conn *c, const struct http_request *r)
 	sb->state = SB_STARTING;
 
 	pthread_mutex_lock(&s->mu);
-	for (struct sandbox *o = s->sandboxes; o; o = o->next)
-		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
-			running++;
-			mine += o->owner == c->uid;
-		}
 	if (s->cfg.cpu_budget_s && (used_ms = quota_used_locked(s, c->uid)) >= s->cfg.cpu_budget_s * 1000ull) {
 		pthread_mutex_unlock(&s->mu);
 		fprintf(stderr, "tinyvmm serve: uid %u: create refused: daily CPU budget spent (%llu ms of %u s)\n",
@@ -337,16 +352,8 @@ void api_create(struct conn *c, const struct http_request *r)
 			s->cfg.cpu_budget_s);
 		goto out;
 	}
-	if (running >= s->cfg.max_sandboxes || mine >= s->cfg.max_per_owner || s->stopping) {
-		pthread_mutex_unlock(&s->mu);
-		if (mine >= s->cfg.max_per_owner)
-			conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
-				   (unsigned)c->uid, mine);
-		else
-			conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later",
-				   running);
+	if (sb_admit_locked(c, c->uid))
 		goto out;
-	}
 	if (!(taken = pool_take_locked(s, sb)))
 		pool_make_room_locked(s); /* the VM this create starts may be the one too many */
 	if (taken) {

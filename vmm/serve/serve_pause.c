@@ -17,20 +17,6 @@
 
 #define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
 
-static void answer(struct conn *c, struct sandbox *sb, int status)
-{
-	size_t cap = sb_json_size(sb) + 128;
-	char *buf = malloc(cap);
-	struct json_w w;
-
-	json_w_init(&w, buf, buf ? cap : 0);
-	pthread_mutex_lock(&c->s->mu);
-	sb_write_json(&w, sb, false);
-	pthread_mutex_unlock(&c->s->mu);
-	conn_json(c, status, &w);
-	free(buf);
-}
-
 static void snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
@@ -107,14 +93,13 @@ void api_pause(struct conn *c, struct sandbox *sb)
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: sandbox %s paused in %llu ms (memory %llu KiB on disk)\n", sb->id,
 		(unsigned long long)sb->pause_ms, (unsigned long long)(sb->pause_bytes >> 10));
-	answer(c, sb, 200);
+	api_get(c, sb);
 }
 
 void api_resume(struct conn *c, struct sandbox *sb)
 {
 	struct srv *s = c->s;
 	char err[700];
-	unsigned running = 0, mine = 0;
 
 	pthread_mutex_lock(&s->mu);
 	if (!sb->paused || sb->pausing) {
@@ -122,21 +107,8 @@ void api_resume(struct conn *c, struct sandbox *sb)
 		conn_error(c, 409, "conflict", "sandbox %s is not paused", sb->id);
 		return;
 	}
-	for (struct sandbox *o = s->sandboxes; o; o = o->next)
-		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
-			running++;
-			mine += o->owner == sb->owner;
-		}
-	if (running >= s->cfg.max_sandboxes || mine >= s->cfg.max_per_owner) {
-		pthread_mutex_unlock(&s->mu);
-		if (mine >= s->cfg.max_per_owner)
-			conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
-				   (unsigned)sb->owner, mine);
-		else
-			conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later",
-				   running);
+	if (sb_admit_locked(c, sb->owner))
 		return;
-	}
 	sb->pausing = true; /* no second resume meanwhile */
 	sb->exited = false;
 	sb->own_child = true;
@@ -158,5 +130,5 @@ void api_resume(struct conn *c, struct sandbox *sb)
 	if (r)
 		conn_error(c, 500, "internal", "sandbox %s could not resume: %s", sb->id, err);
 	else
-		answer(c, sb, 200);
+		api_get(c, sb);
 }
