@@ -197,23 +197,6 @@ static uint64_t get64(const uint8_t *p)
 	return v;
 }
 
-static int pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off, struct tvm_err *e)
-{
-	while (n) {
-		ssize_t w = pwrite(fd, p, n, (off_t)off);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return tvm_errf(e, w < 0 ? errno : EIO, "diff memory file: write: %s",
-					w < 0 ? strerror(errno) : "short write");
-		p += w;
-		n -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 int snap_fill_diff(int fd, void *ctx, struct tvm_err *e)
 {
 	const struct snap_diff_src *s = ctx;
@@ -232,7 +215,7 @@ int snap_fill_diff(int fd, void *ctx, struct tvm_err *e)
 	for (uint64_t i = 0; i < s->n; i++)
 		put64(h + SNAP_DIFF_HEADER + i * 8, s->pages[i]);
 	put32(h + CRC_OFF, crc32c(0, h, SNAP_DIFF_HEADER + s->n * 8));
-	r = pwrite_all(fd, h, doff, 0, e);
+	r = snap_pwrite_all(fd, h, doff, 0, "diff memory file", e);
 	free(h);
 	/* The pages, consecutive ones in one write. */
 	for (uint64_t i = 0; !r && i < s->n;) {
@@ -240,7 +223,8 @@ int snap_fill_diff(int fd, void *ctx, struct tvm_err *e)
 
 		while (i + k < s->n && s->pages[i + k] == s->pages[i] + k)
 			k++;
-		r = pwrite_all(fd, s->m->base + s->pages[i] * PAGE, k * PAGE, doff + i * PAGE, e);
+		r = snap_pwrite_all(fd, s->m->base + s->pages[i] * PAGE, k * PAGE, doff + i * PAGE, "diff memory file",
+				    e);
 		i += k;
 	}
 	return r;

@@ -141,7 +141,7 @@ static bool page_is_zero(const uint8_t *p)
 	return true;
 }
 
-static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off, struct tvm_err *e)
+int snap_pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off, const char *what, struct tvm_err *e)
 {
 	while (n) {
 		ssize_t w = pwrite(fd, p, n, (off_t)off);
@@ -149,7 +149,7 @@ static int write_all(int fd, const uint8_t *p, size_t n, uint64_t off, struct tv
 		if (w < 0 && errno == EINTR)
 			continue;
 		if (w <= 0)
-			return tvm_errf(e, w < 0 ? errno : EIO, "memory file: write: %s",
+			return tvm_errf(e, w < 0 ? errno : EIO, "%s: write: %s", what,
 					w < 0 ? strerror(errno) : "short write");
 		p += w;
 		n -= (size_t)w;
@@ -178,7 +178,7 @@ int snap_fill_mem(int fd, void *ctx, struct tvm_err *e)
 		start = off;
 		while (off < m->size && !page_is_zero(m->base + off))
 			off += PAGE;
-		r = write_all(fd, m->base + start, off - start, start, e);
+		r = snap_pwrite_all(fd, m->base + start, off - start, start, "memory file", e);
 		if (r)
 			return r;
 	}

@@ -22,6 +22,9 @@ int snap_path(char *buf, size_t cap, const char *dir, const char *name, struct t
 /* Create dir (mode 0700), or accept an existing directory that is empty or
  * holds a snapshot (a `state` file) to be replaced: any other directory is
  * refused with -EEXIST, so `--out .` cannot overwrite a user's files. */
+/* Write n bytes at off, retrying short writes and EINTR: 0, or -errno
+ * with e ("WHAT: write: ..."). */
+int snap_pwrite_all(int fd, const uint8_t *p, size_t n, uint64_t off, const char *what, struct tvm_err *e);
 int snap_mkdir(const char *dir, struct tvm_err *e);
 
 /* Write dir/name atomically: dir/.name.tmp is filled by fill, fsync'd and
