@@ -14,6 +14,7 @@
 #include "vmm/snapshot/dev_state.h"
 #include "vmm/core/guest_mem.h"
 #include "vmm/snapshot/snapshot_config.h"
+#include "vmm/snapshot/snapshot_diff.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/vcpu_state.h"
 
@@ -469,6 +470,39 @@ START_TEST(disk_map_count_checked_before_allocation)
 }
 END_TEST
 
+/* A diff of a VM restored from a diff: the pages it wrote and those the
+ * old diff laid, each once, in order (either list may be empty). */
+START_TEST(diff_pages_union)
+{
+	static const uint64_t a[] = { 0, 3, 4, 9, 200 }, b[] = { 1, 3, 9, 10, 11, 300 };
+	static const uint64_t want[] = { 0, 1, 3, 4, 9, 10, 11, 200, 300 };
+	uint64_t *u, n;
+
+	ck_assert_int_eq(snap_pages_union(a, 5, b, 6, &u, &n), 0);
+	ck_assert_uint_eq(n, 9);
+	ck_assert_mem_eq(u, want, sizeof(want));
+	free(u);
+	ck_assert_int_eq(snap_pages_union(b, 6, a, 5, &u, &n), 0);
+	ck_assert_uint_eq(n, 9);
+	ck_assert_mem_eq(u, want, sizeof(want));
+	free(u);
+	ck_assert_int_eq(snap_pages_union(a, 5, NULL, 0, &u, &n), 0);
+	ck_assert_uint_eq(n, 5);
+	ck_assert_mem_eq(u, a, sizeof(a));
+	free(u);
+	ck_assert_int_eq(snap_pages_union(NULL, 0, b, 6, &u, &n), 0);
+	ck_assert_uint_eq(n, 6);
+	ck_assert_mem_eq(u, b, sizeof(b));
+	free(u);
+	ck_assert_int_eq(snap_pages_union(a, 5, a, 5, &u, &n), 0);
+	ck_assert_uint_eq(n, 5);
+	free(u);
+	ck_assert_int_eq(snap_pages_union(NULL, 0, NULL, 0, &u, &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_ptr_null(u);
+}
+END_TEST
+
 START_TEST(memory_file_of_wrong_size)
 {
 	char path[] = "/tmp/tinyvmm-test-mem-XXXXXX";
@@ -509,6 +543,7 @@ int main(void)
 	tcase_add_test(tc, vcpu_section_checked);
 	tcase_add_test(tc, disk_map_count_checked_before_allocation);
 	tcase_add_test(tc, memory_file_of_wrong_size);
+	tcase_add_test(tc, diff_pages_union);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

@@ -138,19 +138,21 @@ TVM_API int tvm_cgroup_metrics(const struct tvm_host_cgroup *h, char *buf, size_
 TVM_API int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e);
 
 /* A diff snapshot into dir: like tvm_vm_snapshot(), but dir/mem holds only
- * the guest pages written since vm was restored from base_dir (by the
- * guest or by the VMM's devices; found in /proc/self/pagemap, opened by
- * tvm_vm_restore), about what the sandbox touched rather than its RAM
- * size, and dir/state names base_dir (resolved) with the identity of its
- * memory file (size, inode, modification time) and state file (CRC-32C).
- * tvm_vm_restore() of dir then maps base_dir/mem and lays the diff's pages
- * over it; it refuses a base that is missing or changed since (copied
- * elsewhere counts: the inode differs). The base must stay where it is.
- * No chains: base_dir must be a full snapshot, and a VM restored from a
- * diff can only be snapshotted in full. Returns 0 or -errno with one line
- * in e: -EINVAL (vm not restored from base_dir, restored from a diff, dir
- * is base_dir), -ESTALE (base_dir changed since the restore), or as
- * tvm_vm_snapshot(). */
+ * the guest pages that differ from the VM's base: written since vm was
+ * restored (by the guest or by the VMM's devices; found in
+ * /proc/self/pagemap, opened by tvm_vm_restore), about what the sandbox
+ * touched rather than its RAM size. The base is the full snapshot vm was
+ * restored from or, for a VM restored from a diff, that diff's base (the
+ * new diff then also holds the pages the old one laid: no chains, each
+ * diff needs its base alone). base_dir: NULL for the VM's base, or a
+ * directory that must be it. dir/state names the base (resolved) with the
+ * identity of its memory file (size, inode, modification time) and state
+ * file (CRC-32C). tvm_vm_restore() of dir then maps the base's mem and
+ * lays the diff's pages over it; it refuses a base that is missing or
+ * changed since (copied elsewhere counts: the inode differs). The base
+ * must stay where it is. Returns 0 or -errno with one line in e: -EINVAL
+ * (vm booted, not restored; base_dir not its base; dir is the base),
+ * -ESTALE (the base changed since the restore), or as tvm_vm_snapshot(). */
 TVM_API int tvm_vm_snapshot_diff(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e);
 
 /* Build a VM from the snapshot in dir instead of booting: guest memory is

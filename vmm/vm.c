@@ -264,6 +264,7 @@ void tvm_vm_destroy(struct tvm_vm *vm)
 		close(vm->pagemap_fd);
 	if (vm->base_mem_fd >= 0)
 		close(vm->base_mem_fd);
+	free(vm->laid_pages);
 	free(vm->vcpus);
 	if (vm->input_stop_fd >= 0)
 		close(vm->input_stop_fd);

@@ -62,13 +62,14 @@ struct tvm_vm {
 	struct vcpu_pause pause; /* snapshot: parks the vCPU threads */
 	bool restored;           /* built from a snapshot: tvm_vm_start resets vsock */
 	atomic_bool needs_seed;  /* restored: the first agent connection sends SEED */
-	/* Restored from a full snapshot: its identity (resolved directory,
-	 * memory and state files as they were then), what a diff snapshot is
-	 * taken against; restored from a diff: restored_diff, no base. */
+	/* Restored: the full snapshot a diff of this VM is taken against
+	 * (resolved directory, memory and state files as they were then):
+	 * the snapshot itself, or for a diff (restored_diff) the diff's base,
+	 * with laid_pages[n_laid] the pages the diff laid over it. */
 	bool has_base, restored_diff;
 	struct snap_base base;
-	uint64_t base_dev, base_ino; /* the base directory's, to know it by stat alone */
-	int base_mem_fd; /* its mem, opened at restore (a jailed user may not search the directory), or -1 */
+	uint64_t *laid_pages, n_laid;
+	int base_mem_fd; /* the base's mem, opened at restore (a jailed user may not search its directory), or -1 */
 	int pagemap_fd;  /* /proc/self/pagemap, opened at restore (before any jail or filter), or -1 */
 
 	int input_stop_fd; /* eventfd that ends the serial input thread */

@@ -41,9 +41,8 @@ struct restore {
 	uint64_t nwords[TVM_MAX_DRIVES];
 	bool is_diff;          /* a diff: memory is base.dir/mem with dir/mem laid over it */
 	struct snap_base base; /* a diff's base; a full snapshot's own identity */
-	bool has_id;           /* a full snapshot: base holds its identity */
-	uint64_t dir_dev, dir_ino;
-	int mem_fd; /* a full snapshot's mem (its identity), or -1 */
+	bool has_id;           /* base is known and mem_fd is its memory file */
+	int mem_fd;            /* base's mem (its identity), or -1 */
 };
 
 static void restore_free(struct restore *x)
@@ -198,31 +197,34 @@ static int restore_into(struct tvm_vm *vm, struct restore *x, struct tvm_err *e)
 	return r;
 }
 
-/* A full snapshot's identity as it is mapped now, what a diff of the VM
- * will name as its base (none when the directory cannot be resolved: such
- * a VM cannot be diffed). */
-static void own_identity(struct restore *x)
+/* Open the base's memory file (x->base.dir resolved) into x->mem_fd. A
+ * full snapshot (own) takes its identity from it, what a diff of the VM
+ * will name as its base; a diff's base must still be the file the diff
+ * names (just checked by path; this is the file kept). Without it the VM
+ * cannot be diffed, nothing else changes. */
+static void open_base_mem(struct restore *x, bool own)
 {
 	char path[PATH_MAX + 8];
 	struct stat st;
 
-	if (!realpath(x->dir, x->base.dir) || stat(x->base.dir, &st) < 0)
-		return;
-	x->dir_dev = (uint64_t)st.st_dev;
-	x->dir_ino = (uint64_t)st.st_ino;
 	if (snprintf(path, sizeof(path), "%s/%s", x->base.dir, SNAP_MEM_FILE) >= (int)sizeof(path) ||
 	    (x->mem_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return;
-	if (fstat(x->mem_fd, &st) < 0) {
+	if (fstat(x->mem_fd, &st) < 0 ||
+	    (!own && ((uint64_t)st.st_size != x->base.mem_size || (uint64_t)st.st_ino != x->base.mem_ino ||
+		      (uint64_t)st.st_mtim.tv_sec != x->base.mtime_sec ||
+		      (uint32_t)st.st_mtim.tv_nsec != x->base.mtime_nsec))) {
 		close(x->mem_fd);
 		x->mem_fd = -1;
 		return;
 	}
-	x->base.mem_size = (uint64_t)st.st_size;
-	x->base.mem_ino = (uint64_t)st.st_ino;
-	x->base.mtime_sec = (uint64_t)st.st_mtim.tv_sec;
-	x->base.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
-	memcpy(&x->base.state_crc, x->buf + 24, 4); /* the header's CRC, checked by snap_parse */
+	if (own) {
+		x->base.mem_size = (uint64_t)st.st_size;
+		x->base.mem_ino = (uint64_t)st.st_ino;
+		x->base.mtime_sec = (uint64_t)st.st_mtim.tv_sec;
+		x->base.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		memcpy(&x->base.state_crc, x->buf + 24, 4); /* the header's CRC, checked by snap_parse */
+	}
 	x->has_id = true;
 }
 
@@ -233,7 +235,8 @@ static int memory_file(struct restore *x, char *mem, size_t cap, struct tvm_err 
 	int r;
 
 	if (!x->is_diff) {
-		own_identity(x);
+		if (realpath(x->dir, x->base.dir))
+			open_base_mem(x, true);
 		return snap_path(mem, cap, x->dir, SNAP_MEM_FILE, e);
 	}
 	r = snap_base_check(&x->base, "the diff was taken", e);
@@ -242,6 +245,8 @@ static int memory_file(struct restore *x, char *mem, size_t cap, struct tvm_err 
 			     (unsigned long long)x->base.mem_size, x->cfg.mem_mib);
 	if (!r)
 		r = snap_path(mem, cap, x->base.dir, SNAP_MEM_FILE, e);
+	if (!r)
+		open_base_mem(x, false);
 	if (r)
 		tvm_err_prefix(e, "restore %s", x->dir);
 	return r;
@@ -251,7 +256,7 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 {
 	struct restore *x = calloc(1, sizeof(*x));
 	struct tvm_vm *vm = NULL;
-	uint64_t called = metrics_now_ns();
+	uint64_t called = metrics_now_ns(), *laid = NULL, n_laid = 0;
 	char mem[PATH_MAX + 8];
 	int r;
 
@@ -267,7 +272,7 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 		r = vm_build(&x->cfg, mem, false, &vm, e);
 	/* Before any device state: queues are checked against guest memory. */
 	if (!r && x->is_diff && !(r = snap_path(mem, sizeof(mem), dir, SNAP_MEM_FILE, e)) &&
-	    (r = snap_diff_load(mem, &vm->mem, NULL, e)))
+	    (r = snap_diff_load(mem, &vm->mem, &laid, &n_laid, e)))
 		tvm_err_prefix(e, "restore %s", dir);
 	if (!r && (r = restore_into(vm, x, e)))
 		tvm_err_prefix(e, "restore %s", dir);
@@ -275,15 +280,17 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 		vm->restored_diff = x->is_diff;
 		vm->has_base = x->has_id;
 		vm->base = x->base;
-		vm->base_dev = x->dir_dev;
-		vm->base_ino = x->dir_ino;
 		vm->base_mem_fd = x->mem_fd;
 		x->mem_fd = -1;
+		vm->laid_pages = laid;
+		vm->n_laid = n_laid;
+		laid = NULL;
 		/* Now, before the caller confines itself (seccomp, a jail
 		 * without /proc): a diff of this VM reads it. */
 		vm->pagemap_fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
 	}
 	restore_free(x);
+	free(laid);
 	if (r) {
 		tvm_vm_destroy(vm);
 		return r;

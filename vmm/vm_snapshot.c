@@ -154,16 +154,20 @@ static int fill_buf(int fd, void *arg, struct tvm_err *e)
 }
 
 /* A diff's memory: the pages written since the restore (pagemap, read
- * now that nothing moves). */
+ * now that nothing moves), and those a diff restored from laid over the
+ * base (private file pages: pagemap does not tell them from the base's). */
 static int save_diff_mem(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 {
 	struct snap_diff_src src = { .m = &vm->mem };
-	uint64_t *pages = NULL;
-	int r = snap_diff_scan(vm->pagemap_fd, &vm->mem, &pages, &src.n, e);
+	uint64_t *written = NULL, *pages = NULL, nw = 0;
+	int r = snap_diff_scan(vm->pagemap_fd, &vm->mem, &written, &nw, e);
 
+	if (!r && snap_pages_union(written, nw, vm->laid_pages, vm->n_laid, &pages, &src.n))
+		r = tvm_errf(e, ENOMEM, "snapshot: out of memory");
 	src.pages = pages;
 	if (!r)
 		r = snap_write_file(dir, SNAP_MEM_FILE, snap_fill_diff, &src, e);
+	free(written);
 	free(pages);
 	return r;
 }
@@ -247,31 +251,39 @@ int tvm_vm_snapshot(struct tvm_vm *vm, const char *dir, struct tvm_err *e)
 	return snapshot(vm, dir, NULL, e);
 }
 
-/* The base a diff of vm is taken against: base_dir must be the full
- * snapshot vm was restored from, its memory file unchanged since, and not
- * dir itself. By stat and fstat alone: the caller may be confined (the
- * snapshot thread's seccomp filter has no readlink for realpath; a jailed
- * process runs as a user that may not search the base directory, so its
- * mem is the descriptor opened at the restore, the file actually mapped).
- * The state file's identity was taken at the restore and is checked again
- * when the diff is restored, as is mem's path. */
+/* dir/mem is the file open as fd (same device and inode). */
+static bool is_file_of(const char *dir, int fd)
+{
+	char path[PATH_MAX + 8];
+	struct stat a, b;
+
+	return snprintf(path, sizeof(path), "%s/%s", dir, SNAP_MEM_FILE) < (int)sizeof(path) && stat(path, &a) == 0 &&
+	       fstat(fd, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+/* The base a diff of vm is taken against: the full snapshot vm was
+ * restored from, or the base of the diff it was restored from; base_dir,
+ * when given, must be that snapshot. Its memory file must be unchanged
+ * since, and dir must not be the base. Known by its memory file's device
+ * and inode alone: the caller may be confined (the snapshot thread's
+ * seccomp filter has no readlink for realpath; a jailed process runs as a
+ * user that may not search the base directory, so its mem is the
+ * descriptor opened at the restore, the file actually mapped). The state
+ * file's identity was taken at the restore and is checked again when the
+ * diff is restored, as is mem's path. */
 static int diff_base(struct tvm_vm *vm, const char *dir, const char *base_dir, struct tvm_err *e)
 {
 	struct stat st;
 
-	if (vm->restored_diff)
-		return tvm_errf(e, EINVAL,
-				"snapshot %s: the VM was restored from a diff snapshot; diffs of diffs are not "
-				"supported (take a full snapshot)",
-				dir);
 	if (!vm->has_base)
-		return tvm_errf(e, EINVAL, "snapshot %s: a diff needs a VM restored from its base %s", dir, base_dir);
-	if (stat(base_dir, &st) < 0)
+		return tvm_errf(e, EINVAL, "snapshot %s: a diff needs a VM restored from a snapshot%s%s", dir,
+				base_dir ? ", its base " : "", base_dir ? base_dir : "");
+	if (base_dir && stat(base_dir, &st) < 0)
 		return tvm_errf(e, errno, "snapshot %s: base %s: %s", dir, base_dir, strerror(errno));
-	if ((uint64_t)st.st_dev != vm->base_dev || (uint64_t)st.st_ino != vm->base_ino)
-		return tvm_errf(e, EINVAL, "snapshot %s: the VM was restored from %s, not from the base %s", dir,
-				vm->base.dir, base_dir);
-	if (stat(dir, &st) == 0 && (uint64_t)st.st_dev == vm->base_dev && (uint64_t)st.st_ino == vm->base_ino)
+	if (base_dir && !is_file_of(base_dir, vm->base_mem_fd))
+		return tvm_errf(e, EINVAL, "snapshot %s: the VM's base is %s, not %s%s", dir, vm->base.dir, base_dir,
+				vm->restored_diff ? " (it was restored from a diff of that base)" : "");
+	if (is_file_of(dir, vm->base_mem_fd))
 		return tvm_errf(e, EINVAL, "snapshot %s: a diff cannot replace its own base", dir);
 	/* The private mapping shows the base's memory as it was mapped: a
 	 * file changed since would make the diff's unchanged pages wrong. */

@@ -31,6 +31,7 @@ import re
 import resource
 import secrets
 import shutil
+import struct
 import signal
 import socket
 import subprocess
@@ -1470,9 +1471,14 @@ class T11Pause(ServeTest):
                 self.expect_error(call(UID_C, "POST", base + "pause"), 409, "conflict")
                 snaps = glob.glob(os.path.join(STATE, "sandboxes", sid, "paused-*", "mem"))
                 self.assertEqual(len(snaps), 1, snaps)  # the one before is removed
-                st = os.stat(snaps[0])
-                print("\n  pause %d: memory file %d MiB allocated of %d MiB" % (i, st.st_blocks * 512 >> 20,
-                                                                             st.st_size >> 20), end="")
+                # a diff against the template: the pages changed, far below RAM
+                with open(snaps[0], "rb") as f:
+                    head = f.read(32)
+                self.assertEqual(head[:8], b"TVMDIFF\n")
+                pages = struct.unpack_from("<Q", head, 24)[0]
+                print("\n  pause %d: a diff of %d pages (%.1f MiB) of %d MiB RAM"
+                      % (i, pages, pages / 256, 256), end="")
+                self.assertLess(pages * 4096, (256 << 20) // 4)
                 r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT)
                 self.assertEqual((r.status, r.json["state"]), (200, "running"), r.body)
                 out = run_exec(UID_C, sid, {"shell": "cat /tmp/data; echo round%d >> /tmp/data" % i}).json
@@ -1501,6 +1507,82 @@ class T11Pause(ServeTest):
         self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
         delete(UID_C, sid)
         self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
+
+
+
+class T12Fork(ServeTest):
+    """POST /v1/sandboxes/{id}/fork: children from the parent's state now."""
+
+    def sh(self, sid, script):
+        r = run_exec(UID_C, sid, {"shell": script})
+        self.assertEqual((r.status, (r.json or {}).get("exit_code")), (200, 0), r.body)
+        return r.json["stdout"]
+
+    def count(self, sid):
+        return int(self.sh(sid, "cat /tmp/count").strip() or 0)
+
+    def test_children_have_files_processes_and_their_own_identity(self):
+        b = create(UID_C).json
+        sid, kids = b["id"], []
+        base = "/v1/sandboxes/%s/" % sid
+        try:
+            self.sh(sid, "echo parent-file > /tmp/data; " + COUNTER)
+            wait_for(lambda: self.count(sid) >= 2, "the counter to count")
+            # the token grants the sandbox, not new ones
+            self.expect_error(call(UID_D, "POST", base + "fork", token=b["token"], json={"count": 1}), 403,
+                              "forbidden")
+            for bad in ({"count": 0}, {"count": 9}, {"count": "2"}, {"cnt": 1}):
+                self.expect_error(call(UID_C, "POST", base + "fork", json=bad), 400, "bad_request")
+            before = self.count(sid)
+            r = call(UID_C, "POST", base + "fork", json={"count": 2}, timeout=CREATE_WAIT)
+            self.assertEqual(r.status, 201, r.body)
+            kids = [k["id"] for k in r.json["sandboxes"]]
+            self.assertEqual(len(set(kids)), 2)
+            for k in r.json["sandboxes"]:
+                self.assertEqual((k["forked_from"], k["state"]), (sid, "running"))
+                self.assertEqual(len(k["access_token"]), 32)
+            self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "running")
+            ids = [sid] + kids
+            for k in ids:  # files and processes: in each, the counter goes on
+                self.assertEqual(self.sh(k, "cat /tmp/data"), "parent-file\n")
+                self.assertGreaterEqual(self.count(k), before)
+                now = self.count(k)
+                wait_for(lambda: self.count(k) > now, "the counter of %s to go on" % k)
+            # their own identity: hostname, entropy
+            names = [self.sh(k, "cat /proc/sys/kernel/hostname").strip() for k in ids]
+            self.assertEqual(names[1:], ["sbx-" + k[4:] for k in kids])
+            self.assertEqual(len(set(names)), 3, names)
+            rand = [self.sh(k, "cat /proc/sys/kernel/random/uuid; head -c 16 /dev/urandom | od -An -tx1")
+                    for k in ids]
+            self.assertEqual(len(set(rand)), 3, rand)
+            # a write in one is in no other
+            self.sh(kids[0], "echo mine > /tmp/kid0")
+            for k in (sid, kids[1]):
+                self.assertEqual(self.sh(k, "cat /tmp/kid0 2>/dev/null; echo end"), "end\n")
+            audit = hostfile(os.path.join(STATE, "sandboxes", kids[0], "audit.jsonl")) or b""
+            self.assertIn(b"\"forked\"", audit)
+        finally:
+            for k in [sid] + kids:
+                delete(UID_C, k)
+        for k in [sid] + kids:
+            wait_ended(UID_C, k)
+            wait_for(lambda: not vmm_pids(k), "the VMM of %s to end" % k)
+
+    def test_a_fork_asks_what_a_pause_asks(self):
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        try:
+            self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+            self.expect_error(call(UID_C, "POST", base + "fork", json={}), 409, "conflict")
+            self.assertEqual(call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT).status, 200)
+            r = run_exec(UID_C, sid, {"cmd": ["sleep", "30"], "background": True})
+            self.assertEqual(r.status, 201, r.body)
+            r = call(UID_C, "POST", base + "fork", json={})
+            self.expect_error(r, 409, "conflict")
+            self.assertIn("commands are running", r.json["message"])
+        finally:
+            delete(UID_C, sid)
+        wait_ended(UID_C, sid)
 
 
 if __name__ == "__main__":

@@ -19,24 +19,28 @@ struct stopper {
 	const struct tvm_config *c;
 	struct cli_report *report;
 	const char *pause_to; /* --pause-to: SIGUSR1 saves the VM there, then stops it */
+	int diff;             /* restored: the pause is a diff against the VM's base */
 	sigset_t set;
 	int sig;
 	int unconfined; /* its filter could not be loaded: the VM is stopped */
 };
 
 /* SIGUSR1 with --pause-to: the VM saved while it runs (tvm_vm_snapshot
- * parks the vCPUs), then stopped. A failed save leaves it running, as it
- * was: the sandbox is not lost. 1 when paused. */
+ * parks the vCPUs), then stopped. A restored VM saves a diff against its
+ * base snapshot (the pages it changed), a booted one all its memory. A
+ * failed save leaves it running, as it was: the sandbox is not lost. 1
+ * when paused. */
 static int pause_vm(struct stopper *s)
 {
 	struct tvm_err e = { 0 };
 	uint64_t t0 = clock_mono_ns();
 
-	if (tvm_vm_snapshot(s->vm, s->pause_to, &e)) {
+	if (s->diff ? tvm_vm_snapshot_diff(s->vm, s->pause_to, NULL, &e) : tvm_vm_snapshot(s->vm, s->pause_to, &e)) {
 		fprintf(stderr, "tinyvmm: pause: %s (the VM runs on)\n", e.msg);
 		return 0;
 	}
-	fprintf(stderr, "tinyvmm: paused into %s in %.0f ms\n", s->pause_to, (double)(clock_mono_ns() - t0) / 1e6);
+	fprintf(stderr, "tinyvmm: paused into %s (%s) in %.0f ms\n", s->pause_to,
+		s->diff ? "a diff against its base" : "full", (double)(clock_mono_ns() - t0) / 1e6);
 	tvm_vm_stop(s->vm);
 	return 1;
 }
@@ -120,6 +124,7 @@ static int run_vm(void *ctx, struct jail *j)
 	if (a->pause_to)
 		sigaddset(&stop.set, SIGUSR1);
 	stop.pause_to = a->pause_to;
+	stop.diff = a->snapshot != NULL;
 	pthread_sigmask(SIG_BLOCK, &stop.set, NULL);
 
 	r = a->snapshot ? tvm_vm_restore(&a->c, a->snapshot, &vm, &err) : tvm_vm_create(&a->c, &vm, &err);

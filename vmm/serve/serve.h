@@ -16,6 +16,7 @@
  *   serve_quota.c    the daily CPU budget per owner
  *   serve_pool.c     the warm pool: sandboxes restored ahead of creates
  *   serve_pause.c    pause (the VM saved, its VMM ended) and resume
+ *   serve_fork.c     fork: new sandboxes from a paused one's snapshot
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -102,6 +103,7 @@ struct sandbox {
 	unsigned pause_gen;             /* the snapshot a resume restores; the next pause writes pause_gen + 1 */
 	uint64_t pause_ms, pause_bytes; /* the last pause: how long, and the memory file's allocated bytes */
 	bool from_pool;                 /* taken from the warm pool by its create */
+	char forked_from[40];           /* the sandbox it was forked from ("" if none) */
 };
 
 /* Network rules of a create (allow_out and dns each), and the tinyvmm run
@@ -204,6 +206,16 @@ const char *sb_state_name(const struct sandbox *sb);
 /* POST .../pause and .../resume (serve_pause.c). */
 void api_pause(struct conn *c, struct sandbox *sb);
 void api_resume(struct conn *c, struct sandbox *sb);
+/* Pause sb (its VMM saves the VM into <dir>/paused-<gen+1> and ends): 0,
+ * or an HTTP status (409: it cannot be paused now, 500: the save failed)
+ * with why in err. */
+int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap);
+/* Start the VMM of paused sb from <dir>/paused-<pause_gen> and wait for
+ * its agent; the caller set sb->pausing under mu (no second start). 0 or
+ * -errno with err set; either way sb->pausing is cleared. */
+int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap);
+/* POST .../fork (serve_fork.c). */
+void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb);
 void sb_persist_locked(struct srv *s, struct sandbox *sb);
 /* Append a lifecycle event (created, pooled, ended) to sb's audit log. Under mu. */
 void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event);
@@ -244,6 +256,9 @@ void api_create(struct conn *c, const struct http_request *r);
  * not count)? 0 under mu, or -1 with mu released after answering 429
  * (owner's limit) or 503 (the service's, or it is stopping). */
 int sb_admit_locked(struct conn *c, uid_t owner);
+/* Room for n more (answer: as sb_admit_locked; else -1 with mu held and
+ * nothing answered). */
+int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer);
 void api_list(struct conn *c, const struct http_request *r);
 void api_get(struct conn *c, struct sandbox *sb);
 void api_delete(struct conn *c, struct sandbox *sb);
@@ -279,6 +294,9 @@ void quota_sample_locked(struct srv *s, struct sandbox *sb);
 void quota_take_locked(struct sandbox *sb);
 void quota_count_locked(struct srv *s, struct sandbox *sb, uint64_t final_ms);
 uint64_t quota_used_locked(struct srv *s, uid_t uid);
+/* uid's budget not spent: 0 under mu, or -1 with mu released after
+ * answering 429 with Retry-After (what: "create", "fork" for the log). */
+int quota_admit_locked(struct conn *c, uid_t uid, const char *what);
 int quota_load(struct srv *s);
 
 /* serve_pool.c: the warm pool of the default template (cfg.pool_size

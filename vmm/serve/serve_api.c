@@ -242,7 +242,7 @@ static int parse_metadata(struct conn *c, const struct json_doc *d, struct sandb
 	return 0;
 }
 
-int sb_admit_locked(struct conn *c, uid_t owner)
+int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer)
 {
 	struct srv *s = c->s;
 	unsigned running = 0, mine = 0;
@@ -252,15 +252,23 @@ int sb_admit_locked(struct conn *c, uid_t owner)
 			running++;
 			mine += o->owner == owner;
 		}
-	if (running < s->cfg.max_sandboxes && mine < s->cfg.max_per_owner && !s->stopping)
+	/* Each count is at most the table's length: no overflow. */
+	if (running + n <= s->cfg.max_sandboxes && mine + n <= s->cfg.max_per_owner && !s->stopping)
 		return 0;
+	if (!answer)
+		return -1;
 	pthread_mutex_unlock(&s->mu);
-	if (mine >= s->cfg.max_per_owner)
-		conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit)",
-			   (unsigned)owner, mine);
+	if (mine + n > s->cfg.max_per_owner)
+		conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit: %u)",
+			   (unsigned)owner, mine, s->cfg.max_per_owner);
 	else
 		conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later", running);
 	return -1;
+}
+
+int sb_admit_locked(struct conn *c, uid_t owner)
+{
+	return sb_room_locked(c, owner, 1, true);
 }
 
 /* 201 with sb and its token; sb's reference (taken for the create) is
@@ -293,7 +301,6 @@ void api_create(struct conn *c, const struct http_request *r)
 	char net_store[2 * MAX_RULES][72];
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
-	uint64_t used_ms;
 	int i;
 
 	(void)r;
@@ -340,19 +347,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	sb->state = SB_STARTING;
 
 	pthread_mutex_lock(&s->mu);
-	if (s->cfg.cpu_budget_s && (used_ms = quota_used_locked(s, c->uid)) >= s->cfg.cpu_budget_s * 1000ull) {
-		pthread_mutex_unlock(&s->mu);
-		fprintf(stderr, "tinyvmm serve: uid %u: create refused: daily CPU budget spent (%llu ms of %u s)\n",
-			(unsigned)c->uid, (unsigned long long)used_ms, s->cfg.cpu_budget_s);
-		c->retry_after_s = (unsigned)(86400 - time(NULL) % 86400); /* the next UTC midnight */
-		conn_error(
-			c, 429, "quota_exceeded",
-			"uid %u used its daily CPU budget: %llu.%03llu s of %u s today (UTC); it renews at midnight UTC",
-			(unsigned)c->uid, (unsigned long long)(used_ms / 1000), (unsigned long long)(used_ms % 1000),
-			s->cfg.cpu_budget_s);
-		goto out;
-	}
-	if (sb_admit_locked(c, c->uid))
+	if (quota_admit_locked(c, c->uid, "create") || sb_admit_locked(c, c->uid))
 		goto out;
 	if (!(taken = pool_take_locked(s, sb)))
 		pool_make_room_locked(s); /* the VM this create starts may be the one too many */

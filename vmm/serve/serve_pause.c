@@ -22,9 +22,8 @@ static void snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size
 	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
 }
 
-void api_pause(struct conn *c, struct sandbox *sb)
+int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 {
-	struct srv *s = c->s;
 	char dir[600], mem[620];
 	uint64_t t0 = now_ns();
 	struct timespec ts;
@@ -44,8 +43,8 @@ void api_pause(struct conn *c, struct sandbox *sb)
 		why = "it is not running";
 	if (why) {
 		pthread_mutex_unlock(&s->mu);
-		conn_error(c, 409, "conflict", "sandbox %s cannot be paused: %s", sb->id, why);
-		return;
+		snprintf(err, cap, "%s", why);
+		return 409;
 	}
 	sb->pausing = true;
 	/* No connection may stay open across the save: the keeper goes
@@ -73,9 +72,9 @@ void api_pause(struct conn *c, struct sandbox *sb)
 				pthread_mutex_unlock(&s->mu);
 			}
 		}
-		conn_error(c, 500, "internal", "sandbox %s: the pause failed (%s; its log: %s/vmm.log)", sb->id,
-			   running ? "the VM runs on" : "its VMM ended", sb->dir);
-		return;
+		snprintf(err, cap, "the pause failed (%s; its log: %s/vmm.log)",
+			 running ? "the VM runs on" : "its VMM ended", sb->dir);
+		return 500;
 	}
 	snapshot_dir(sb, sb->pause_gen + 1, dir, sizeof(dir));
 	snprintf(mem, sizeof(mem), "%s/mem", dir);
@@ -93,7 +92,45 @@ void api_pause(struct conn *c, struct sandbox *sb)
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: sandbox %s paused in %llu ms (memory %llu KiB on disk)\n", sb->id,
 		(unsigned long long)sb->pause_ms, (unsigned long long)(sb->pause_bytes >> 10));
-	api_get(c, sb);
+	return 0;
+}
+
+void api_pause(struct conn *c, struct sandbox *sb)
+{
+	char err[700];
+	int code = sb_pause(c->s, sb, err, sizeof(err));
+
+	if (code == 409)
+		conn_error(c, 409, "conflict", "sandbox %s cannot be paused: %s", sb->id, err);
+	else if (code)
+		conn_error(c, code, "internal", "sandbox %s: %s", sb->id, err);
+	else
+		api_get(c, sb);
+}
+
+/* Start sb's VMM from its newest snapshot (sb->pausing set by the
+ * caller, under mu, so that no second resume runs meanwhile). */
+int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap)
+{
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	sb->exited = false;
+	sb->own_child = true;
+	sb->kill_at_ns = 0;
+	sb->cpu_counted = false;
+	sb->cpu_ms = sb->cpu_base_ms = 0;
+	pthread_mutex_unlock(&s->mu);
+	r = sb_create(s, sb, NULL, err, cap);
+	pthread_mutex_lock(&s->mu);
+	sb->pausing = false;
+	if (!r)
+		sb->paused = false;
+	else if (sb->pid <= 0)
+		sb->exited = true;
+	sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
+	return r;
 }
 
 void api_resume(struct conn *c, struct sandbox *sb)
@@ -110,24 +147,8 @@ void api_resume(struct conn *c, struct sandbox *sb)
 	if (sb_admit_locked(c, sb->owner))
 		return;
 	sb->pausing = true; /* no second resume meanwhile */
-	sb->exited = false;
-	sb->own_child = true;
-	sb->kill_at_ns = 0;
-	sb->cpu_counted = false;
-	sb->cpu_ms = sb->cpu_base_ms = 0;
 	pthread_mutex_unlock(&s->mu);
-
-	int r = sb_create(s, sb, NULL, err, sizeof(err));
-
-	pthread_mutex_lock(&s->mu);
-	sb->pausing = false;
-	if (!r)
-		sb->paused = false;
-	else if (sb->pid <= 0)
-		sb->exited = true;
-	sb_persist_locked(s, sb);
-	pthread_mutex_unlock(&s->mu);
-	if (r)
+	if (sb_resume_started(s, sb, err, sizeof(err)))
 		conn_error(c, 500, "internal", "sandbox %s could not resume: %s", sb->id, err);
 	else
 		api_get(c, sb);

@@ -175,3 +175,21 @@ int quota_load(struct srv *s)
 		unlink(tmp);
 	return 0;
 }
+
+int quota_admit_locked(struct conn *c, uid_t uid, const char *what)
+{
+	struct srv *s = c->s;
+	uint64_t used_ms;
+
+	if (!s->cfg.cpu_budget_s || (used_ms = quota_used_locked(s, uid)) < s->cfg.cpu_budget_s * 1000ull)
+		return 0;
+	pthread_mutex_unlock(&s->mu);
+	fprintf(stderr, "tinyvmm serve: uid %u: %s refused: daily CPU budget spent (%llu ms of %u s)\n", (unsigned)uid,
+		what, (unsigned long long)used_ms, s->cfg.cpu_budget_s);
+	c->retry_after_s = (unsigned)(86400 - time(NULL) % 86400); /* the next UTC midnight */
+	conn_error(c, 429, "quota_exceeded",
+		   "uid %u used its daily CPU budget: %llu.%03llu s of %u s today (UTC); it renews at midnight UTC",
+		   (unsigned)uid, (unsigned long long)(used_ms / 1000), (unsigned long long)(used_ms % 1000),
+		   s->cfg.cpu_budget_s);
+	return -1;
+}

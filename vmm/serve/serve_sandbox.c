@@ -192,6 +192,11 @@ void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
 	json_w_key(w, "idle_timeout_s", 14);
 	json_w_uint(w, sb->idle_timeout_s);
 	json_w_kbool(w, "from_pool", sb->from_pool);
+	json_w_key(w, "forked_from", 11);
+	if (sb->forked_from[0])
+		json_w_string(w, sb->forked_from, strlen(sb->forked_from));
+	else
+		json_w_null(w);
 	json_w_key(w, "metadata", 8);
 	json_w_obj_begin(w);
 	for (unsigned i = 0; i < sb->nmeta; i++) {
@@ -497,7 +502,7 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	pid_t pid;
 	int r;
 
-	if (mkdir(sb->dir, 0700) < 0 && !(sb->paused && errno == EEXIST)) { /* a resume: it is there */
+	if (mkdir(sb->dir, 0700) < 0 && !(sb->pause_gen && errno == EEXIST)) { /* a resume, a fork: it is there */
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
@@ -577,12 +582,13 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	pthread_mutex_lock(&s->mu);
 	if (sb->state == SB_STARTING)
 		sb->state = SB_RUNNING;
-	if (!sb->paused)
+	if (!sb->pause_gen)
 		sb->created_at = time(NULL);
 	sb->expires_at = time(NULL) + sb->timeout_s; /* a resume: a new lifetime */
 	sb->last_active_ns = now_ns();
 	sb_persist_locked(s, sb);
-	sb_audit_locked(s, sb, sb->pooled ? "pooled" : sb->paused ? "resumed" : "created");
+	/* Started from a snapshot without being paused: a fork's child. */
+	sb_audit_locked(s, sb, sb->pooled ? "pooled" : sb->paused ? "resumed" : sb->pause_gen ? "forked" : "created");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
 }
@@ -667,6 +673,9 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	    json_get_string(&d, i, sb->token, sizeof(sb->token), &len) || len != 32)
 		goto bad;
 	if ((i = json_find(&d, o, "template")) < 0 || json_get_string(&d, i, sb->template, sizeof(sb->template), NULL))
+		goto bad;
+	if ((i = json_find(&d, o, "forked_from")) >= 0 && !json_is_null(&d, i) &&
+	    json_get_string(&d, i, sb->forked_from, sizeof(sb->forked_from), NULL))
 		goto bad;
 	if (get_u64(&d, 0, "owner", &v))
 		goto bad;

@@ -338,7 +338,33 @@ static int lay_run(const struct guest_mem *m, int fd, uint64_t off, uint64_t fof
 	return 0;
 }
 
-int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t *npages, struct tvm_err *e)
+int snap_pages_union(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t nb, uint64_t **out, uint64_t *n)
+{
+	uint64_t i = 0, j = 0, k = 0, *p;
+
+	*out = NULL;
+	*n = 0;
+	if (!na && !nb)
+		return 0;
+	/* Each list is at most RAM/4096 entries (< 2^28): no overflow. */
+	if (!(p = malloc((size_t)(na + nb) * sizeof(*p))))
+		return -ENOMEM;
+	while (i < na || j < nb) {
+		uint64_t v = j >= nb || (i < na && a[i] <= b[j]) ? a[i] : b[j];
+
+		if (i < na && a[i] == v)
+			i++;
+		if (j < nb && b[j] == v)
+			j++;
+		if (!k || p[k - 1] != v)
+			p[k++] = v;
+	}
+	*out = p;
+	*n = k;
+	return 0;
+}
+
+int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t **pages, uint64_t *npages, struct tvm_err *e)
 {
 	struct snap_diff_hdr d;
 	uint8_t h[SNAP_DIFF_HEADER], *idx = NULL;
@@ -348,6 +374,8 @@ int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t *npages
 
 	if (npages)
 		*npages = 0;
+	if (pages)
+		*pages = NULL;
 	/* At most the header, an index of every page and every page. */
 	fd = file_open_regular("diff memory file", path, O_RDONLY, SNAP_DIFF_HEADER,
 			       data_offset(m->size / PAGE) + m->size, &size, e);
@@ -381,6 +409,12 @@ int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t *npages
 			r = tvm_errf(e, -r, "%s: cannot lay pages %llu..%llu over the base: %s", path,
 				     (unsigned long long)p, (unsigned long long)(p + k - 1), strerror(-r));
 		i += k;
+	}
+	if (!r && pages && d.npages) {
+		if (!(*pages = malloc((size_t)d.npages * sizeof(**pages))))
+			r = tvm_errf(e, ENOMEM, "restore: out of memory");
+		for (uint64_t i = 0; !r && i < d.npages; i++)
+			(*pages)[i] = get64(idx + SNAP_DIFF_HEADER + i * 8);
 	}
 	if (!r && npages)
 		*npages = d.npages;

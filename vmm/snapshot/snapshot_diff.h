@@ -15,8 +15,10 @@
  * sparse file: a page the guest zeroed must still cover the base's page,
  * and no file system is trusted to report holes (SEEK_DATA) exactly.
  *
- * Chains are not supported: a diff's base is always a full snapshot (a VM
- * restored from a diff can be snapshotted in full, not diffed). */
+ * No chains: a diff's base is always a full snapshot. A VM restored from a
+ * diff is diffed against that diff's base again: the new diff holds the
+ * pages the old one laid plus those written since (snap_pages_union), so
+ * each diff needs its base alone. */
 #ifndef TVM_SNAPSHOT_DIFF_H
 #define TVM_SNAPSHOT_DIFF_H
 
@@ -101,9 +103,15 @@ int snap_diff_index(const uint8_t *buf, size_t len, const struct snap_diff_hdr *
 /* Lay the diff memory file at path over guest memory m (whose size is the
  * RAM's): each checked run of pages mapped private from the file
  * (gm_map_file), or copied when there are more than SNAP_DIFF_MAX_MAPS
- * runs. *npages (may be NULL): pages laid. Returns 0 or -errno with one
- * line naming the file; on failure m may be partly covered (the VM must
- * not run). */
-int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t *npages, struct tvm_err *e);
+ * runs. *pages (may be NULL; malloc'd, the caller frees) gets the sorted
+ * page numbers laid and *npages their count (may be NULL). Returns 0 or
+ * -errno with one line naming the file; on failure m may be partly
+ * covered (the VM must not run) and *pages is NULL. */
+int snap_diff_load(const char *path, const struct guest_mem *m, uint64_t **pages, uint64_t *npages, struct tvm_err *e);
+
+/* The sorted union of the sorted page lists a (na) and b (nb), without
+ * repeats, into *out (malloc'd; NULL when empty) and *n. Returns 0 or
+ * -ENOMEM. */
+int snap_pages_union(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t nb, uint64_t **out, uint64_t *n);
 
 #endif

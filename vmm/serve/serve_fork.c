@@ -1,0 +1,300 @@
+/* POST /v1/sandboxes/{id}/fork {count, timeout_s}: count new sandboxes
+ * that start from this one's state now (its files and running processes),
+ * built on pause. The parent is paused (its VMM saves a diff against the
+ * template and ends); each child gets a directory whose paused-1 holds
+ * hard links to that snapshot's files, only ever read (a restore maps
+ * memory private, copy-on-write, and gives every copy-on-write drive a
+ * fresh overlay); the children and the parent then start from it at once.
+ * Every child gets the agent's SEED (its own entropy and clock) as every
+ * restore does, and its own hostname (sbx-<its id's hex>); its vsock
+ * device is its own VMM's. All or nothing: if one child cannot start,
+ * none stays. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve.h"
+
+#define FORK_MAX 8 /* children per request */
+
+/* One start: a child from its paused-1, or the parent resumed. */
+struct start {
+	struct srv *s;
+	struct sandbox *sb;
+	bool child;
+	int r;
+	char err[700];
+	pthread_t t;
+	bool threaded;
+};
+
+/* Hard-link every regular file of the snapshot from into the new
+ * directory to. 0 or -errno with err set. */
+static int link_snapshot(const char *from, const char *to, char *err, size_t cap)
+{
+	int src = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), r = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (src < 0 || mkdir(to, 0700) < 0) {
+		r = -errno;
+		snprintf(err, cap, "%s: %s", src < 0 ? from : to, strerror(errno));
+		if (src >= 0)
+			close(src);
+		return r;
+	}
+	if (!(d = fdopendir(src))) {
+		r = -errno;
+		close(src);
+		snprintf(err, cap, "%s: %s", from, strerror(-r));
+		return r;
+	}
+	while (!r && (errno = 0, de = readdir(d))) {
+		char path[1024];
+		struct stat st;
+
+		if (fstatat(src, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", to, de->d_name) >= (int)sizeof(path))
+			r = -ENAMETOOLONG;
+		else if (linkat(src, de->d_name, AT_FDCWD, path, 0) < 0)
+			r = -errno;
+		if (r)
+			snprintf(err, cap, "link %.300s/%.100s: %s", from, de->d_name, strerror(-r));
+	}
+	closedir(d);
+	return r;
+}
+
+static char *dup_or_null(const char *p, bool *fail)
+{
+	char *d = p ? strdup(p) : NULL;
+
+	*fail |= p && !d;
+	return d;
+}
+
+/* A child of p: its shape, owner, environment and metadata, an id and
+ * token of its own, starting from <its dir>/paused-1. NULL when out of
+ * memory. */
+static struct sandbox *child_of(struct srv *s, const struct sandbox *p, unsigned timeout_s)
+{
+	struct sandbox *c = calloc(1, sizeof(*c));
+	bool fail = !c;
+
+	if (fail)
+		return NULL;
+	memcpy(c->template, p->template, sizeof(c->template));
+	c->cpus = p->cpus;
+	c->memory_mib = p->memory_mib;
+	c->idle_timeout_s = p->idle_timeout_s;
+	c->owner = p->owner;
+	if (p->nenv && !(c->env = calloc(p->nenv + 1, sizeof(*c->env))))
+		fail = true;
+	for (unsigned i = 0; !fail && i < p->nenv; i++, c->nenv++)
+		c->env[i] = dup_or_null(p->env[i], &fail);
+	c->nsecret_from = p->nsecret_from;
+	if (p->nmeta && !(c->meta = calloc(p->nmeta, sizeof(*c->meta))))
+		fail = true;
+	for (unsigned i = 0; !fail && i < p->nmeta; i++, c->nmeta++) {
+		c->meta[i].key = dup_or_null(p->meta[i].key, &fail);
+		c->meta[i].value = dup_or_null(p->meta[i].value, &fail);
+	}
+	if (fail) {
+		srv_free_sandbox(c);
+		return NULL;
+	}
+	memcpy(c->id, "sbx_", 4);
+	random_hex(c->id + 4, 16);
+	random_hex(c->token, 16);
+	snprintf(c->dir, sizeof(c->dir), "%s/sandboxes/%s", s->cfg.state_dir, c->id);
+	snprintf(c->uds, sizeof(c->uds), "%s/vsock.sock", c->dir);
+	snprintf(c->forked_from, sizeof(c->forked_from), "%s", p->id);
+	c->pause_gen = 1;
+	c->timeout_s = timeout_s;
+	c->created_at = time(NULL);
+	c->expires_at = c->created_at + timeout_s;
+	c->state = SB_STARTING;
+	c->refs = 1;
+	return c;
+}
+
+/* The child's own hostname, through the agent (the file is procfs's:
+ * written in place, no new process in the guest). */
+static int set_hostname(struct sandbox *sb, char *err, size_t cap)
+{
+	struct tvm_agent *a = NULL;
+	struct tvm_err e = { 0 };
+	char name[48];
+	int r;
+
+	snprintf(name, sizeof(name), "sbx-%s\n", sb->id + 4);
+	r = sb_agent(sb, 5000, &a, &e);
+	if (!r)
+		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
+	tvm_agent_close(a);
+	if (r)
+		snprintf(err, cap, "its hostname: %s", e.msg);
+	return r;
+}
+
+static void *start_one(void *arg)
+{
+	struct start *x = arg;
+
+	if (!x->child)
+		x->r = sb_resume_started(x->s, x->sb, x->err, sizeof(x->err));
+	else if (!(x->r = sb_create(x->s, x->sb, NULL, x->err, sizeof(x->err))))
+		x->r = set_hostname(x->sb, x->err, sizeof(x->err));
+	return NULL;
+}
+
+/* Under mu: a child that is not kept ends (reason), its reference given
+ * back. */
+static void child_drop_locked(struct srv *s, struct sandbox *sb, const char *reason)
+{
+	if (sb->state == SB_STARTING)
+		sb->state = SB_RUNNING; /* so that it ends like any other */
+	if (sb->state != SB_ENDED)
+		sb_end_locked(s, sb, reason);
+	if (sb->pid <= 0)
+		sb->exited = true; /* no process was started: nothing to reap */
+	sb->refs--;
+}
+
+static void answer_forked(struct conn *c, struct start *x, unsigned n)
+{
+	size_t cap = 64;
+	char *buf;
+	struct json_w w;
+
+	pthread_mutex_lock(&c->s->mu);
+	for (unsigned i = 1; i <= n; i++)
+		cap += sb_json_size(x[i].sb);
+	buf = malloc(cap);
+	json_w_init(&w, buf, buf ? cap : 0);
+	json_w_obj_begin(&w);
+	json_w_key(&w, "sandboxes", 9);
+	json_w_arr_begin(&w);
+	for (unsigned i = 1; i <= n; i++) {
+		sb_write_json(&w, x[i].sb, true);
+		x[i].sb->refs--;
+	}
+	json_w_arr_end(&w);
+	json_w_obj_end(&w);
+	pthread_mutex_unlock(&c->s->mu);
+	conn_json(c, 201, &w);
+	free(buf);
+}
+
+void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
+{
+	static const char *const known[] = { "count", "timeout_s", NULL };
+	struct srv *s = c->s;
+	struct start x[FORK_MAX + 1];
+	struct body b;
+	uint32_t count = 1, timeout_s;
+	char err[700], from[600];
+	int code, failed = 0;
+
+	(void)r;
+	if (body_parse(c, &b))
+		goto out;
+	/* New sandboxes are its owner's to make, not a token holder's: the
+	 * token grants this one sandbox. */
+	if (c->uid != sb->owner) {
+		conn_error(c, 403, "forbidden",
+			   "only the owner of sandbox %s may fork it (its token grants that sandbox alone)", sb->id);
+		goto out;
+	}
+	pthread_mutex_lock(&s->mu);
+	timeout_s = sb->timeout_s;
+	pthread_mutex_unlock(&s->mu);
+	if (fields_known(c, &b.d, 0, known, "body") || field_u32(c, &b.d, 0, "count", 1, FORK_MAX, &count) ||
+	    field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s))
+		goto out;
+	pthread_mutex_lock(&s->mu);
+	/* The parent counts now and again once resumed: room for count more. */
+	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
+		goto out;
+	pthread_mutex_unlock(&s->mu);
+	if ((code = sb_pause(s, sb, err, sizeof(err)))) {
+		if (code == 409)
+			conn_error(c, 409, "conflict", "sandbox %s cannot be forked: %s", sb->id, err);
+		else
+			conn_error(c, code, "internal", "sandbox %s: %s", sb->id, err);
+		goto out;
+	}
+
+	memset(x, 0, sizeof(x));
+	x[0] = (struct start){ .s = s, .sb = sb };
+	pthread_mutex_lock(&s->mu);
+	snprintf(from, sizeof(from), "%s/paused-%u", sb->dir, sb->pause_gen);
+	sb->pausing = true; /* its resume below: no other meanwhile */
+	bool room = !sb_room_locked(c, sb->owner, count + 1, false);
+	for (unsigned i = 1; room && i <= count; i++) {
+		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };
+		if (!x[i].sb) {
+			x[i].r = -ENOMEM;
+			snprintf(x[i].err, sizeof(x[i].err), "out of memory");
+			continue;
+		}
+		x[i].sb->next = s->sandboxes;
+		s->sandboxes = x[i].sb;
+	}
+	pthread_mutex_unlock(&s->mu);
+	for (unsigned i = 1; room && i <= count; i++)
+		if (x[i].sb && !x[i].r && mkdir(x[i].sb->dir, 0700) < 0) {
+			x[i].r = -errno;
+			snprintf(x[i].err, sizeof(x[i].err), "%s: %s", x[i].sb->dir, strerror(errno));
+		} else if (x[i].sb && !x[i].r) {
+			char to[600];
+			snprintf(to, sizeof(to), "%s/paused-1", x[i].sb->dir);
+			x[i].r = link_snapshot(from, to, x[i].err, sizeof(x[i].err));
+		}
+	/* Every start at once (the parent's too): each waits for its agent.
+	 * Without a thread, one runs here: slower, not wrong. */
+	for (unsigned i = 0; i <= (room ? count : 0); i++) {
+		if (i && (!x[i].sb || x[i].r))
+			continue;
+		if (!pthread_create(&x[i].t, NULL, start_one, &x[i]))
+			x[i].threaded = true;
+		else
+			start_one(&x[i]);
+	}
+	for (unsigned i = 0; i <= count; i++)
+		if (x[i].threaded)
+			pthread_join(x[i].t, NULL);
+	for (unsigned i = 1; room && i <= count; i++)
+		if (x[i].r && !failed)
+			failed = (int)i;
+	if (x[0].r)
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its resume after a fork failed: %s (it stays paused)\n",
+			sb->id, x[0].err);
+	if (!room || failed) {
+		pthread_mutex_lock(&s->mu);
+		for (unsigned i = 1; room && i <= count; i++)
+			if (x[i].sb)
+				child_drop_locked(s, x[i].sb, (int)i == failed || x[i].r ? "crashed" : "killed");
+		pthread_mutex_unlock(&s->mu);
+		if (!room)
+			conn_error(c, 503, "capacity", "no room for %u more sandboxes: try again later", count);
+		else
+			conn_error(c, 500, "internal", "sandbox %s: fork %d of %u could not start: %s", sb->id, failed,
+				   count, x[failed].err);
+		goto out;
+	}
+	pthread_mutex_lock(&s->mu);
+	for (unsigned i = 1; i <= count; i++)
+		sb_persist_locked(s, x[i].sb);
+	pthread_mutex_unlock(&s->mu);
+	fprintf(stderr, "tinyvmm serve: sandbox %s forked into %u\n", sb->id, count);
+	answer_forked(c, x, count);
+out:
+	body_free(&b);
+}
