@@ -475,31 +475,27 @@ END_TEST
 START_TEST(diff_pages_union)
 {
 	static const uint64_t a[] = { 0, 3, 4, 9, 200 }, b[] = { 1, 3, 9, 10, 11, 300 };
-	static const uint64_t want[] = { 0, 1, 3, 4, 9, 10, 11, 200, 300 };
-	uint64_t *u, n;
+	static const uint64_t ab[] = { 0, 1, 3, 4, 9, 10, 11, 200, 300 };
+	static const struct {
+		const uint64_t *x, *y, *want;
+		uint64_t nx, ny, n;
+	} cases[] = {
+		{ a, b, ab, 5, 6, 9 },   { b, a, ab, 6, 5, 9 }, { a, NULL, a, 5, 0, 5 },
+		{ NULL, b, b, 0, 6, 6 }, { a, a, a, 5, 5, 5 },  { NULL, NULL, NULL, 0, 0, 0 },
+	};
 
-	ck_assert_int_eq(snap_pages_union(a, 5, b, 6, &u, &n), 0);
-	ck_assert_uint_eq(n, 9);
-	ck_assert_mem_eq(u, want, sizeof(want));
-	free(u);
-	ck_assert_int_eq(snap_pages_union(b, 6, a, 5, &u, &n), 0);
-	ck_assert_uint_eq(n, 9);
-	ck_assert_mem_eq(u, want, sizeof(want));
-	free(u);
-	ck_assert_int_eq(snap_pages_union(a, 5, NULL, 0, &u, &n), 0);
-	ck_assert_uint_eq(n, 5);
-	ck_assert_mem_eq(u, a, sizeof(a));
-	free(u);
-	ck_assert_int_eq(snap_pages_union(NULL, 0, b, 6, &u, &n), 0);
-	ck_assert_uint_eq(n, 6);
-	ck_assert_mem_eq(u, b, sizeof(b));
-	free(u);
-	ck_assert_int_eq(snap_pages_union(a, 5, a, 5, &u, &n), 0);
-	ck_assert_uint_eq(n, 5);
-	free(u);
-	ck_assert_int_eq(snap_pages_union(NULL, 0, NULL, 0, &u, &n), 0);
-	ck_assert_uint_eq(n, 0);
-	ck_assert_ptr_null(u);
+	for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t *u, n;
+
+		ck_assert_int_eq(snap_pages_union(cases[i].x, cases[i].nx, cases[i].y, cases[i].ny, &u, &n), 0);
+		ck_assert_msg(n == cases[i].n, "case %u: %llu pages, want %llu", i, (unsigned long long)n,
+			      (unsigned long long)cases[i].n);
+		if (n)
+			ck_assert_mem_eq(u, cases[i].want, n * sizeof(*u));
+		else
+			ck_assert_ptr_null(u);
+		free(u);
+	}
 }
 END_TEST
 

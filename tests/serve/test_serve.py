@@ -1488,6 +1488,11 @@ class T11Pause(ServeTest):
                 self.assertGreaterEqual(after, before)
                 wait_for(lambda: self.count(sid) > after, "the counter to go on after resume %d" % i)
             print()
+            # the template's metrics: time and size of its sandboxes' pauses
+            p = pool()
+            self.assertGreaterEqual(p["pause_time"]["samples"], 3)
+            self.assertGreater(p["pause_size"]["p50_kib"], 0)
+            self.assertLess(p["pause_size"]["p99_kib"], 64 << 10)
         finally:
             delete(UID_C, sid)
         wait_ended(UID_C, sid)

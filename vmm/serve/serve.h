@@ -135,8 +135,10 @@ struct srv {
 	struct pool_stats {
 		unsigned size;           /* wanted ready sandboxes (PUT .../pool) */
 		uint64_t hits, misses;   /* creates served from the pool, and not */
-		uint32_t lat_ms[2][256]; /* create latencies (ms), [0] misses, [1] hits: a ring each */
-		unsigned nlat[2];
+		/* Rings of the last 256: create latencies (ms) of [POOL_MISS]
+		 * and [POOL_HIT] creates, pause times (ms) and sizes (KiB). */
+		uint32_t ring[4][256];
+		unsigned nring[4];
 		pthread_t thread;
 		bool started;
 	} pool;
@@ -194,6 +196,9 @@ void *srv_supervisor(void *arg);
  * (missing, another owner's, or a wrong token: the same to the caller). */
 struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct http_str *authz);
 void sb_put(struct srv *s, struct sandbox *sb);
+/* A new sandbox's random id and access token, and its directory and
+ * vsock socket paths under the state directory. */
+void sb_name(const struct srv *s, struct sandbox *sb);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
@@ -208,8 +213,9 @@ void api_pause(struct conn *c, struct sandbox *sb);
 void api_resume(struct conn *c, struct sandbox *sb);
 /* Pause sb (its VMM saves the VM into <dir>/paused-<gen+1> and ends): 0,
  * or an HTTP status (409: it cannot be paused now, 500: the save failed)
- * with why in err. */
-int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap);
+ * with why in err. hold: on success sb->pausing stays set, so that only
+ * the caller resumes it (sb_resume_started). */
+int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap);
 /* Start the VMM of paused sb from <dir>/paused-<pause_gen> and wait for
  * its agent; the caller set sb->pausing under mu (no second start). 0 or
  * -errno with err set; either way sb->pausing is cleared. */
@@ -298,6 +304,10 @@ uint64_t quota_used_locked(struct srv *s, uid_t uid);
  * answering 429 with Retry-After (what: "create", "fork" for the log). */
 int quota_admit_locked(struct conn *c, uid_t uid, const char *what);
 int quota_load(struct srv *s);
+
+enum { POOL_MISS, POOL_HIT, POOL_PAUSE_MS, POOL_PAUSE_KIB };
+/* Add v to ring k of s->pool (POOL_*). Under mu. */
+void pool_sample_locked(struct srv *s, unsigned k, uint64_t v);
 
 /* serve_pool.c: the warm pool of the default template (cfg.pool_size
  * sandboxes restored, agent connected and seeded, owned by no one). */

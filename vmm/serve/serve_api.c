@@ -334,11 +334,7 @@ void api_create(struct conn *c, const struct http_request *r)
 		goto out;
 
 	sb->owner = c->uid;
-	memcpy(sb->id, "sbx_", 4);
-	random_hex(sb->id + 4, 16);
-	random_hex(sb->token, 16);
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", s->cfg.state_dir, sb->id);
-	snprintf(sb->uds, sizeof(sb->uds), "%s/vsock.sock", sb->dir);
+	sb_name(s, sb);
 	/* Set again once it is ready: the lifetime starts then (a first
 	 * create may wait a minute or more for its template). */
 	sb->created_at = time(NULL);

@@ -109,11 +109,7 @@ static struct sandbox *child_of(struct srv *s, const struct sandbox *p, unsigned
 		srv_free_sandbox(c);
 		return NULL;
 	}
-	memcpy(c->id, "sbx_", 4);
-	random_hex(c->id + 4, 16);
-	random_hex(c->token, 16);
-	snprintf(c->dir, sizeof(c->dir), "%s/sandboxes/%s", s->cfg.state_dir, c->id);
-	snprintf(c->uds, sizeof(c->uds), "%s/vsock.sock", c->dir);
+	sb_name(s, c);
 	snprintf(c->forked_from, sizeof(c->forked_from), "%s", p->id);
 	c->pause_gen = 1;
 	c->timeout_s = timeout_s;
@@ -223,7 +219,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
 		goto out;
 	pthread_mutex_unlock(&s->mu);
-	if ((code = sb_pause(s, sb, err, sizeof(err)))) {
+	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
 		if (code == 409)
 			conn_error(c, 409, "conflict", "sandbox %s cannot be forked: %s", sb->id, err);
 		else
@@ -235,7 +231,6 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	x[0] = (struct start){ .s = s, .sb = sb };
 	pthread_mutex_lock(&s->mu);
 	snprintf(from, sizeof(from), "%s/paused-%u", sb->dir, sb->pause_gen);
-	sb->pausing = true; /* its resume below: no other meanwhile */
 	bool room = !sb_room_locked(c, sb->owner, count + 1, false);
 	for (unsigned i = 1; room && i <= count; i++) {
 		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };

@@ -22,7 +22,7 @@ static void snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size
 	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
 }
 
-int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap)
+int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap)
 {
 	char dir[600], mem[620];
 	uint64_t t0 = now_ns();
@@ -81,7 +81,10 @@ int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 	sb->pause_gen++;
 	sb->pause_ms = (now_ns() - t0) / 1000000u;
 	sb->pause_bytes = stat(mem, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
+	pool_sample_locked(s, POOL_PAUSE_MS, sb->pause_ms);
+	pool_sample_locked(s, POOL_PAUSE_KIB, sb->pause_bytes >> 10);
 	sb->pid = 0;
+	sb->pausing = hold; /* held: the caller starts it again, no one else */
 	sb_persist_locked(s, sb);
 	sb_audit_locked(s, sb, "paused");
 	if (sb->pause_gen > 1) {
@@ -98,7 +101,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 void api_pause(struct conn *c, struct sandbox *sb)
 {
 	char err[700];
-	int code = sb_pause(c->s, sb, err, sizeof(err));
+	int code = sb_pause(c->s, sb, false, err, sizeof(err));
 
 	if (code == 409)
 		conn_error(c, 409, "conflict", "sandbox %s cannot be paused: %s", sb->id, err);

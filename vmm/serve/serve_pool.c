@@ -50,11 +50,7 @@ static struct sandbox *pool_new(struct srv *s)
 
 	if (!sb)
 		return NULL;
-	memcpy(sb->id, "sbx_", 4);
-	random_hex(sb->id + 4, 16);
-	random_hex(sb->token, 16);
-	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", s->cfg.state_dir, sb->id);
-	snprintf(sb->uds, sizeof(sb->uds), "%s/vsock.sock", sb->dir);
+	sb_name(s, sb);
 	snprintf(sb->template, sizeof(sb->template), "default");
 	sb->owner = (uid_t)-1;
 	sb->pooled = true;
@@ -244,12 +240,17 @@ struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req)
 	return p;
 }
 
+void pool_sample_locked(struct srv *s, unsigned k, uint64_t v)
+{
+	unsigned *n = &s->pool.nring[k];
+
+	s->pool.ring[k][*n % LAT_RING] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	(*n)++;
+}
+
 void pool_latency_locked(struct srv *s, bool hit, uint64_t ms)
 {
-	unsigned *n = &s->pool.nlat[hit];
-
-	s->pool.lat_ms[hit][*n % LAT_RING] = ms > UINT32_MAX ? UINT32_MAX : (uint32_t)ms;
-	(*n)++;
+	pool_sample_locked(s, hit ? POOL_HIT : POOL_MISS, ms);
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -259,26 +260,26 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentile of the last (at most LAT_RING) latencies. */
-static void percentiles(const struct srv *s, int hit, struct json_w *w)
+/* Nearest-rank percentiles of the last (at most LAT_RING) samples of ring
+ * k: {"samples", "p50_<unit>", "p99_<unit>"}. */
+static void percentiles(const struct srv *s, unsigned k, const char *unit, struct json_w *w)
 {
 	uint32_t v[LAT_RING];
-	unsigned n = s->pool.nlat[hit] < LAT_RING ? s->pool.nlat[hit] : LAT_RING;
+	unsigned n = s->pool.nring[k] < LAT_RING ? s->pool.nring[k] : LAT_RING;
+	char key[16];
 
-	memcpy(v, s->pool.lat_ms[hit], n * sizeof(v[0]));
+	memcpy(v, s->pool.ring[k], n * sizeof(v[0]));
 	qsort(v, n, sizeof(v[0]), cmp_u32);
 	json_w_obj_begin(w);
 	json_w_kuint(w, "samples", n);
-	json_w_key(w, "p50_ms", 6);
-	if (n)
-		json_w_uint(w, v[(n * 50 + 99) / 100 - 1]);
-	else
-		json_w_null(w);
-	json_w_key(w, "p99_ms", 6);
-	if (n)
-		json_w_uint(w, v[(n * 99 + 99) / 100 - 1]);
-	else
-		json_w_null(w);
+	for (unsigned p = 50; p <= 99; p += 49) {
+		snprintf(key, sizeof(key), "p%u_%s", p, unit);
+		json_w_key(w, key, strlen(key));
+		if (n)
+			json_w_uint(w, v[(n * p + 99) / 100 - 1]);
+		else
+			json_w_null(w);
+	}
 	json_w_obj_end(w);
 }
 
@@ -344,10 +345,15 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 	json_w_key(&w, "create_latency", 14);
 	json_w_obj_begin(&w);
 	json_w_key(&w, "hit", 3);
-	percentiles(s, 1, &w);
+	percentiles(s, POOL_HIT, "ms", &w);
 	json_w_key(&w, "miss", 4);
-	percentiles(s, 0, &w);
+	percentiles(s, POOL_MISS, "ms", &w);
 	json_w_obj_end(&w);
+	/* Pauses of this template's sandboxes: time, and memory saved. */
+	json_w_key(&w, "pause_time", 10);
+	percentiles(s, POOL_PAUSE_MS, "ms", &w);
+	json_w_key(&w, "pause_size", 10);
+	percentiles(s, POOL_PAUSE_KIB, "kib", &w);
 	json_w_obj_end(&w);
 	pthread_mutex_unlock(&s->mu);
 	conn_json(c, 200, &w);

@@ -94,6 +94,15 @@ static bool token_eq(const char *a, const char *b, size_t n)
 	return d == 0;
 }
 
+void sb_name(const struct srv *s, struct sandbox *sb)
+{
+	memcpy(sb->id, "sbx_", 4);
+	random_hex(sb->id + 4, 16);
+	random_hex(sb->token, 16);
+	snprintf(sb->dir, sizeof(sb->dir), "%s/sandboxes/%s", s->cfg.state_dir, sb->id);
+	snprintf(sb->uds, sizeof(sb->uds), "%s/vsock.sock", sb->dir);
+}
+
 struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct http_str *authz)
 {
 	struct sandbox *found = NULL;

@@ -352,12 +352,13 @@ int snap_pages_union(const uint64_t *a, uint64_t na, const uint64_t *b, uint64_t
 	while (i < na || j < nb) {
 		uint64_t v = j >= nb || (i < na && a[i] <= b[j]) ? a[i] : b[j];
 
+		/* Both lists are strictly increasing: a page in both is
+		 * taken once, from each. */
 		if (i < na && a[i] == v)
 			i++;
 		if (j < nb && b[j] == v)
 			j++;
-		if (!k || p[k - 1] != v)
-			p[k++] = v;
+		p[k++] = v;
 	}
 	*out = p;
 	*n = k;
