@@ -138,7 +138,7 @@ export declare class Files {
 export interface SandboxInfo {
   sandboxId: string;
   id: string;
-  state: 'running' | 'ended';
+  state: 'running' | 'paused' | 'ended';
   template: string | null;
   createdAt: string | null;
   expiresAt: string | null;
@@ -149,6 +149,8 @@ export interface SandboxInfo {
   idleTimeoutS: number | null;
   /** its create took a sandbox of the daemon's warm pool */
   fromPool: boolean | null;
+  /** the id of the sandbox it was forked from (Sandbox.fork), or null */
+  forkedFrom: string | null;
   metadata: Record<string, string>;
 }
 
@@ -172,6 +174,14 @@ export interface CreateOptions {
   requestTimeoutMs?: number;
 }
 
+export interface ForkOptions {
+  /** children to make, 1..8 (default 1) */
+  count?: number;
+  /** each child's lifetime in seconds (default: the parent's) */
+  timeoutS?: number;
+  requestTimeoutMs?: number;
+}
+
 export declare class Sandbox {
   readonly sandboxId: string;
   readonly id: string;
@@ -181,11 +191,17 @@ export declare class Sandbox {
   readonly files: Files;
   static create(opts?: CreateOptions): Promise<Sandbox>;
   static connect(sandboxId: string, opts?: { accessToken?: string; socketPath?: string }): Promise<Sandbox>;
-  static list(opts?: { state?: 'running' | 'ended'; metadata?: Record<string, string>; socketPath?: string }): Promise<SandboxInfo[]>;
+  static list(opts?: { state?: 'running' | 'paused' | 'ended'; metadata?: Record<string, string>; socketPath?: string }): Promise<SandboxInfo[]>;
   static kill(sandboxId: string, opts?: { accessToken?: string; socketPath?: string }): Promise<boolean>;
   kill(): Promise<boolean>;
   /** end the sandbox timeoutMs from now (rounded up to seconds); resolves with expires_at */
   setTimeout(timeoutMs: number): Promise<string>;
+  /** save the sandbox and end its VM (ConflictError while commands run or when paused already); info.state 'paused' */
+  pause(opts?: { requestTimeoutMs?: number }): Promise<SandboxInfo>;
+  /** restore a paused sandbox with a new lifetime (ConflictError if not paused); info.state 'running' */
+  resume(opts?: { requestTimeoutMs?: number }): Promise<SandboxInfo>;
+  /** count (1..8) children from this sandbox's state now, each with its own accessToken; owner only (ForbiddenError) */
+  fork(opts?: ForkOptions): Promise<Sandbox[]>;
   getInfo(): Promise<SandboxInfo>;
   isRunning(): Promise<boolean>;
   logs(): Promise<AsyncGenerator<Record<string, any>>>;

@@ -551,7 +551,8 @@ function infoFromJson(d) {
     sandboxId: d.id, id: d.id, state: d.state, template: d.template ?? null,
     createdAt: d.created_at ?? null, expiresAt: d.expires_at ?? null, endedAt: d.ended_at ?? null,
     endReason: d.end_reason ?? null, cpus: d.cpus ?? null, memoryMib: d.memory_mib ?? null,
-    idleTimeoutS: d.idle_timeout_s ?? null, fromPool: d.from_pool ?? null, metadata: { ...(d.metadata || {}) },
+    idleTimeoutS: d.idle_timeout_s ?? null, fromPool: d.from_pool ?? null,
+    forkedFrom: d.forked_from ?? null, metadata: { ...(d.metadata || {}) },
   };
 }
 
@@ -600,7 +601,7 @@ export class Sandbox {
     return new Sandbox(d, { client, accessToken });
   }
 
-  /** Your sandboxes ({state: 'running'|'ended', metadata: {k: v}}). */
+  /** Your sandboxes ({state: 'running'|'paused'|'ended', metadata: {k: v}}). */
   static async list({ state, metadata, socketPath } = {}) {
     const q = [];
     if (state) q.push(['state', state]);
@@ -638,6 +639,41 @@ export class Sandbox {
     const d = await this._client.call('POST', `/sandboxes/${this.sandboxId}/timeout`, { json: { timeout_s: Math.ceil(timeoutMs / 1000) } });
     this._info.expiresAt = d.expires_at;
     return d.expires_at;
+  }
+
+  /**
+   * Save the sandbox (files, processes, memory) and end its VM: no CPU nor memory, its lifetime stops
+   * until resume(). ConflictError (409) while commands run, when paused already, or with a network.
+   * Resolves with (and keeps as .info) the sandbox's info, state 'paused'.
+   */
+  async pause({ requestTimeoutMs = 300_000 } = {}) {
+    this._info = infoFromJson(await this._client.call('POST', `/sandboxes/${this.sandboxId}/pause`, { timeoutMs: requestTimeoutMs }));
+    return this._info;
+  }
+
+  /**
+   * Restore a paused sandbox (files and processes as they were) with a new lifetime of its timeout from now.
+   * ConflictError (409) if not paused; QuotaExceededError / ServiceUnavailableError as a create.
+   * Resolves with (and keeps as .info) the sandbox's info, state 'running'.
+   */
+  async resume({ requestTimeoutMs = 300_000 } = {}) {
+    this._info = infoFromJson(await this._client.call('POST', `/sandboxes/${this.sandboxId}/resume`, { timeoutMs: requestTimeoutMs }));
+    return this._info;
+  }
+
+  /**
+   * count (1..8, default 1) new sandboxes that start from this one's files and running processes now
+   * (the parent is paused for the copy and runs on); each its own id, accessToken and lifetime
+   * (timeoutS seconds, default the parent's); info.forkedFrom is this sandbox's id. Only the owner may
+   * fork (a token holder gets ForbiddenError); ConflictError while commands run or when paused. All or nothing.
+   */
+  async fork({ count = 1, timeoutS, requestTimeoutMs = 300_000 } = {}) {
+    const body = { count };
+    if (timeoutS !== undefined && timeoutS !== null) body.timeout_s = secs(timeoutS);
+    const d = await this._client.call('POST', `/sandboxes/${this.sandboxId}/fork`, { json: body, timeoutMs: requestTimeoutMs });
+    // Each child on a client of its own: this one may carry the parent's token, which opens no child.
+    const base = this._client.withToken(null);
+    return (d.sandboxes || []).map((s) => new Sandbox(s, { client: base }));
   }
 
   async getInfo() {

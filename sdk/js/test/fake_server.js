@@ -4,6 +4,11 @@
 // directory, each exec a host child process run as the current user (no
 // isolation). Guest paths map to ROOT + path for file routes; in exec command
 // lines, absolute paths under /tmp, /home, /work, /data are rewritten textually.
+// Pause, resume and fork as the daemon: a paused sandbox keeps its files, its
+// lifetime stops and the routes that need the VM answer 409; a fork copies the
+// parent's directory. Only the owner may fork: every caller is `uid` (this
+// process's); set a sandbox's `owner` to another uid to play a caller who
+// only holds its token.
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -28,12 +33,13 @@ export class FakeDaemon {
     this.supportStdinSignal = true;
     this.capacityFull = false;
     this.uploads = [];
+    this.uid = process.getuid();
   }
 
   start() {
     this.server = http.createServer((req, res) => this.handle(req, res).catch((e) => this.fail(res, e)));
     this.reaper = setInterval(() => {
-      for (const sb of this.sandboxes.values()) if (!sb.endedAt && Date.now() >= sb.expires) this.end(sb, 'expired');
+      for (const sb of this.sandboxes.values()) if (!sb.endedAt && !sb.paused && Date.now() >= sb.expires) this.end(sb, 'expired');
     }, 100);
     return new Promise((resolve) => this.server.listen(this.socketPath, () => resolve(this)));
   }
@@ -78,9 +84,30 @@ export class FakeDaemon {
   }
 
   sbJson(sb) {
-    return { id: sb.id, state: sb.endedAt ? 'ended' : 'running', template: 'default', created_at: iso(sb.created),
+    return { id: sb.id, state: sb.endedAt ? 'ended' : sb.paused ? 'paused' : 'running', template: 'default', created_at: iso(sb.created),
       expires_at: iso(sb.expires), ended_at: iso(sb.endedAt), end_reason: sb.endReason, cpus: sb.cpus,
-      memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, metadata: sb.metadata };
+      memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, forked_from: sb.forkedFrom, metadata: sb.metadata };
+  }
+
+  /** A new sandbox (a copy of parent's directory for a fork). */
+  newSandbox({ timeoutS = 300, cpus = 1, memory = 256, metadata = {}, envs = {} }, parent = null) {
+    const id = 'sbx_' + hex(16);
+    const root = fs.mkdtempSync(path.join(this.tmp, id + '-'));
+    if (parent) fs.cpSync(parent.root, root, { recursive: true, verbatimSymlinks: true });
+    fs.mkdirSync(path.join(root, 'tmp'), { recursive: true });
+    fs.mkdirSync(path.join(root, 'home/sandbox'), { recursive: true });
+    const sb = { id, token: hex(16), owner: parent ? parent.owner : this.uid, root, created: Date.now(),
+      timeoutS, expires: Date.now() + timeoutS * 1000, endedAt: null, endReason: null, paused: false,
+      forkedFrom: parent ? parent.id : null, cpus, memory, metadata: { ...metadata }, envs: { ...envs }, execs: new Map() };
+    this.sandboxes.set(id, sb);
+    return sb;
+  }
+
+  /** As a create: 503 without capacity, 429 past the owner's limit (n more). */
+  admit(owner, n) {
+    if (this.capacityFull) throw new ApiError(503, 'capacity', 'no capacity');
+    const running = [...this.sandboxes.values()].filter((s) => s.owner === owner && !s.endedAt && !s.paused).length;
+    if (running + n > this.quota) throw new ApiError(429, 'quota_exceeded', `at most ${this.quota} sandboxes`);
   }
 
   end(sb, reason) {
@@ -175,7 +202,7 @@ export class FakeDaemon {
   lookup(req, sid) {
     const sb = this.sandboxes.get(sid);
     const auth = req.headers.authorization || '';
-    if (sb && (auth ? auth === `Bearer ${sb.token}` : true)) return sb;
+    if (sb && (auth ? auth === `Bearer ${sb.token}` : sb.owner === this.uid)) return sb;
     throw new ApiError(404, 'sandbox_not_found', `no sandbox ${sid}`);
   }
 
@@ -205,22 +232,15 @@ export class FakeDaemon {
         const b = await this.jsonBody(req);
         if (b.timeout_s !== undefined && (!Number.isInteger(b.timeout_s) || b.timeout_s < 1)) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
         if (b.cpus !== undefined && (!Number.isInteger(b.cpus) || b.cpus < 1 || b.cpus > 8)) throw new ApiError(400, 'bad_request', 'cpus: 1..8');
-        if (this.capacityFull) throw new ApiError(503, 'capacity', 'no capacity');
-        if ([...this.sandboxes.values()].filter((s) => !s.endedAt).length >= this.quota) throw new ApiError(429, 'quota_exceeded', `at most ${this.quota} sandboxes`);
-        const id = 'sbx_' + hex(16);
-        const root = fs.mkdtempSync(path.join(this.tmp, id + '-'));
-        fs.mkdirSync(path.join(root, 'tmp'));
-        fs.mkdirSync(path.join(root, 'home/sandbox'), { recursive: true });
-        const sb = { id, token: hex(16), root, created: Date.now(), expires: Date.now() + (b.timeout_s ?? 300) * 1000,
-          endedAt: null, endReason: null, cpus: b.cpus ?? 1, memory: b.memory_mib ?? 256, metadata: b.metadata || {},
-          envs: { ...(b.envs || {}), ...(b.secret_envs || {}) }, execs: new Map() };
-        this.sandboxes.set(id, sb);
+        this.admit(this.uid, 1);
+        const sb = this.newSandbox({ timeoutS: b.timeout_s ?? 300, cpus: b.cpus ?? 1, memory: b.memory_mib ?? 256,
+          metadata: b.metadata || {}, envs: { ...(b.envs || {}), ...(b.secret_envs || {}) } });
         return this.json(res, 201, { ...this.sbJson(sb), access_token: sb.token });
       }
       if (m === 'GET') {
         const state = q.get('state');
         const meta = [...q.entries()].filter(([k]) => k.startsWith('metadata.')).map(([k, v]) => [k.slice(9), v]);
-        const out = [...this.sandboxes.values()].map((s) => this.sbJson(s))
+        const out = [...this.sandboxes.values()].filter((s) => s.owner === this.uid).map((s) => this.sbJson(s))
           .filter((s) => (!state || s.state === state) && meta.every(([k, v]) => s.metadata[k] === v));
         return this.json(res, 200, { sandboxes: out });
       }
@@ -234,6 +254,39 @@ export class FakeDaemon {
     }
     if (sb.endedAt && !(rest.join('/') === 'logs' && m === 'GET')) throw new ApiError(410, 'sandbox_expired', `sandbox ended (${sb.endReason})`, { end_reason: sb.endReason });
     const key = rest.join('/');
+    if (key === 'pause' && m === 'POST') {
+      if (sb.paused) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be paused: paused already`);
+      if ([...sb.execs.values()].some((ex) => !ex.final)) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be paused: commands are running`);
+      sb.paused = true;
+      return this.json(res, 200, this.sbJson(sb));
+    }
+    if (key === 'resume' && m === 'POST') {
+      if (!sb.paused) throw new ApiError(409, 'conflict', `sandbox ${sb.id} is not paused`);
+      this.admit(sb.owner, 1);
+      sb.paused = false;
+      sb.expires = Date.now() + sb.timeoutS * 1000; // a new lifetime from now
+      return this.json(res, 200, this.sbJson(sb));
+    }
+    if (sb.paused && key !== 'logs') {
+      await this.body(req);
+      throw new ApiError(409, 'conflict', `sandbox ${sb.id} is paused: POST /v1/sandboxes/${sb.id}/resume first`);
+    }
+    if (key === 'fork' && m === 'POST') {
+      const b = await this.jsonBody(req);
+      // the owner's, not a token holder's: checked first, as the daemon
+      if (this.uid !== sb.owner) throw new ApiError(403, 'forbidden', `only the owner of sandbox ${sb.id} may fork it (its token grants that sandbox alone)`);
+      const unknown = Object.keys(b).filter((k) => k !== 'count' && k !== 'timeout_s');
+      if (unknown.length) throw new ApiError(400, 'bad_request', `body: unknown field ${unknown[0]}`);
+      const count = b.count ?? 1;
+      if (!Number.isInteger(count) || count < 1 || count > 8) throw new ApiError(400, 'bad_request', 'count: an integer in 1..8');
+      const timeoutS = b.timeout_s ?? sb.timeoutS;
+      if (!Number.isInteger(timeoutS) || timeoutS < 1) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
+      if ([...sb.execs.values()].some((ex) => !ex.final)) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be forked: commands are running`);
+      this.admit(sb.owner, count);
+      const kids = Array.from({ length: count }, () => this.newSandbox({ timeoutS, cpus: sb.cpus, memory: sb.memory,
+        metadata: sb.metadata, envs: sb.envs }, sb));
+      return this.json(res, 201, { sandboxes: kids.map((k) => ({ ...this.sbJson(k), access_token: k.token })) });
+    }
     if (key === 'timeout' && m === 'POST') {
       const b = await this.jsonBody(req);
       if (!Number.isInteger(b.timeout_s)) throw new ApiError(400, 'bad_request', 'timeout_s: integer');

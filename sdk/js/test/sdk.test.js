@@ -7,7 +7,7 @@ import { FakeDaemon } from './fake_server.js';
 import {
   Sandbox, CommandExitError, SandboxNotFoundError, SandboxExpiredError, QuotaExceededError,
   ServiceUnavailableError, NotImplementedByServerError, GuestError, TimeoutError, BadRequestError,
-  errorFromResponse, health, version, pool, setPool, ForbiddenError,
+  errorFromResponse, health, version, pool, setPool, ForbiddenError, ConflictError,
 } from '../index.js';
 
 let fake;
@@ -154,6 +154,94 @@ test('errors: not found, expired, quota, capacity, bad request, no daemon', asyn
   const e = errorFromResponse(410, Buffer.from('{"code":410,"error":"sandbox_expired","message":"m","end_reason":"idle"}'));
   assert.ok(e instanceof SandboxExpiredError);
   assert.equal(e.endReason, 'idle');
+});
+
+test('pause and resume: state, 409 twice and on VM routes, files kept, admitted as a create', async () => {
+  const sb = await Sandbox.create({ socketPath, timeout: 60 });
+  try {
+    await sb.files.write('/tmp/keep.txt', 'kept');
+    assert.equal(sb.info.forkedFrom, null);
+    const info = await sb.pause();
+    assert.equal(info.state, 'paused');
+    assert.equal(sb.info, info);
+    assert.equal((await sb.getInfo()).state, 'paused');
+    assert.deepEqual((await Sandbox.list({ state: 'paused', socketPath })).map((i) => i.sandboxId), [sb.sandboxId]);
+    await assert.rejects(sb.pause(), (e) => e instanceof ConflictError && e.status === 409 && e.error === 'conflict');
+    await assert.rejects(sb.commands.run('true'), (e) => e instanceof ConflictError && /resume/.test(e.message));
+    await assert.rejects(sb.files.read('/tmp/keep.txt'), ConflictError);
+    fake.capacityFull = true;
+    await assert.rejects(sb.resume(), (e) => e instanceof ServiceUnavailableError && e.retryAfter === 1);
+    fake.capacityFull = false;
+    fake.quota = 0;
+    await assert.rejects(sb.resume(), QuotaExceededError);
+    fake.quota = 20;
+    assert.equal((await sb.resume()).state, 'running');
+    assert.equal(sb.info.state, 'running');
+    assert.equal(await sb.files.read('/tmp/keep.txt'), 'kept');
+    await assert.rejects(sb.resume(), ConflictError); // not paused
+    const h = await sb.commands.run('sleep 0.5', { background: true });
+    await assert.rejects(sb.pause(), ConflictError); // commands running
+    await h.wait({ timeoutMs: 10_000 });
+    const byToken = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
+    assert.equal((await byToken.pause()).state, 'paused');
+    assert.equal((await byToken.resume()).state, 'running');
+  } finally { fake.quota = 20; fake.capacityFull = false; await sb.kill(); }
+});
+
+test('fork: children with their own ids and tokens, forkedFrom, copied files; 400, 403, 409', async () => {
+  const sb = await Sandbox.create({ socketPath, timeout: 60, metadata: { job: 'fork' }, envs: { X: '1' } });
+  const kids = [];
+  try {
+    await sb.files.write('/tmp/state.txt', 'parent');
+    kids.push(...await sb.fork({ count: 3, timeoutS: 120 }));
+    assert.equal(kids.length, 3);
+    assert.equal(new Set([sb.sandboxId, ...kids.map((k) => k.sandboxId)]).size, 4);
+    assert.equal(new Set([sb.accessToken, ...kids.map((k) => k.accessToken)]).size, 4);
+    for (const k of kids) {
+      assert.ok(k instanceof Sandbox);
+      assert.match(k.accessToken, /^[0-9a-f]{32}$/);
+      assert.equal(k.info.forkedFrom, sb.sandboxId);
+      assert.equal(k.info.state, 'running');
+      assert.deepEqual(k.info.metadata, { job: 'fork' });
+      assert.equal(k._client.accessToken, k.accessToken); // its own token, not the parent's
+      assert.equal(k._client.socketPath, socketPath);
+      assert.equal(await k.files.read('/tmp/state.txt'), 'parent');
+      assert.equal((await k.commands.run('echo $X')).stdout, '1\n');
+      assert.equal((await k.getInfo()).forkedFrom, sb.sandboxId);
+    }
+    await kids[0].files.write('/tmp/state.txt', 'child 0'); // copies: seen by no other
+    assert.equal(await sb.files.read('/tmp/state.txt'), 'parent');
+    assert.equal(await kids[1].files.read('/tmp/state.txt'), 'parent');
+    assert.equal((await sb.getInfo()).state, 'running');
+    assert.equal(sb.info.forkedFrom, null);
+    const [one] = await sb.fork();
+    kids.push(one);
+    assert.equal(one.info.forkedFrom, sb.sandboxId);
+    const [grand] = await one.fork({ timeoutS: 30 });
+    kids.push(grand);
+    assert.equal(grand.info.forkedFrom, one.sandboxId);
+    const before = (await Sandbox.list({ socketPath })).length;
+    for (const count of [0, 9]) {
+      await assert.rejects(sb.fork({ count }), (e) => e instanceof BadRequestError && /count/.test(e.message));
+    }
+    // a caller who only holds the token (another uid in the fake's eyes): 403
+    fake.sandboxes.get(sb.sandboxId).owner = process.getuid() + 1;
+    const holder = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
+    await assert.rejects(holder.fork(), (e) => e instanceof ForbiddenError && e.status === 403 && e.error === 'forbidden');
+    fake.sandboxes.get(sb.sandboxId).owner = process.getuid();
+    await sb.pause();
+    await assert.rejects(sb.fork(), ConflictError); // paused: resume first
+    await sb.resume();
+    fake.capacityFull = true;
+    await assert.rejects(sb.fork(), ServiceUnavailableError);
+    fake.capacityFull = false;
+    assert.equal((await Sandbox.list({ socketPath })).length, before); // no child kept
+  } finally {
+    fake.capacityFull = false;
+    fake.sandboxes.get(sb.sandboxId).owner = process.getuid();
+    for (const k of kids) await k.kill();
+    await sb.kill();
+  }
 });
 
 test('kill during a background exec ends the wait with SandboxExpiredError', async () => {

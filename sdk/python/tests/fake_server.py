@@ -107,16 +107,22 @@ class Exec:
 
 
 class FakeSandbox:
-    def __init__(self, server: "FakeDaemon", owner: int, body: Dict[str, Any]) -> None:
+    def __init__(self, server: "FakeDaemon", owner: int, body: Dict[str, Any],
+                 parent: Optional["FakeSandbox"] = None) -> None:
         self.id = "sbx_" + secrets.token_hex(16)
         self.token = secrets.token_hex(16)
         self.owner = owner
         self.root = tempfile.mkdtemp(prefix=self.id + "-", dir=server.tmp)
+        if parent is not None:  # a fork: a copy of the parent's files at the fork
+            shutil.copytree(parent.root, self.root, symlinks=True, dirs_exist_ok=True)
         for d in ("tmp", "home/sandbox"):
             os.makedirs(os.path.join(self.root, d), exist_ok=True)
         now = _now()
         self.created = now
-        self.expires = now + body.get("timeout_s", 300)
+        self.timeout_s = body.get("timeout_s", 300)
+        self.expires = now + self.timeout_s
+        self.paused = False
+        self.forked_from: Optional[str] = parent.id if parent is not None else None
         self.idle = body.get("idle_timeout_s", 0)
         self.last_activity = now
         self.ended_at: Optional[float] = None
@@ -132,14 +138,14 @@ class FakeSandbox:
 
     @property
     def state(self) -> str:
-        return "ended" if self.ended_at is not None else "running"
+        return "ended" if self.ended_at is not None else "paused" if self.paused else "running"
 
     def json(self) -> Dict[str, Any]:
         return {"id": self.id, "state": self.state, "template": self.template,
                 "created_at": _rfc3339(self.created), "expires_at": _rfc3339(self.expires),
                 "ended_at": _rfc3339(self.ended_at), "end_reason": self.end_reason,
                 "cpus": self.cpus, "memory_mib": self.memory, "idle_timeout_s": self.idle,
-                "from_pool": False, "metadata": self.metadata}
+                "from_pool": False, "forked_from": self.forked_from, "metadata": self.metadata}
 
     def gpath(self, p: str) -> str:
         if not p.startswith("/"):
@@ -170,9 +176,15 @@ class FakeSandbox:
 class FakeDaemon:
     """The fake daemon.  ``start()`` then use ``socket_path``; ``stop()`` at the end.
 
+    Pause, resume and fork as the daemon: a paused sandbox keeps its files,
+    its lifetime stops, and every route that needs the VM answers 409; a fork
+    copies the parent's directory.  Only the owner (the peer's uid) may fork:
+    set a sandbox's ``owner`` to another uid to play a caller who only holds
+    its token.
+
     Knobs for tests: ``quota`` (sandboxes per owner), ``max_timeout_s``,
     ``support_stdin_signal`` (False: those routes answer 501),
-    ``capacity_full`` (True: creates answer 503 with Retry-After),
+    ``capacity_full`` (True: creates, resumes and forks answer 503 with Retry-After),
     ``keepalive_s``.
     """
 
@@ -235,6 +247,8 @@ class FakeDaemon:
             now = _now()
             with self.lock:
                 for sid, sb in list(self.sandboxes.items()):
+                    if sb.ended_at is None and sb.paused:
+                        continue  # a paused sandbox's lifetime stops
                     if sb.ended_at is None:
                         running = any(e.final is None for e in sb.execs.values())
                         if now >= sb.expires:
@@ -548,8 +562,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         meta = []
         for k, v in self.query:
             if k == "state":
-                if v not in ("running", "ended"):
-                    raise ApiError(400, "bad_request", "state: running or ended")
+                if v not in ("running", "paused", "ended"):
+                    raise ApiError(400, "bad_request", "state: running, paused or ended")
                 state = v
             elif k.startswith("metadata."):
                 meta.append((k[len("metadata."):], v))
@@ -558,6 +572,66 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                    if s.owner == uid and (state is None or s.state == state)
                    and all(s.metadata.get(k) == v for k, v in meta)]
         self._send_json(200, {"sandboxes": out})
+
+    def _admit(self, owner: int, n: int) -> None:
+        """As a create: 503 without capacity, 429 past the owner's limit (n more)."""
+        f = self.fake
+        if f.capacity_full:
+            raise ApiError(503, "capacity", "no capacity left; retry later")
+        mine = [s for s in f.sandboxes.values() if s.owner == owner and s.state == "running"]
+        if len(mine) + n > f.quota:
+            raise ApiError(429, "quota_exceeded", f"at most {f.quota} sandboxes per owner")
+
+    def _pause_resume(self, sb: FakeSandbox, pause: bool) -> None:
+        f = self.fake
+        with f.lock:
+            if pause:
+                if sb.paused:
+                    raise ApiError(409, "conflict", f"sandbox {sb.id} cannot be paused: paused already")
+                if any(e.final is None for e in sb.execs.values()):
+                    raise ApiError(409, "conflict", f"sandbox {sb.id} cannot be paused: commands are running")
+                sb.paused = True
+                sb.log.append({"time": _rfc3339(_now()), "event": "paused"})
+            else:
+                if not sb.paused:
+                    raise ApiError(409, "conflict", f"sandbox {sb.id} is not paused")
+                self._admit(sb.owner, 1)
+                sb.paused = False
+                sb.expires = _now() + sb.timeout_s  # a new lifetime from now
+                sb.last_activity = _now()
+                sb.log.append({"time": _rfc3339(_now()), "event": "resumed"})
+        self._send_json(200, sb.json())
+
+    def _fork(self, sb: FakeSandbox) -> None:
+        f = self.fake
+        body = self._json_body()
+        # the owner's, not a token holder's: checked first, as the daemon
+        if self._peer_uid() != sb.owner:
+            raise ApiError(403, "forbidden", f"only the owner of sandbox {sb.id} may fork it "
+                                             "(its token grants that sandbox alone)")
+        unknown = set(body) - {"count", "timeout_s"}
+        if unknown:
+            raise ApiError(400, "bad_request", f"body: unknown field {sorted(unknown)[0]}")
+        count = body.get("count", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= 8:
+            raise ApiError(400, "bad_request", "count: must be an integer in 1..8")
+        t = body.get("timeout_s", sb.timeout_s)
+        if not isinstance(t, int) or isinstance(t, bool) or not 1 <= t <= f.max_timeout_s:
+            raise ApiError(400, "bad_request", f"timeout_s: must be an integer in 1..{f.max_timeout_s}")
+        with f.lock:
+            if any(e.final is None for e in sb.execs.values()):
+                raise ApiError(409, "conflict", f"sandbox {sb.id} cannot be forked: commands are running")
+            self._admit(sb.owner, count)
+            kids = []
+            for _ in range(count):
+                kid = FakeSandbox(f, sb.owner, {"template": sb.template, "timeout_s": t,
+                                                "idle_timeout_s": sb.idle, "cpus": sb.cpus,
+                                                "memory_mib": sb.memory, "metadata": sb.metadata,
+                                                "envs": sb.envs, "secret_envs": sb.secret_envs}, parent=sb)
+                f.sandboxes[kid.id] = kid
+                kids.append(kid)
+            sb.log.append({"time": _rfc3339(_now()), "event": "forked", "count": count})
+        self._send_json(201, {"sandboxes": [{**k.json(), "access_token": k.token} for k in kids]})
 
     def _lookup(self, sid: str) -> FakeSandbox:
         f = self.fake
@@ -586,6 +660,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if sb.state == "ended" and not (rest == ["logs"] and method == "GET"):
             raise ApiError(410, "sandbox_expired", f"sandbox {sid} has ended ({sb.end_reason})",
                            end_reason=sb.end_reason)
+        if rest in (["pause"], ["resume"]) and method == "POST":
+            return self._pause_resume(sb, rest[0] == "pause")
+        if sb.paused and not (rest == ["logs"] and method == "GET"):
+            raise ApiError(409, "conflict", f"sandbox {sid} is paused: POST /v1/sandboxes/{sid}/resume first")
+        if rest == ["fork"] and method == "POST":
+            return self._fork(sb)
         if rest == ["timeout"]:
             if method != "POST":
                 raise ApiError(405, "method_not_allowed", f"{method} not allowed")

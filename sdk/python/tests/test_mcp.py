@@ -103,7 +103,8 @@ class McpTest(FakeDaemonTest):
         tools = self.c.request("tools/list")["result"]["tools"]
         names = {t["name"] for t in tools}
         self.assertEqual(names, {"run_code", "sandbox_create", "exec", "write_file", "read_file",
-                                 "list_files", "sandbox_kill"})
+                                 "list_files", "sandbox_kill", "sandbox_pause", "sandbox_resume",
+                                 "sandbox_fork"})
         for t in tools:
             self.assertEqual(t["inputSchema"]["type"], "object")
             check_schema(self, t["inputSchema"], t["name"])
@@ -193,6 +194,32 @@ class McpTest(FakeDaemonTest):
         self.assertFalse(r["isError"])
         self.assertEqual([i.id for i in Sandbox.list(state="running", socket_path=self.sock)], [sid2])
         self.assertEqual(self.c.close(), 0)
+        self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
+
+    def test_pause_resume_fork(self):
+        sid = self.c.call("sandbox_create", {"timeout_s": 120})["structuredContent"]["sandbox_id"]
+        self.c.call("write_file", {"sandbox_id": sid, "path": "/tmp/s.txt", "content": "parent"})
+        r = self.c.call("sandbox_pause", {"sandbox_id": sid})
+        self.assertEqual(r["structuredContent"]["state"], "paused")
+        r = self.c.call("sandbox_pause", {"sandbox_id": sid})
+        self.assertTrue(r["isError"])
+        self.assertIn("conflict", r["content"][0]["text"])
+        r = self.c.call("exec", {"sandbox_id": sid, "command": "true"})
+        self.assertTrue(r["isError"])
+        r = self.c.call("sandbox_resume", {"sandbox_id": sid})
+        self.assertEqual(r["structuredContent"]["state"], "running")
+        r = self.c.call("sandbox_fork", {"sandbox_id": sid, "count": 2})
+        self.assertFalse(r["isError"])
+        kids = r["structuredContent"]["sandbox_ids"]
+        self.assertEqual(len(set(kids) - {sid}), 2)
+        for k in kids:
+            self.assertIn(k, r["content"][0]["text"])
+            got = self.c.call("read_file", {"sandbox_id": k, "path": "/tmp/s.txt"})
+            self.assertEqual(got["structuredContent"]["content"], "parent")
+        r = self.c.request("tools/call", {"name": "sandbox_fork", "arguments": {"sandbox_id": sid, "count": 9}})
+        self.assertEqual(r["error"]["code"], -32602)
+        self.assertEqual(len(Sandbox.list(state="running", socket_path=self.sock)), 3)
+        self.assertEqual(self.c.close(), 0)  # the children are this session's: killed at exit
         self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
 
 

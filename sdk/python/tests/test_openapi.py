@@ -88,6 +88,17 @@ class OpenApi(FakeDaemonTest):
         sb.files.write("/tmp/f", io.BytesIO(b"x"), mode=0o600)
         sb.files.list("/tmp")
         Sandbox.list(state="running", metadata={"k": "v"}, socket_path=self.sock)
+        sb.pause()
+        for op in (sb.pause, sb.fork):  # 409: paused already; paused
+            try:
+                op()
+            except TinyvmmError:
+                pass
+        Sandbox.list(state="paused", socket_path=self.sock)
+        sb.resume()
+        for kid in sb.fork(count=2, timeout=30) + sb.fork():
+            kid.get_info()
+            kid.kill()
         try:
             h.kill()
         except TinyvmmError:

@@ -176,6 +176,131 @@ class SandboxLifecycle(FakeDaemonTest):
         self.assertIn("exec", events)
 
 
+class PauseResumeFork(FakeDaemonTest):
+    def test_pause_resume(self):
+        sb = Sandbox.create(timeout=60, socket_path=self.sock)
+        sb.files.write("/tmp/keep.txt", "kept")
+        self.assertIsNone(sb.info.forked_from)
+        info = sb.pause()
+        self.assertEqual(info.state, "paused")
+        self.assertIs(sb.info, info)
+        self.assertEqual(sb.get_info().state, "paused")
+        self.assertEqual([i.id for i in Sandbox.list(state="paused", socket_path=self.sock)], [sb.id])
+        self.assertFalse(sb.is_running())
+        with self.assertRaises(tinyvmm.Conflict) as cm:  # paused already
+            sb.pause()
+        self.assertEqual((cm.exception.status, cm.exception.error), (409, "conflict"))
+        with self.assertRaises(tinyvmm.Conflict) as cm:  # the VM's routes: resume first
+            sb.commands.run("true")
+        self.assertIn("resume", cm.exception.message)
+        with self.assertRaises(tinyvmm.Conflict):
+            sb.files.read("/tmp/keep.txt")
+        info = sb.resume()
+        self.assertEqual((info.state, sb.info.state), ("running", "running"))
+        self.assertEqual(sb.files.read("/tmp/keep.txt"), "kept")
+        with self.assertRaises(tinyvmm.Conflict):  # not paused
+            sb.resume()
+        # by token, as any route of the sandbox
+        c = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
+        self.assertEqual(c.pause().state, "paused")
+        self.assertEqual(c.resume().state, "running")
+        sb.kill()
+        with self.assertRaises(SandboxExpired):
+            sb.pause()
+
+    def test_pause_with_a_running_command_is_a_conflict(self):
+        with Sandbox.create(socket_path=self.sock) as sb:
+            h = sb.commands.run("sleep 0.5", background=True)
+            with self.assertRaises(tinyvmm.Conflict):
+                sb.pause()
+            h.wait(timeout=10)
+            self.assertEqual(sb.pause().state, "paused")
+
+    def test_resume_admitted_as_a_create(self):
+        self.fake.quota = 1
+        sb = Sandbox.create(socket_path=self.sock)
+        sb.pause()  # a paused sandbox does not count against the limit
+        Sandbox.create(socket_path=self.sock)
+        with self.assertRaises(QuotaExceeded):
+            sb.resume()
+        self.fake.quota = 10
+        self.fake.capacity_full = True
+        with self.assertRaises(ServiceUnavailable) as cm:
+            sb.resume()
+        self.assertEqual(cm.exception.retry_after, 1.0)
+        self.fake.capacity_full = False
+        self.assertEqual(sb.resume().state, "running")
+
+    def test_fork(self):
+        sb = Sandbox.create(timeout=60, metadata={"job": "f"}, envs={"X": "1"}, socket_path=self.sock)
+        sb.files.write("/tmp/state.txt", "parent")
+        kids = sb.fork(count=3, timeout=120)
+        self.assertEqual(len(kids), 3)
+        self.assertEqual(len({k.id for k in kids} | {sb.id}), 4)
+        self.assertEqual(len({k.access_token for k in kids} | {sb.access_token}), 4)
+        for k in kids:
+            self.assertIsInstance(k, Sandbox)
+            self.assertRegex(k.access_token, r"^[0-9a-f]{32}$")
+            self.assertEqual(k.info.forked_from, sb.id)
+            self.assertEqual(k.info.state, "running")
+            self.assertEqual(k.info.metadata, {"job": "f"})
+            self.assertNotIn("access_token", k.info.raw)
+            # its own token on its own client (the parent's token does not open a child)
+            self.assertEqual(k._client.access_token, k.access_token)
+            self.assertEqual(k._client.socket_path, self.sock)
+            self.assertEqual(k.files.read("/tmp/state.txt"), "parent")
+            self.assertEqual(k.commands.run("echo $X").stdout, "1\n")
+            self.assertEqual(k.get_info().forked_from, sb.id)
+        kids[0].files.write("/tmp/state.txt", "child 0")  # copies: a write is seen by no other
+        self.assertEqual(sb.files.read("/tmp/state.txt"), "parent")
+        self.assertEqual(kids[1].files.read("/tmp/state.txt"), "parent")
+        self.assertEqual(sb.get_info().state, "running")  # the parent runs on
+        self.assertIsNone(sb.info.forked_from)
+        listed = {i.id: i.forked_from for i in Sandbox.list(socket_path=self.sock)}
+        self.assertEqual(listed, {sb.id: None, **{k.id: sb.id for k in kids}})
+        # defaults: one child, the parent's timeout
+        (one,) = sb.fork()
+        self.assertEqual(self.fake.json_bodies[-1][2], {"count": 1})
+        self.assertEqual(one.info.forked_from, sb.id)
+        # a child's child
+        (grand,) = one.fork(timeout=30)
+        self.assertEqual(self.fake.json_bodies[-1][2], {"count": 1, "timeout_s": 30})
+        self.assertEqual(grand.info.forked_from, one.id)
+
+    def test_fork_errors(self):
+        sb = Sandbox.create(socket_path=self.sock)
+        for n in (0, 9):
+            with self.assertRaises(BadRequest) as cm:
+                sb.fork(count=n)
+            self.assertIn("count", cm.exception.message)
+        # a caller who only holds the token (another uid in the fake's eyes): 403
+        self.fake.sandboxes[sb.id].owner = os.getuid() + 1
+        holder = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
+        with self.assertRaises(tinyvmm.Forbidden) as cm:
+            holder.fork()
+        self.assertEqual((cm.exception.status, cm.exception.error), (403, "forbidden"))
+        self.assertIsInstance(cm.exception, PermissionError)
+        self.fake.sandboxes[sb.id].owner = os.getuid()
+        sb.pause()
+        with self.assertRaises(tinyvmm.Conflict):  # paused: resume first
+            sb.fork()
+        sb.resume()
+        h = sb.commands.run("sleep 0.5", background=True)
+        with self.assertRaises(tinyvmm.Conflict):  # commands running
+            sb.fork()
+        h.wait(timeout=10)
+        self.fake.quota = 2
+        with self.assertRaises(QuotaExceeded):  # room for count more
+            sb.fork(count=2)
+        self.fake.quota = 20
+        self.fake.capacity_full = True
+        with self.assertRaises(ServiceUnavailable):
+            sb.fork()
+        self.fake.capacity_full = False
+        self.assertEqual(len(Sandbox.list(socket_path=self.sock)), 1)  # all or nothing: no child kept
+        self.assertEqual(len(sb.fork(count=8)), 8)
+
+
 class Commands(FakeDaemonTest):
     def setUp(self):
         super().setUp()

@@ -4,7 +4,7 @@
     python3 -m tinyvmm exec SBX [--user root] [--cwd DIR] [--timeout S] [-e K=V] -- CMD [ARGS...]
     python3 -m tinyvmm cp LOCAL SBX:/path     |  cp SBX:/path LOCAL   (- is stdin/stdout)
     python3 -m tinyvmm ls SBX [PATH]
-    python3 -m tinyvmm list [--state running|ended] [--json]
+    python3 -m tinyvmm list [--state running|paused|ended] [--json]
     python3 -m tinyvmm kill SBX [SBX...]
 
 ``exec`` with one CMD word runs it with ``/bin/sh -c``; with more, as an argv.
@@ -76,7 +76,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("path", nargs="?", default="/home/sandbox")
 
     p = sub.add_parser("list", help="list your sandboxes")
-    p.add_argument("--state", choices=["running", "ended"])
+    p.add_argument("--state", choices=["running", "paused", "ended"])
     p.add_argument("--metadata", action="append")
     p.add_argument("--json", action="store_true")
 

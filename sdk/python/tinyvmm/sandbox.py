@@ -1,4 +1,4 @@
-"""Sandboxes: create, connect, list, kill, extend; a context manager that kills."""
+"""Sandboxes: create, connect, list, kill, extend, pause, resume, fork; a context manager that kills."""
 from __future__ import annotations
 
 import functools
@@ -28,6 +28,7 @@ class SandboxInfo:
     memory_mib: Optional[int] = None
     idle_timeout_s: Optional[int] = None
     from_pool: Optional[bool] = None  # its create took a sandbox of the daemon's warm pool
+    forked_from: Optional[str] = None  # the id of the sandbox it was forked from (Sandbox.fork), or None
     metadata: Dict[str, str] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -37,7 +38,8 @@ class SandboxInfo:
                    created_at=d.get("created_at"), expires_at=d.get("expires_at"),
                    ended_at=d.get("ended_at"), end_reason=d.get("end_reason"), cpus=d.get("cpus"),
                    memory_mib=d.get("memory_mib"), idle_timeout_s=d.get("idle_timeout_s"),
-                   from_pool=d.get("from_pool"), metadata=dict(d.get("metadata") or {}),
+                   from_pool=d.get("from_pool"), forked_from=d.get("forked_from"),
+                   metadata=dict(d.get("metadata") or {}),
                    raw={k: v for k, v in d.items() if k != "access_token"})
 
 
@@ -123,7 +125,7 @@ class Sandbox:
     @classmethod
     def list(cls, state: Optional[str] = None, metadata: Optional[Mapping[str, str]] = None, *,
              socket_path: Optional[str] = None) -> List[SandboxInfo]:
-        """Your sandboxes, optionally only ``state="running"|"ended"`` and those
+        """Your sandboxes, optionally only ``state="running"|"paused"|"ended"`` and those
         whose metadata has every given key/value."""
         q: List[Any] = []
         if state:
@@ -176,6 +178,42 @@ class Sandbox:
         d = self._client.call("POST", f"/sandboxes/{self.id}/timeout", json_body={"timeout_s": _secs(timeout)})
         self._info.expires_at = d.get("expires_at")
         return self._info.expires_at or ""
+
+    def pause(self, *, request_timeout: Optional[float] = 300.0) -> SandboxInfo:
+        """Save the sandbox (files, processes, memory) and end its VM: it uses no
+        CPU nor memory and its lifetime stops until :meth:`resume`.  Commands must
+        have ended first.  :class:`Conflict` (409) while commands run, when paused
+        already, or with a network.  Returns (and keeps as :attr:`info`) the
+        sandbox, ``state == "paused"``."""
+        self._info = SandboxInfo.from_json(self._client.call("POST", f"/sandboxes/{self.id}/pause",
+                                                             timeout=request_timeout))
+        return self._info
+
+    def resume(self, *, request_timeout: Optional[float] = 300.0) -> SandboxInfo:
+        """Restore a paused sandbox (its files and processes as they were) with a new
+        lifetime of its timeout from now.  :class:`Conflict` (409) if it is not
+        paused; :class:`QuotaExceeded` / :class:`ServiceUnavailable` as a create.
+        Returns (and keeps as :attr:`info`) the sandbox, ``state == "running"``."""
+        self._info = SandboxInfo.from_json(self._client.call("POST", f"/sandboxes/{self.id}/resume",
+                                                             timeout=request_timeout))
+        return self._info
+
+    def fork(self, count: int = 1, timeout: Optional[float] = None, *,
+             request_timeout: Optional[float] = 300.0) -> List["Sandbox"]:
+        """``count`` (1..8) new sandboxes that start from this one's files and
+        running processes now (the parent is paused for the copy and runs on).
+        Each has its own id, access token and lifetime (``timeout`` seconds,
+        default the parent's); ``info.forked_from`` is this sandbox's id.  Only the
+        owner may fork (a token holder gets :class:`Forbidden`); :class:`Conflict`
+        (409) while commands run or when paused; all or nothing."""
+        body: Dict[str, Any] = {"count": count}
+        if timeout is not None:
+            body["timeout_s"] = _secs(timeout)
+        d = self._client.call("POST", f"/sandboxes/{self.id}/fork", json_body=body, timeout=request_timeout)
+        # each child gets a client of its own: this one may carry the parent's token,
+        # which does not open a child; the child's own access_token (in its answer) does
+        base = self._client.with_token(None)
+        return [type(self)(s, client=base) for s in d.get("sandboxes", [])]
 
     def logs(self) -> Iterator[Dict[str, Any]]:
         """The sandbox's audit log, one record per item."""

@@ -2,7 +2,7 @@
 line), MCP protocol revision 2025-06-18, standard library only.
 
 Tools: run_code, sandbox_create, exec, write_file, read_file, list_files,
-sandbox_kill.  A failed operation is a tool result with ``isError: true``
+sandbox_kill, sandbox_pause, sandbox_resume, sandbox_fork.  A failed operation is a tool result with ``isError: true``
 (the agent sees the message); malformed JSON-RPC, unknown methods, unknown
 tools and arguments that do not fit the schema are JSON-RPC errors.  The
 server never exits on an error; it exits at EOF on stdin, killing the
@@ -145,6 +145,49 @@ TOOLS: List[Dict[str, Any]] = [
             "additionalProperties": False,
         },
         "annotations": {"destructiveHint": True},
+    },
+    {
+        "name": "sandbox_pause",
+        "title": "Pause a sandbox",
+        "description": ("Save a sandbox (files, memory, running processes) and stop it: it uses no CPU or "
+                        "memory and its lifetime stops until sandbox_resume. Commands must have finished; "
+                        "other tools on a paused sandbox fail until it is resumed."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"sandbox_id": _SBX_ID},
+            "required": ["sandbox_id"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "sandbox_resume",
+        "title": "Resume a paused sandbox",
+        "description": ("Restore a paused sandbox with its files and processes as they were, with a new "
+                        "lifetime from now."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {"sandbox_id": _SBX_ID},
+            "required": ["sandbox_id"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "sandbox_fork",
+        "title": "Fork a sandbox",
+        "description": ("Make count new sandboxes that start from this one's current state (its files and "
+                        "running processes); each is independent (a write in one is seen by no other) and "
+                        "returns its own sandbox_id. The original keeps running. Commands must have finished."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "sandbox_id": _SBX_ID,
+                "count": {"type": "integer", "minimum": 1, "maximum": 8, "default": 1},
+                "timeout_s": {"type": "integer", "minimum": 1,
+                              "description": "Each new sandbox's lifetime in seconds (default: the original's)."},
+            },
+            "required": ["sandbox_id"],
+            "additionalProperties": False,
+        },
     },
 ]
 _TOOLS_BY_NAME = {t["name"]: t for t in TOOLS}
@@ -365,6 +408,25 @@ class McpServer:
         if not found:
             return _text(f"no sandbox {sid}", {"sandbox_id": sid, "killed": False}, is_error=True)
         return _text(f"sandbox {sid} killed", {"sandbox_id": sid, "killed": True})
+
+    def tool_sandbox_pause(self, a: Dict[str, Any]) -> Dict[str, Any]:
+        info = self._sandbox(a["sandbox_id"]).pause()
+        return _text(f"sandbox {info.id} {info.state}", {"sandbox_id": info.id, "state": info.state})
+
+    def tool_sandbox_resume(self, a: Dict[str, Any]) -> Dict[str, Any]:
+        info = self._sandbox(a["sandbox_id"]).resume()
+        return _text(f"sandbox {info.id} {info.state}\nexpires_at: {info.expires_at}",
+                     {"sandbox_id": info.id, "state": info.state, "expires_at": info.expires_at})
+
+    def tool_sandbox_fork(self, a: Dict[str, Any]) -> Dict[str, Any]:
+        sb = self._sandbox(a["sandbox_id"])
+        kids = sb.fork(count=a.get("count", 1), timeout=a.get("timeout_s"))
+        with self.lock:  # this session's now: killed at exit as those it created
+            for k in kids:
+                self.created[k.id] = k
+        ids = [k.id for k in kids]
+        return _text(f"forked {sb.id} into:\n" + "\n".join(f"sandbox_id: {i}" for i in ids),
+                     {"sandbox_id": sb.id, "sandbox_ids": ids})
 
     # -- JSON-RPC ---------------------------------------------------------
     def handle(self, msg: Any) -> Optional[Dict[str, Any]]:
