@@ -212,6 +212,8 @@ export interface PoolLatency { samples: number; p50_ms: number | null; p99_ms: n
 export interface Pool {
   template: string; size: number; ready: number; starting: number; hits: number; misses: number;
   cpus: number; memory_mib: number; create_latency: { hit: PoolLatency; miss: PoolLatency };
+  /** the pauses of the template's sandboxes: how long, and the memory saved (KiB) */
+  pause_time: PoolLatency; pause_size: { samples: number; p50_kib: number | null; p99_kib: number | null };
 }
 export declare function pool(opts?: { template?: string; socketPath?: string }): Promise<Pool>;
 export declare function setPool(size: number, opts?: { template?: string; socketPath?: string }): Promise<Pool>;

@@ -224,7 +224,8 @@ export class FakeDaemon {
       } else if (m !== 'GET') throw new ApiError(405, 'method_not_allowed', 'GET or PUT');
       const lat = { samples: 0, p50_ms: null, p99_ms: null };
       return this.json(res, 200, { template: 'default', size: this.poolSize ?? 0, ready: this.poolSize ?? 0, starting: 0,
-        hits: 0, misses: 0, cpus: 1, memory_mib: 256, create_latency: { hit: lat, miss: { ...lat } } });
+        hits: 0, misses: 0, cpus: 1, memory_mib: 256, create_latency: { hit: lat, miss: { ...lat } },
+        pause_time: { ...lat }, pause_size: { samples: 0, p50_kib: null, p99_kib: null } });
     }
     if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');
     if (!sid) {

@@ -521,7 +521,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 return self._send_json(200, {"template": "default", "size": f.pool_size, "ready": f.pool_size,
                                              "starting": 0, "hits": 0, "misses": 0, "cpus": 1,
                                              "memory_mib": 256,
-                                             "create_latency": {"hit": lat, "miss": dict(lat)}})
+                                             "create_latency": {"hit": lat, "miss": dict(lat)},
+                                             "pause_time": dict(lat),
+                                             "pause_size": {"samples": 0, "p50_kib": None, "p99_kib": None}})
         if allowed is None:
             raise ApiError(404, "not_found", f"no route {path}")
         raise ApiError(405, "method_not_allowed", f"{method} not allowed on {path}")
