@@ -9,7 +9,9 @@
 #   - the warm pool (issue 17): N creates each taking a pooled sandbox
 #     (create -> 201, create -> first result), C at once against a pool of
 #     C, and density: D (default 50) idle pooled sandboxes, host memory per
-#     sandbox as the drop of MemAvailable, and their VMMs' mean PSS.
+#     sandbox as the drop of MemAvailable, and their VMMs' mean PSS;
+#   - pause and resume (issue 17) of a sandbox that wrote 20 MiB, N times:
+#     their times and the diff's size; fork of it into 1 and into 4.
 # As root (the daemon jails its VMMs); the default template is made first
 # if missing. Prints a table and writes build/bench/serve.json
 # (tools/bench-json.py: the raw samples, median and p99); asserts nothing.
@@ -142,8 +144,35 @@ t0 = time.monotonic()
 res = concurrent(C)
 pwall = (time.monotonic() - t0) * 1000
 pok, pconc_hits = done(res)
-# Density: D idle pooled sandboxes (restored, agent connected, nothing run).
+# Pause, resume and fork of a sandbox that wrote 20 MiB into its RAM (/tmp
+# is tmpfs) and runs a process.
 pool_ready(0)
+st, sb = call("POST", "/v1/sandboxes", {})
+sid = sb["id"]
+call("POST", "/v1/sandboxes/%s/execs" % sid,
+     {"shell": "head -c 20M /dev/urandom > /tmp/w; setsid sleep 100000 </dev/null >/dev/null 2>&1 &"})
+ptime, rtime, psize, fork1, fork4 = [], [], [], [], []
+for _ in range(N):
+    t0 = time.monotonic()
+    st, x = call("POST", "/v1/sandboxes/%s/pause" % sid)
+    ptime.append((time.monotonic() - t0) * 1000)
+    assert st == 200, x
+    for m in glob.glob(os.path.join(os.path.dirname(sock), "state", "sandboxes", sid, "paused-*", "mem")):
+        psize.append(os.stat(m).st_blocks * 512 / (1 << 20))
+    t0 = time.monotonic()
+    st, x = call("POST", "/v1/sandboxes/%s/resume" % sid)
+    rtime.append((time.monotonic() - t0) * 1000)
+    assert st == 200, x
+for count, series in ((1, fork1), (4, fork4)):
+    for _ in range(max(1, N // 2)):
+        t0 = time.monotonic()
+        st, x = call("POST", "/v1/sandboxes/%s/fork" % sid, {"count": count})
+        series.append((time.monotonic() - t0) * 1000)
+        assert st == 201, x
+        for k in x["sandboxes"]:
+            call("DELETE", "/v1/sandboxes/" + k["id"])
+call("DELETE", "/v1/sandboxes/" + sid)
+# Density: D idle pooled sandboxes (restored, agent connected, nothing run).
 time.sleep(5)
 avail0 = mem_available_kib()
 pool_ready(D)
@@ -170,7 +199,11 @@ rows = [("API create -> 201 (ms)", create), ("API create -> result of `true` (ms
         ("%d concurrent creates: create -> 201 (ms, %d ok)" % (C, len(ok)), ok),
         ("pool: API create -> 201 (ms, %d of %d from the pool)" % (phits, N), pcreate),
         ("pool: API create -> result of `true` (ms)", pfirst),
-        ("pool of %d: %d concurrent creates -> 201 (ms, %d ok, %d hits)" % (C, C, len(pok), pconc_hits), pok)]
+        ("pool of %d: %d concurrent creates -> 201 (ms, %d ok, %d hits)" % (C, C, len(pok), pconc_hits), pok),
+        ("pause of a sandbox that wrote 20 MiB (ms)", ptime),
+        ("  its memory diff (MiB on disk, of 256 MiB RAM)", psize),
+        ("resume (ms, until its agent answers)", rtime),
+        ("fork into 1: request -> 201 (ms)", fork1), ("fork into 4: request -> 201 (ms)", fork4)]
 for name, v in rows:
     print("%-56s %10.1f %10.1f" % (name, pct(v, 0.5), pct(v, 0.99)) if v else "%-56s %10s" % (name, "none"))
 print("%-56s %10.1f" % ("%d concurrent creates: all done (ms)" % C, wall))
@@ -183,6 +216,8 @@ with open(os.environ["OUT"], "w") as f:
                     ("concurrent_create_ms", ok), ("concurrent_wall_ms", [wall]),
                     ("pool_create_ms", pcreate), ("pool_first_result_ms", pfirst),
                     ("pool_concurrent_create_ms", pok), ("pool_concurrent_wall_ms", [pwall]),
+                    ("pause_ms", ptime), ("pause_diff_mib", psize), ("resume_ms", rtime),
+                    ("fork1_ms", fork1), ("fork4_ms", fork4),
                     ("density_host_mib_per_sandbox", [per_sb_mib]),
                     ("density_pss_mib_per_sandbox", [sum(pss) / 1024 / max(1, D)])]:
         print("tinyvmm/" + name, *["%.1f" % x for x in v], file=f)

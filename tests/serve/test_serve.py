@@ -1534,10 +1534,10 @@ class T12Fork(ServeTest):
             self.sh(sid, "echo parent-file > /tmp/data; " + COUNTER)
             wait_for(lambda: self.count(sid) >= 2, "the counter to count")
             # the token grants the sandbox, not new ones
-            self.expect_error(call(UID_D, "POST", base + "fork", token=b["token"], json={"count": 1}), 403,
+            self.expect_error(call(UID_D, "POST", base + "fork", token=b["access_token"], json={"count": 1}), 403,
                               "forbidden")
             for bad in ({"count": 0}, {"count": 9}, {"count": "2"}, {"cnt": 1}):
-                self.expect_error(call(UID_C, "POST", base + "fork", json=bad), 400, "bad_request")
+                self.expect_error(call(UID_C, "POST", base + "fork", json=bad, check="response"), 400, "bad_request")
             before = self.count(sid)
             r = call(UID_C, "POST", base + "fork", json={"count": 2}, timeout=CREATE_WAIT)
             self.assertEqual(r.status, 201, r.body)
@@ -1588,6 +1588,77 @@ class T12Fork(ServeTest):
         finally:
             delete(UID_C, sid)
         wait_ended(UID_C, sid)
+
+
+
+class T13Templates(ServeTest):
+    """POST /v1/templates {name, from_sandbox}: creates start from it."""
+
+    def sh(self, sid, script, uid=UID_C):
+        r = run_exec(uid, sid, {"shell": script})
+        self.assertEqual((r.status, (r.json or {}).get("exit_code")), (200, 0), r.body)
+        return r.json["stdout"]
+
+    def test_a_template_from_a_sandbox(self):
+        src = create(UID_C, {"metadata": {"role": "builder"}}).json["id"]
+        made = []
+        try:
+            self.sh(src, "mkdir -p /opt/app && echo prepared > /opt/app/ready; "
+                         "setsid sleep 86407 </dev/null >/dev/null 2>&1 &")
+            for bad in ({"name": "default", "from_sandbox": src}, {"name": "Bad Name", "from_sandbox": src},
+                        {"name": "x"}, {"name": "x", "from_sandbox": src, "more": 1}):
+                self.expect_error(call(UID_C, "POST", "/v1/templates", json=bad, check="response"), 400,
+                                  "bad_request")
+            # another uid's sandbox is not found, as a missing one
+            self.expect_error(call(UID_D, "POST", "/v1/templates", json={"name": "py", "from_sandbox": src}), 404,
+                              "sandbox_not_found")
+            r = call(UID_C, "POST", "/v1/templates", json={"name": "py", "from_sandbox": src}, timeout=CREATE_WAIT)
+            self.assertEqual(r.status, 201, r.body)
+            self.assertEqual((r.json["name"], r.json["from_sandbox"]), ("py", src))
+            print("\n  template py: %d KiB of memory (a diff against the default template)" % r.json["memory_kib"],
+                  end="")
+            self.assertLess(r.json["memory_kib"], 64 << 10)
+            self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "py", "from_sandbox": src}), 409,
+                              "conflict")
+            # the source runs on, as it was
+            self.assertEqual(self.sh(src, "cat /opt/app/ready"), "prepared\n")
+            self.assertEqual([t["name"] for t in call(UID_C, "GET", "/v1/templates").json["templates"]], ["py"])
+            self.assertEqual(call(UID_D, "GET", "/v1/templates").json["templates"], [])
+            self.expect_error(call(UID_D, "GET", "/v1/templates/py"), 404, "template_not_found")
+            self.expect_error(create(UID_D, {"template": "py"}, expect=400), 400, "bad_request")
+            self.expect_error(create(UID_C, {"template": "py", "memory_mib": 512}, expect=400), 400,
+                              "bad_request")
+            self.expect_error(create(UID_C, {"template": "py", "network": {"enabled": True}}, expect=400), 400,
+                              "bad_request")
+            for _ in range(2):
+                b = create(UID_C, {"template": "py"}).json
+                made.append(b["id"])
+                self.assertEqual(b["template"], "py")
+            # the process: a cmdline that starts "sleep 86407" (this shell's does not)
+            outs = [self.sh(k, "cat /opt/app/ready /proc/sys/kernel/hostname; "
+                               "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
+                               "grep -c '^sleep 86407'; head -c 8 /dev/urandom | od -An -tx1") for k in made]
+            for k, out in zip(made, outs):
+                lines = out.split("\n")
+                self.assertEqual(lines[0], "prepared", out)
+                self.assertEqual(lines[1], "sbx-" + k[4:], out)  # its own hostname
+                self.assertGreaterEqual(int(lines[2]), 1, out)  # the process runs in it
+            self.assertNotEqual(outs[0].split("\n")[3], outs[1].split("\n")[3])  # entropy of its own
+            self.sh(made[0], "echo only-here > /opt/app/mine")
+            self.assertEqual(self.sh(made[1], "cat /opt/app/mine 2>/dev/null; echo end"), "end\n")
+            # a restart keeps it; a delete ends its use, not the sandboxes made from it
+            restart_daemon()
+            self.assertEqual(call(UID_C, "GET", "/v1/templates/py").json["from_sandbox"], src)
+            self.assertEqual(call(UID_C, "DELETE", "/v1/templates/py").status, 204)
+            self.expect_error(call(UID_C, "DELETE", "/v1/templates/py"), 404, "template_not_found")
+            self.expect_error(create(UID_C, {"template": "py"}, expect=400), 400, "bad_request")
+            self.assertEqual(self.sh(made[1], "cat /opt/app/ready"), "prepared\n")
+            self.assertFalse(os.path.exists(os.path.join(STATE, "templates", str(UID_C), "py")))
+        finally:
+            for k in [src] + made:
+                delete(UID_C, k)
+        for k in [src] + made:
+            wait_ended(UID_C, k)
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@
  *   serve_pool.c     the warm pool: sandboxes restored ahead of creates
  *   serve_pause.c    pause (the VM saved, its VMM ended) and resume
  *   serve_fork.c     fork: new sandboxes from a paused one's snapshot
+ *   serve_template.c custom templates: a sandbox's snapshot, named
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -115,8 +116,20 @@ struct sandbox {
  * it output is dropped and flagged truncated. */
 #define SB_OUTPUT_BUDGET (128ull << 20)
 
+/* A custom template (serve_template.c): <state>/templates/<owner>/<name>. */
+struct tmpl {
+	struct tmpl *next;
+	char name[64];
+	uid_t owner;
+	char from[40]; /* the sandbox it was made from */
+	unsigned cpus, memory_mib;
+	uint64_t mem_kib; /* its memory file (a diff against the default template) on disk */
+	time_t created_at;
+};
+
 struct srv {
 	struct srv_cfg cfg;
+	struct tmpl *templates;
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	struct sandbox *sandboxes;
@@ -133,8 +146,8 @@ struct srv {
 	} * cpu_days; /* CPU of reaped sandboxes, per owner and day */
 	unsigned ncpu_days;
 	struct pool_stats {
-		unsigned size;           /* wanted ready sandboxes (PUT .../pool) */
-		uint64_t hits, misses;   /* creates served from the pool, and not */
+		unsigned size;         /* wanted ready sandboxes (PUT .../pool) */
+		uint64_t hits, misses; /* creates served from the pool, and not */
 		/* Rings of the last 256: create latencies (ms) of [POOL_MISS]
 		 * and [POOL_HIT] creates, pause times (ms) and sizes (KiB). */
 		uint32_t ring[4][256];
@@ -220,6 +233,23 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
  * its agent; the caller set sb->pausing under mu (no second start). 0 or
  * -errno with err set; either way sb->pausing is cleared. */
 int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap);
+/* Hard-link every regular file of the snapshot directory from into the
+ * new directory to (0700). 0 or -errno with err set. */
+int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap);
+/* Give sb's guest its own hostname, sbx-<its id's hex>, through the
+ * agent: 0 or -errno with err set. */
+int sb_set_hostname(struct sandbox *sb, char *err, size_t cap);
+/* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
+ * /v1/templates/{name}. */
+void api_templates(struct conn *c, const struct http_request *r, const char *name);
+/* sb->owner's template name: under mu, or NULL. */
+struct tmpl *tmpl_find_locked(struct srv *s, uid_t owner, const char *name);
+/* Make sb's directory with paused-1 linked from template name (sb's
+ * owner's) and set sb->pause_gen: 0, or -errno with err set (-ENOENT: it
+ * was deleted meanwhile). */
+int tmpl_start_from(struct srv *s, struct sandbox *sb, const char *name, char *err, size_t cap);
+/* Read the templates back at start (a build a crash left is removed). */
+void tmpl_load(struct srv *s);
 /* POST .../fork (serve_fork.c). */
 void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb);
 void sb_persist_locked(struct srv *s, struct sandbox *sb);

@@ -301,6 +301,8 @@ void api_create(struct conn *c, const struct http_request *r)
 	char net_store[2 * MAX_RULES][72];
 	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
+	unsigned tcpus = 0, tmem = 0;
+	bool custom;
 	int i;
 
 	(void)r;
@@ -317,21 +319,48 @@ void api_create(struct conn *c, const struct http_request *r)
 	sb->cpus = 1;
 	sb->memory_mib = 256;
 	if ((i = json_find(&b.d, 0, "template")) >= 0 && !json_is_null(&b.d, i) &&
-	    (json_get_string(&b.d, i, sb->template, sizeof(sb->template), NULL) || strcmp(sb->template, "default"))) {
-		conn_error(c, 400, "bad_request", "template: only \"default\" exists (the base image)");
+	    json_get_string(&b.d, i, sb->template, sizeof(sb->template), NULL)) {
+		conn_error(c, 400, "bad_request", "template: a string (a name)");
 		goto out;
+	}
+	if ((custom = strcmp(sb->template, "default") != 0)) {
+		/* The shape is the template's snapshot's. */
+		pthread_mutex_lock(&s->mu);
+		const struct tmpl *t = tmpl_find_locked(s, c->uid, sb->template);
+		if (t) {
+			sb->cpus = tcpus = t->cpus;
+			sb->memory_mib = tmem = t->memory_mib;
+		}
+		pthread_mutex_unlock(&s->mu);
+		if (!t) {
+			conn_error(c, 400, "bad_request",
+				   "template: no template \"%s\" (\"default\", or yours: GET /v1/templates)",
+				   sb->template);
+			goto out;
+		}
 	}
 	if (field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s) ||
 	    field_u32(c, &b.d, 0, "idle_timeout_s", 0, s->cfg.max_timeout_s, &sb->idle_timeout_s) ||
 	    field_u32(c, &b.d, 0, "cpus", 1, 8, &sb->cpus) ||
 	    field_u32(c, &b.d, 0, "memory_mib", 64, 16384, &sb->memory_mib))
 		goto out;
+	if (custom && (sb->cpus != tcpus || sb->memory_mib != tmem)) {
+		conn_error(c, 400, "bad_request", "%s: template \"%s\" has %u CPUs and %u MiB: leave them out",
+			   sb->cpus != tcpus ? "cpus" : "memory_mib", sb->template, tcpus, tmem);
+		goto out;
+	}
 	if (env_append(c, &b.d, "envs", &sb->env, &sb->nenv))
 		goto out;
 	sb->nsecret_from = sb->nenv;
 	if (env_append(c, &b.d, "secret_envs", &sb->env, &sb->nenv) || parse_metadata(c, &b.d, sb) ||
 	    parse_network(c, &b.d, net_args, net_store, &sb->net_enabled))
 		goto out;
+	if (custom && sb->net_enabled) {
+		conn_error(
+			c, 400, "bad_request",
+			"network: a sandbox from a custom template cannot have a network yet (its snapshot has none)");
+		goto out;
+	}
 
 	sb->owner = c->uid;
 	sb_name(s, sb);
@@ -359,7 +388,10 @@ void api_create(struct conn *c, const struct http_request *r)
 	s->sandboxes = sb;
 	pthread_mutex_unlock(&s->mu);
 
-	if (sb_create(s, sb, net_args, err, sizeof(err))) {
+	/* From a custom template: its snapshot linked in as paused-1, and
+	 * once up, the guest's own hostname (not the template's). */
+	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) ||
+	    sb_create(s, sb, net_args, err, sizeof(err)) || (custom && sb_set_hostname(sb, err, sizeof(err)))) {
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);

@@ -33,44 +33,6 @@ struct start {
 	bool threaded;
 };
 
-/* Hard-link every regular file of the snapshot from into the new
- * directory to. 0 or -errno with err set. */
-static int link_snapshot(const char *from, const char *to, char *err, size_t cap)
-{
-	int src = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), r = 0;
-	DIR *d;
-	struct dirent *de;
-
-	if (src < 0 || mkdir(to, 0700) < 0) {
-		r = -errno;
-		snprintf(err, cap, "%s: %s", src < 0 ? from : to, strerror(errno));
-		if (src >= 0)
-			close(src);
-		return r;
-	}
-	if (!(d = fdopendir(src))) {
-		r = -errno;
-		close(src);
-		snprintf(err, cap, "%s: %s", from, strerror(-r));
-		return r;
-	}
-	while (!r && (errno = 0, de = readdir(d))) {
-		char path[1024];
-		struct stat st;
-
-		if (fstatat(src, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
-			continue;
-		if (snprintf(path, sizeof(path), "%s/%s", to, de->d_name) >= (int)sizeof(path))
-			r = -ENAMETOOLONG;
-		else if (linkat(src, de->d_name, AT_FDCWD, path, 0) < 0)
-			r = -errno;
-		if (r)
-			snprintf(err, cap, "link %.300s/%.100s: %s", from, de->d_name, strerror(-r));
-	}
-	closedir(d);
-	return r;
-}
-
 static char *dup_or_null(const char *p, bool *fail)
 {
 	char *d = p ? strdup(p) : NULL;
@@ -120,25 +82,6 @@ static struct sandbox *child_of(struct srv *s, const struct sandbox *p, unsigned
 	return c;
 }
 
-/* The child's own hostname, through the agent (the file is procfs's:
- * written in place, no new process in the guest). */
-static int set_hostname(struct sandbox *sb, char *err, size_t cap)
-{
-	struct tvm_agent *a = NULL;
-	struct tvm_err e = { 0 };
-	char name[48];
-	int r;
-
-	snprintf(name, sizeof(name), "sbx-%s\n", sb->id + 4);
-	r = sb_agent(sb, 5000, &a, &e);
-	if (!r)
-		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
-	tvm_agent_close(a);
-	if (r)
-		snprintf(err, cap, "its hostname: %s", e.msg);
-	return r;
-}
-
 static void *start_one(void *arg)
 {
 	struct start *x = arg;
@@ -146,7 +89,7 @@ static void *start_one(void *arg)
 	if (!x->child)
 		x->r = sb_resume_started(x->s, x->sb, x->err, sizeof(x->err));
 	else if (!(x->r = sb_create(x->s, x->sb, NULL, x->err, sizeof(x->err))))
-		x->r = set_hostname(x->sb, x->err, sizeof(x->err));
+		x->r = sb_set_hostname(x->sb, x->err, sizeof(x->err));
 	return NULL;
 }
 
@@ -250,7 +193,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		} else if (x[i].sb && !x[i].r) {
 			char to[600];
 			snprintf(to, sizeof(to), "%s/paused-1", x[i].sb->dir);
-			x[i].r = link_snapshot(from, to, x[i].err, sizeof(x[i].err));
+			x[i].r = sb_link_snapshot(from, to, x[i].err, sizeof(x[i].err));
 		}
 	/* Every start at once (the parent's too): each waits for its agent.
 	 * Without a thread, one runs here: slower, not wrong. */

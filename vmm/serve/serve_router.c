@@ -191,6 +191,8 @@ void route(struct conn *c, const struct http_request *r)
 		sandbox_route(c, r, seg, n);
 	} else if (n == 4 && !strcmp(seg[1], "templates") && !strcmp(seg[3], "pool")) {
 		api_pool(c, r, seg[2]);
+	} else if ((n == 2 || n == 3) && !strcmp(seg[1], "templates")) {
+		api_templates(c, r, n == 3 ? seg[2] : NULL);
 	} else if (n == 2 && (!strcmp(seg[1], "health") || !strcmp(seg[1], "version"))) {
 		conn_error(c, 405, "method_not_allowed", "/v1/%s: use GET", seg[1]);
 	} else {

@@ -596,10 +596,69 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	sb->expires_at = time(NULL) + sb->timeout_s; /* a resume: a new lifetime */
 	sb->last_active_ns = now_ns();
 	sb_persist_locked(s, sb);
-	/* Started from a snapshot without being paused: a fork's child. */
-	sb_audit_locked(s, sb, sb->pooled ? "pooled" : sb->paused ? "resumed" : sb->pause_gen ? "forked" : "created");
+	sb_audit_locked(s, sb,
+			sb->pooled           ? "pooled"
+			: sb->paused         ? "resumed"
+			: sb->forked_from[0] ? "forked"
+					     : "created");
 	pthread_mutex_unlock(&s->mu);
 	return 0;
+}
+
+/* Hard-link every regular file of the snapshot from into the new
+ * directory to. 0 or -errno with err set. */
+int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap)
+{
+	int src = open(from, O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW), r = 0;
+	DIR *d;
+	struct dirent *de;
+
+	if (src < 0 || mkdir(to, 0700) < 0) {
+		r = -errno;
+		snprintf(err, cap, "%s: %s", src < 0 ? from : to, strerror(errno));
+		if (src >= 0)
+			close(src);
+		return r;
+	}
+	if (!(d = fdopendir(src))) {
+		r = -errno;
+		close(src);
+		snprintf(err, cap, "%s: %s", from, strerror(-r));
+		return r;
+	}
+	while (!r && (errno = 0, de = readdir(d))) {
+		char path[1024];
+		struct stat st;
+
+		if (fstatat(src, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		if (snprintf(path, sizeof(path), "%s/%s", to, de->d_name) >= (int)sizeof(path))
+			r = -ENAMETOOLONG;
+		else if (linkat(src, de->d_name, AT_FDCWD, path, 0) < 0)
+			r = -errno;
+		if (r)
+			snprintf(err, cap, "link %.300s/%.100s: %s", from, de->d_name, strerror(-r));
+	}
+	closedir(d);
+	return r;
+}
+
+/* The file is procfs's: written in place, no new process in the guest. */
+int sb_set_hostname(struct sandbox *sb, char *err, size_t cap)
+{
+	struct tvm_agent *a = NULL;
+	struct tvm_err e = { 0 };
+	char name[48];
+	int r;
+
+	snprintf(name, sizeof(name), "sbx-%s\n", sb->id + 4);
+	r = sb_agent(sb, 5000, &a, &e);
+	if (!r)
+		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
+	tvm_agent_close(a);
+	if (r)
+		snprintf(err, cap, "its hostname: %s", e.msg);
+	return r;
 }
 
 /* ---- After a restart ---- */
@@ -852,6 +911,7 @@ int srv_state_init(struct srv *s)
 		pthread_mutex_unlock(&s->mu);
 	}
 	closedir(d);
+	tmpl_load(s);
 	/* After load_one killed what it does not re-adopt. */
 	jail_dir(s, path, sizeof(path));
 	jail_gc(path, NULL, NULL);

@@ -1,0 +1,410 @@
+/* Custom templates: a named snapshot of one of the caller's sandboxes
+ * (POST /v1/templates {name, from_sandbox}), from which creates start
+ * (POST /v1/sandboxes {template: name}) with its files and processes.
+ * Made as a fork is: the sandbox paused, its snapshot's files hard-linked
+ * into <state>/templates/<uid>/<name>/ (a diff against the default
+ * template: a few MiB), the sandbox resumed. A create links them into its
+ * own paused-1 and starts from there, getting its own hostname, entropy
+ * and clock. Each uid has its own names: another uid's template answers
+ * 404, as a missing one. Templates outlive a daemon restart; deleting one
+ * never touches the sandboxes made from it (they hold their own links,
+ * and their later pauses are diffs against the default template). */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve.h"
+
+#define TEMPLATES_MAX 64 /* per uid */
+
+static bool name_ok(const char *n)
+{
+	size_t len = strlen(n);
+
+	if (!len || len > 63 || !strcmp(n, "default"))
+		return false;
+	for (size_t i = 0; i < len; i++) {
+		char c = n[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+
+		if (!alnum && (!i || (c != '-' && c != '_' && c != '.')))
+			return false;
+	}
+	return true;
+}
+
+static void tmpl_path(const struct srv *s, uid_t owner, const char *name, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/templates/%u/%s", s->cfg.state_dir, (unsigned)owner, name);
+}
+
+struct tmpl *tmpl_find_locked(struct srv *s, uid_t owner, const char *name)
+{
+	for (struct tmpl *t = s->templates; t; t = t->next)
+		if (t->owner == owner && !strcmp(t->name, name))
+			return t;
+	return NULL;
+}
+
+static void write_json(struct json_w *w, const struct tmpl *t)
+{
+	char ts[32];
+
+	json_w_obj_begin(w);
+	json_w_kstr(w, "name", t->name);
+	rfc3339(ts, sizeof(ts), t->created_at);
+	json_w_kstr(w, "created_at", ts);
+	json_w_kstr(w, "from_sandbox", t->from);
+	json_w_kuint(w, "cpus", t->cpus);
+	json_w_kuint(w, "memory_mib", t->memory_mib);
+	json_w_kuint(w, "memory_kib", t->mem_kib);
+	json_w_obj_end(w);
+}
+
+static int save(const char *dir, const struct tmpl *t)
+{
+	char buf[512], path[700];
+	struct json_w w;
+	size_t len;
+	int fd, r = 0;
+
+	json_w_init(&w, buf, sizeof(buf));
+	json_w_obj_begin(&w);
+	json_w_key(&w, "template", 8);
+	write_json(&w, t);
+	json_w_kuint(&w, "owner", t->owner);
+	json_w_obj_end(&w);
+	if (json_w_finish(&w, &len))
+		return -ENOSPC;
+	snprintf(path, sizeof(path), "%s/template.json", dir);
+	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, len) != (ssize_t)len)
+		r = -EIO;
+	if (close(fd) < 0 && !r)
+		r = -errno;
+	return r;
+}
+
+static uint64_t mem_kib(const char *dir)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%.1000s/snap/mem", dir);
+	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks / 2 : 0;
+}
+
+/* POST /v1/templates {name, from_sandbox}. */
+static void api_template_create(struct conn *c)
+{
+	static const char *const known[] = { "name", "from_sandbox", NULL };
+	struct srv *s = c->s;
+	struct tmpl *t = NULL;
+	struct sandbox *sb = NULL;
+	struct body b;
+	char from[40] = "", dir[600], tmp[620], snap[640], paused[600], err[700];
+	unsigned mine = 0;
+	int i, code;
+
+	if (body_parse(c, &b))
+		goto out;
+	if (fields_known(c, &b.d, 0, known, "body"))
+		goto out;
+	if (!(t = calloc(1, sizeof(*t)))) {
+		conn_error(c, 500, "internal", "out of memory");
+		goto out;
+	}
+	if ((i = json_find(&b.d, 0, "name")) < 0 || json_get_string(&b.d, i, t->name, sizeof(t->name), NULL) ||
+	    !name_ok(t->name)) {
+		conn_error(c, 400, "bad_request",
+			   "name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not \"default\"");
+		goto out;
+	}
+	if ((i = json_find(&b.d, 0, "from_sandbox")) < 0 || json_get_string(&b.d, i, from, sizeof(from), NULL)) {
+		conn_error(c, 400, "bad_request", "from_sandbox: required, the id of one of your sandboxes");
+		goto out;
+	}
+	/* Only the owner's own sandboxes (not through a token): what is
+	 * made is theirs. */
+	if (!(sb = sb_get(s, from, c->uid, NULL))) {
+		conn_error(c, 404, "sandbox_not_found", "no sandbox %s", from);
+		goto out;
+	}
+	if (api_ended(c, sb))
+		goto out;
+	pthread_mutex_lock(&s->mu);
+	for (struct tmpl *o = s->templates; o; o = o->next)
+		mine += o->owner == c->uid;
+	code = tmpl_find_locked(s, c->uid, t->name) ? 409 : mine >= TEMPLATES_MAX ? 429 : 0;
+	pthread_mutex_unlock(&s->mu);
+	if (code == 409) {
+		conn_error(c, 409, "conflict", "template \"%s\" exists: DELETE /v1/templates/%s first", t->name,
+			   t->name);
+		goto out;
+	}
+	if (code) {
+		conn_error(c, 429, "quota_exceeded", "uid %u has %u templates (the limit)", (unsigned)c->uid, mine);
+		goto out;
+	}
+	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
+		conn_error(c, code, code == 409 ? "conflict" : "internal",
+			   "sandbox %s cannot be saved as a template: %s", sb->id, err);
+		goto out;
+	}
+	pthread_mutex_lock(&s->mu);
+	snprintf(paused, sizeof(paused), "%s/paused-%u", sb->dir, sb->pause_gen);
+	t->owner = c->uid;
+	t->cpus = sb->cpus;
+	t->memory_mib = sb->memory_mib;
+	memcpy(t->from, sb->id, sizeof(t->from));
+	pthread_mutex_unlock(&s->mu);
+	t->created_at = time(NULL);
+	tmpl_path(s, c->uid, t->name, dir, sizeof(dir));
+	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
+	snprintf(snap, sizeof(snap), "%s/snap", tmp);
+	sb_remove_dir(tmp); /* a build a crash left */
+	snprintf(snap, sizeof(snap), "%s/templates", s->cfg.state_dir);
+	mkdir(snap, 0700);
+	snprintf(snap, sizeof(snap), "%s/templates/%u", s->cfg.state_dir, (unsigned)c->uid);
+	mkdir(snap, 0700);
+	snprintf(snap, sizeof(snap), "%s/snap", tmp);
+	code = mkdir(tmp, 0700) < 0 ? -errno : 0;
+	if (code)
+		snprintf(err, sizeof(err), "%s: %s", tmp, strerror(-code));
+	if (!code)
+		code = sb_link_snapshot(paused, snap, err, sizeof(err));
+	if (!code && (code = save(tmp, t)))
+		snprintf(err, sizeof(err), "%s/template.json: %s", tmp, strerror(-code));
+	if (!code && rename(tmp, dir) < 0) {
+		code = -errno;
+		snprintf(err, sizeof(err), "%s: %s", dir, strerror(errno));
+	}
+	t->mem_kib = mem_kib(dir);
+	/* The sandbox runs on, whatever became of the template. */
+	char rerr[700];
+	if (sb_resume_started(s, sb, rerr, sizeof(rerr)))
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its resume after a template failed: %s (it stays paused)\n",
+			sb->id, rerr);
+	if (code) {
+		sb_remove_dir(tmp);
+		conn_error(c, 500, "internal", "template \"%s\": %s", t->name, err);
+		goto out;
+	}
+	char buf[512];
+	struct json_w w;
+	json_w_init(&w, buf, sizeof(buf));
+	pthread_mutex_lock(&s->mu);
+	t->next = s->templates;
+	s->templates = t;
+	write_json(&w, t);
+	pthread_mutex_unlock(&s->mu);
+	fprintf(stderr, "tinyvmm serve: uid %u: template \"%s\" made from sandbox %s (%llu KiB of memory)\n",
+		(unsigned)c->uid, t->name, from, (unsigned long long)t->mem_kib);
+	t = NULL;
+	conn_json(c, 201, &w);
+out:
+	if (sb)
+		sb_put(s, sb);
+	free(t);
+	body_free(&b);
+}
+
+static void api_template_list(struct conn *c)
+{
+	struct srv *s = c->s;
+	size_t cap = 64;
+	char *buf;
+	struct json_w w;
+
+	pthread_mutex_lock(&s->mu);
+	for (struct tmpl *t = s->templates; t; t = t->next)
+		cap += t->owner == c->uid ? 512 : 0;
+	buf = malloc(cap);
+	json_w_init(&w, buf, buf ? cap : 0);
+	json_w_obj_begin(&w);
+	json_w_key(&w, "templates", 9);
+	json_w_arr_begin(&w);
+	for (struct tmpl *t = s->templates; t; t = t->next)
+		if (t->owner == c->uid)
+			write_json(&w, t);
+	json_w_arr_end(&w);
+	json_w_obj_end(&w);
+	pthread_mutex_unlock(&s->mu);
+	conn_json(c, 200, &w);
+	free(buf);
+}
+
+/* GET or DELETE /v1/templates/{name}. */
+static void api_template_one(struct conn *c, const char *name, bool del)
+{
+	struct srv *s = c->s;
+	struct tmpl *t, **pp;
+	char buf[512], dir[600];
+	struct json_w w;
+
+	pthread_mutex_lock(&s->mu);
+	for (pp = &s->templates; (t = *pp); pp = &t->next)
+		if (t->owner == c->uid && !strcmp(t->name, name))
+			break;
+	if (!t) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 404, "template_not_found", "no template \"%s\"%s", name,
+			   strcmp(name, "default") ? "" : " of yours (\"default\" is the service's)");
+		return;
+	}
+	if (!del) {
+		json_w_init(&w, buf, sizeof(buf));
+		write_json(&w, t);
+		pthread_mutex_unlock(&s->mu);
+		conn_json(c, 200, &w);
+		return;
+	}
+	*pp = t->next;
+	pthread_mutex_unlock(&s->mu);
+	/* Sandboxes made from it have links of their own. */
+	tmpl_path(s, t->owner, t->name, dir, sizeof(dir));
+	sb_remove_dir(dir);
+	fprintf(stderr, "tinyvmm serve: uid %u: template \"%s\" deleted\n", (unsigned)c->uid, t->name);
+	free(t);
+	conn_respond(c, 204, NULL, NULL, 0, NULL);
+}
+
+void api_templates(struct conn *c, const struct http_request *r, const char *name)
+{
+	const struct http_str *m = &r->method;
+	bool get = m->n == 3 && !memcmp(m->p, "GET", 3), post = m->n == 4 && !memcmp(m->p, "POST", 4),
+	     del = m->n == 6 && !memcmp(m->p, "DELETE", 6);
+
+	if (!name && post)
+		api_template_create(c);
+	else if (!name && get)
+		api_template_list(c);
+	else if (!name)
+		conn_error(c, 405, "method_not_allowed", "/v1/templates: use GET or POST");
+	else if (get || del)
+		api_template_one(c, name, del);
+	else
+		conn_error(c, 405, "method_not_allowed", "/v1/templates/{name}: use GET or DELETE");
+}
+
+int tmpl_start_from(struct srv *s, struct sandbox *sb, const char *name, char *err, size_t cap)
+{
+	char dir[600], snap[620], to[600];
+	int r;
+
+	pthread_mutex_lock(&s->mu);
+	bool found = tmpl_find_locked(s, sb->owner, name) != NULL;
+	pthread_mutex_unlock(&s->mu);
+	if (!found) {
+		snprintf(err, cap, "template \"%s\" was deleted", name);
+		return -ENOENT;
+	}
+	tmpl_path(s, sb->owner, name, dir, sizeof(dir));
+	snprintf(snap, sizeof(snap), "%s/snap", dir);
+	snprintf(to, sizeof(to), "%s/paused-1", sb->dir);
+	if (mkdir(sb->dir, 0700) < 0) {
+		snprintf(err, cap, "%s: %s", sb->dir, strerror(errno));
+		return -errno;
+	}
+	r = sb_link_snapshot(snap, to, err, cap);
+	if (r)
+		return r;
+	sb->pause_gen = 1;
+	return 0;
+}
+
+/* Integer field key of object o in lo..hi into *v: 0, or -1. */
+static int get_range(const struct json_doc *d, int o, const char *key, int64_t lo, int64_t hi, unsigned *v)
+{
+	int64_t x;
+	int i = json_find(d, o, key);
+
+	if (i < 0 || json_get_int64(d, i, &x) || x < lo || x > hi)
+		return -1;
+	*v = (unsigned)x;
+	return 0;
+}
+
+/* One <state>/templates/<uid>/<name>/template.json, read back (the
+ * daemon wrote it, but the state directory is checked as any input). */
+static void load_one(struct srv *s, const char *dir, uid_t owner, const char *name)
+{
+	char path[700], text[4096];
+	struct json_tok tok[64];
+	struct json_doc d;
+	struct tmpl *t = calloc(1, sizeof(*t));
+	int o = -1, i, fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%.600s/template.json", dir);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	n = fd >= 0 ? read(fd, text, sizeof(text)) : -1;
+	if (fd >= 0)
+		close(fd);
+	if (!t || n <= 0 || n == (ssize_t)sizeof(text) || json_parse(&d, text, (size_t)n, tok, 64, 0, NULL) ||
+	    (o = json_find(&d, 0, "template")) < 0 || (i = json_find(&d, o, "name")) < 0 ||
+	    json_get_string(&d, i, t->name, sizeof(t->name), NULL) || strcmp(t->name, name) || !name_ok(name) ||
+	    (i = json_find(&d, o, "from_sandbox")) < 0 || json_get_string(&d, i, t->from, sizeof(t->from), NULL) ||
+	    get_range(&d, o, "cpus", 1, 8, &t->cpus) || get_range(&d, o, "memory_mib", 64, 16384, &t->memory_mib)) {
+		fprintf(stderr, "tinyvmm serve: %s: unreadable template: skipped\n", dir);
+		free(t);
+		return;
+	}
+	t->owner = owner;
+	if ((i = json_find(&d, o, "created_at")) >= 0) {
+		char ts[40];
+		struct tm tm = { 0 };
+		if (!json_get_string(&d, i, ts, sizeof(ts), NULL) && strptime(ts, "%Y-%m-%dT%H:%M:%SZ", &tm))
+			t->created_at = timegm(&tm);
+	}
+	t->mem_kib = mem_kib(dir);
+	t->next = s->templates;
+	s->templates = t;
+}
+
+void tmpl_load(struct srv *s)
+{
+	char top[600], udir[700], dir[800];
+	DIR *d, *u;
+	struct dirent *de, *te;
+
+	snprintf(top, sizeof(top), "%s/templates", s->cfg.state_dir);
+	if (!(d = opendir(top)))
+		return;
+	while ((de = readdir(d))) {
+		char *end;
+		unsigned long uid = strtoul(de->d_name, &end, 10);
+
+		if (de->d_name[0] < '0' || de->d_name[0] > '9' || *end || uid > UINT32_MAX - 1)
+			continue;
+		snprintf(udir, sizeof(udir), "%.500s/%.32s", top, de->d_name);
+		if (!(u = opendir(udir)))
+			continue;
+		while ((te = readdir(u))) {
+			size_t len = strlen(te->d_name);
+
+			if (te->d_name[0] == '.')
+				continue;
+			if (len > 63 + 4)
+				continue; /* no name of ours */
+			snprintf(dir, sizeof(dir), "%.600s/%.67s", udir, te->d_name);
+			if (len > 4 && !strcmp(te->d_name + len - 4, ".tmp")) {
+				sb_remove_dir(dir); /* a build that did not finish */
+				continue;
+			}
+			pthread_mutex_lock(&s->mu);
+			load_one(s, dir, (uid_t)uid, te->d_name);
+			pthread_mutex_unlock(&s->mu);
+		}
+		closedir(u);
+	}
+	closedir(d);
+}
