@@ -1603,8 +1603,11 @@ class T13Templates(ServeTest):
         src = create(UID_C, {"metadata": {"role": "builder"}}).json["id"]
         made = []
         try:
-            self.sh(src, "mkdir -p /opt/app && echo prepared > /opt/app/ready; "
-                         "setsid sleep 86407 </dev/null >/dev/null 2>&1 &")
+            # (the exec's process group ends with it: wait until the
+            # process is in a session of its own)
+            self.sh(src, "mkdir -p /tmp/app && echo prepared > /tmp/app/ready && "
+                         "{ setsid sh -c 'echo $$ > /tmp/app/pid; exec sleep 86407' </dev/null >/dev/null 2>&1 & } "
+                         "&& while [ ! -s /tmp/app/pid ]; do sleep 0.2; done")
             for bad in ({"name": "default", "from_sandbox": src}, {"name": "Bad Name", "from_sandbox": src},
                         {"name": "x"}, {"name": "x", "from_sandbox": src, "more": 1}):
                 self.expect_error(call(UID_C, "POST", "/v1/templates", json=bad, check="response"), 400,
@@ -1621,7 +1624,7 @@ class T13Templates(ServeTest):
             self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "py", "from_sandbox": src}), 409,
                               "conflict")
             # the source runs on, as it was
-            self.assertEqual(self.sh(src, "cat /opt/app/ready"), "prepared\n")
+            self.assertEqual(self.sh(src, "cat /tmp/app/ready"), "prepared\n")
             self.assertEqual([t["name"] for t in call(UID_C, "GET", "/v1/templates").json["templates"]], ["py"])
             self.assertEqual(call(UID_D, "GET", "/v1/templates").json["templates"], [])
             self.expect_error(call(UID_D, "GET", "/v1/templates/py"), 404, "template_not_found")
@@ -1635,7 +1638,7 @@ class T13Templates(ServeTest):
                 made.append(b["id"])
                 self.assertEqual(b["template"], "py")
             # the process: a cmdline that starts "sleep 86407" (this shell's does not)
-            outs = [self.sh(k, "cat /opt/app/ready /proc/sys/kernel/hostname; "
+            outs = [self.sh(k, "cat /tmp/app/ready /proc/sys/kernel/hostname; "
                                "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done | "
                                "grep -c '^sleep 86407'; head -c 8 /dev/urandom | od -An -tx1") for k in made]
             for k, out in zip(made, outs):
@@ -1644,15 +1647,15 @@ class T13Templates(ServeTest):
                 self.assertEqual(lines[1], "sbx-" + k[4:], out)  # its own hostname
                 self.assertGreaterEqual(int(lines[2]), 1, out)  # the process runs in it
             self.assertNotEqual(outs[0].split("\n")[3], outs[1].split("\n")[3])  # entropy of its own
-            self.sh(made[0], "echo only-here > /opt/app/mine")
-            self.assertEqual(self.sh(made[1], "cat /opt/app/mine 2>/dev/null; echo end"), "end\n")
+            self.sh(made[0], "echo only-here > /tmp/app/mine")
+            self.assertEqual(self.sh(made[1], "cat /tmp/app/mine 2>/dev/null; echo end"), "end\n")
             # a restart keeps it; a delete ends its use, not the sandboxes made from it
             restart_daemon()
             self.assertEqual(call(UID_C, "GET", "/v1/templates/py").json["from_sandbox"], src)
             self.assertEqual(call(UID_C, "DELETE", "/v1/templates/py").status, 204)
             self.expect_error(call(UID_C, "DELETE", "/v1/templates/py"), 404, "template_not_found")
             self.expect_error(create(UID_C, {"template": "py"}, expect=400), 400, "bad_request")
-            self.assertEqual(self.sh(made[1], "cat /opt/app/ready"), "prepared\n")
+            self.assertEqual(self.sh(made[1], "cat /tmp/app/ready"), "prepared\n")
             self.assertFalse(os.path.exists(os.path.join(STATE, "templates", str(UID_C), "py")))
         finally:
             for k in [src] + made:
