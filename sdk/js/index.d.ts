@@ -19,6 +19,8 @@ export declare class NotFoundError extends TinyvmmError {}
 export declare class ForbiddenError extends TinyvmmError {}
 export declare class SandboxNotFoundError extends NotFoundError {}
 export declare class ExecNotFoundError extends NotFoundError {}
+/** 404 template_not_found: none of the caller's templates by that name */
+export declare class TemplateNotFoundError extends NotFoundError {}
 export declare class ConflictError extends TinyvmmError {}
 export type EndReason = 'killed' | 'expired' | 'idle' | 'crashed' | 'oom';
 export declare class SandboxExpiredError extends TinyvmmError {
@@ -157,6 +159,7 @@ export interface SandboxInfo {
 export interface NetworkOptions { enabled?: boolean; allow_out?: string[]; dns?: string[]; }
 
 export interface CreateOptions {
+  /** 'default' (the base image) or one of your templates (saveAsTemplate): then leave cpus and memoryMib out, no network */
   template?: string;
   /** lifetime in seconds (default 300) */
   timeout?: number;
@@ -202,6 +205,8 @@ export declare class Sandbox {
   resume(opts?: { requestTimeoutMs?: number }): Promise<SandboxInfo>;
   /** count (1..8) children from this sandbox's state now, each with its own accessToken; owner only (ForbiddenError) */
   fork(opts?: ForkOptions): Promise<Sandbox[]>;
+  /** save this sandbox (files, processes) as template `name`; owner's uid only; ConflictError if the name exists, while commands run, paused or with a network */
+  saveAsTemplate(name: string, opts?: { requestTimeoutMs?: number }): Promise<Template>;
   getInfo(): Promise<SandboxInfo>;
   isRunning(): Promise<boolean>;
   logs(): Promise<AsyncGenerator<Record<string, any>>>;
@@ -217,6 +222,21 @@ export interface Pool {
 }
 export declare function pool(opts?: { template?: string; socketPath?: string }): Promise<Pool>;
 export declare function setPool(size: number, opts?: { template?: string; socketPath?: string }): Promise<Pool>;
+/** A custom template: a named snapshot of one of the caller's sandboxes (POST /v1/templates). */
+export interface Template {
+  /** 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not 'default' */
+  name: string;
+  created_at: string;
+  /** the sandbox it was saved from */
+  from_sandbox: string;
+  cpus: number;
+  memory_mib: number;
+  /** its memory file on disk (a diff against the default template) */
+  memory_kib: number;
+}
+export declare function templates(opts?: { socketPath?: string }): Promise<Template[]>;
+export declare function getTemplate(name: string, opts?: { socketPath?: string }): Promise<Template>;
+export declare function deleteTemplate(name: string, opts?: { socketPath?: string }): Promise<boolean>;
 export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;
 export declare function version(opts?: { socketPath?: string }): Promise<{ version: string; api: string }>;
 

@@ -32,6 +32,8 @@ export class NotFoundError extends TinyvmmError {}
 export class ForbiddenError extends TinyvmmError {}
 export class SandboxNotFoundError extends NotFoundError {}
 export class ExecNotFoundError extends NotFoundError {}
+/** 404 template_not_found: none of the caller's templates by that name (another uid's is not found either). */
+export class TemplateNotFoundError extends NotFoundError {}
 export class ConflictError extends TinyvmmError {}
 /** 410: the sandbox has ended; endReason is killed|expired|idle|crashed|oom. */
 export class SandboxExpiredError extends TinyvmmError {
@@ -69,7 +71,7 @@ export class CommandExitError extends TinyvmmError {
 
 const BY_ERROR = {
   bad_request: BadRequestError, not_found: NotFoundError, forbidden: ForbiddenError, sandbox_not_found: SandboxNotFoundError,
-  exec_not_found: ExecNotFoundError, conflict: ConflictError, sandbox_expired: SandboxExpiredError,
+  exec_not_found: ExecNotFoundError, template_not_found: TemplateNotFoundError, conflict: ConflictError, sandbox_expired: SandboxExpiredError,
   payload_too_large: PayloadTooLargeError, quota_exceeded: QuotaExceededError,
   capacity: ServiceUnavailableError, not_implemented: NotImplementedByServerError,
   guest_error: GuestError, insufficient_storage: InsufficientStorageError,
@@ -676,6 +678,20 @@ export class Sandbox {
     return (d.sandboxes || []).map((s) => new Sandbox(s, { client: base }));
   }
 
+  /**
+   * Save this sandbox (its files and running processes) as the custom template `name` (1 to 63 of
+   * a-z 0-9 - _ ., a letter or digit first, not 'default'); Sandbox.create({template: name}) then starts
+   * from it with its cpus and memory_mib. The sandbox is paused for the copy and runs on. Resolves with
+   * the Template {name, created_at, from_sandbox, cpus, memory_mib, memory_kib}. Only the owner's uid may
+   * (a token does not do: SandboxNotFoundError); BadRequestError for a bad name; ConflictError if the
+   * name exists, while commands run, when paused or with a network; QuotaExceededError past 64.
+   */
+  async saveAsTemplate(name, { requestTimeoutMs = 300_000 } = {}) {
+    // ownership is by uid: the token (if any) is not sent, it would not count
+    return this._client.withToken(null).call('POST', '/templates',
+      { json: { name, from_sandbox: this.sandboxId }, timeoutMs: requestTimeoutMs });
+  }
+
   async getInfo() {
     this._info = infoFromJson(await this._client.call('GET', `/sandboxes/${this.sandboxId}`));
     return this._info;
@@ -711,6 +727,24 @@ export function pool({ template = 'default', socketPath } = {}) {
 /** Keep `size` sandboxes restored ahead of creates (root or the daemon's uid, else ForbiddenError); resolves with the pool. */
 export function setPool(size, { template = 'default', socketPath } = {}) {
   return new Client({ socketPath }).call('PUT', `/templates/${encodeURIComponent(template)}/pool`, { json: { size } });
+}
+/** The caller's custom templates ('default' always exists and is not listed): Template[]. */
+export async function templates({ socketPath } = {}) {
+  return (await new Client({ socketPath }).call('GET', '/templates')).templates || [];
+}
+/** One of the caller's templates, else TemplateNotFoundError. */
+export function getTemplate(name, { socketPath } = {}) {
+  return new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(name)}`);
+}
+/** Delete one of the caller's templates: true, or false if there is none by that name. Sandboxes made from it run on. */
+export async function deleteTemplate(name, { socketPath } = {}) {
+  try {
+    await new Client({ socketPath }).call('DELETE', `/templates/${encodeURIComponent(name)}`);
+    return true;
+  } catch (e) {
+    if (e instanceof TemplateNotFoundError) return false;
+    throw e;
+  }
 }
 /** Version of the daemon: {version, api}. */
 export function version({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/version'); }

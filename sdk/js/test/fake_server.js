@@ -9,6 +9,11 @@
 // parent's directory. Only the owner may fork: every caller is `uid` (this
 // process's); set a sandbox's `owner` to another uid to play a caller who
 // only holds its token.
+// Custom templates as the daemon: `templates` maps `${uid}/${name}` to
+// {json, root} (root: a copy of the sandbox's directory); each uid sees its
+// own only (set `uid` to another to play another caller). A create from a
+// template copies its files and takes its shape (400 on another shape or a
+// network); `templateQuota` (64) templates per uid.
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -16,6 +21,7 @@ import path from 'node:path';
 import crypto from 'node:crypto';
 import { spawn } from 'node:child_process';
 
+const TEMPLATE_NAME_RE = /^[a-z0-9][a-z0-9._-]{0,62}$/;
 const PATH_RE = /(?<![\w./~-])\/(?:tmp|home|work|data)(?=\/|\b)/g;
 const hex = (n) => crypto.randomBytes(n).toString('hex');
 const iso = (ms) => (ms == null ? null : new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z'));
@@ -29,6 +35,8 @@ export class FakeDaemon {
     this.tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'tinyvmm-fake-js-'));
     this.socketPath = path.join(this.tmp, 'api.sock');
     this.sandboxes = new Map();
+    this.templates = new Map(); // `${uid}/${name}` -> { json, root }
+    this.templateQuota = 64;
     this.quota = 20;
     this.supportStdinSignal = true;
     this.capacityFull = false;
@@ -84,21 +92,23 @@ export class FakeDaemon {
   }
 
   sbJson(sb) {
-    return { id: sb.id, state: sb.endedAt ? 'ended' : sb.paused ? 'paused' : 'running', template: 'default', created_at: iso(sb.created),
+    return { id: sb.id, state: sb.endedAt ? 'ended' : sb.paused ? 'paused' : 'running', template: sb.template, created_at: iso(sb.created),
       expires_at: iso(sb.expires), ended_at: iso(sb.endedAt), end_reason: sb.endReason, cpus: sb.cpus,
       memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, forked_from: sb.forkedFrom, metadata: sb.metadata };
   }
 
-  /** A new sandbox (a copy of parent's directory for a fork). */
-  newSandbox({ timeoutS = 300, cpus = 1, memory = 256, metadata = {}, envs = {} }, parent = null) {
+  /** A new sandbox (a copy of parent's directory for a fork, of filesFrom for a create from a template). */
+  newSandbox({ timeoutS = 300, cpus = 1, memory = 256, metadata = {}, envs = {}, template = 'default', network = false,
+    filesFrom = null }, parent = null) {
     const id = 'sbx_' + hex(16);
     const root = fs.mkdtempSync(path.join(this.tmp, id + '-'));
-    if (parent) fs.cpSync(parent.root, root, { recursive: true, verbatimSymlinks: true });
+    const from = parent ? parent.root : filesFrom;
+    if (from) fs.cpSync(from, root, { recursive: true, verbatimSymlinks: true });
     fs.mkdirSync(path.join(root, 'tmp'), { recursive: true });
     fs.mkdirSync(path.join(root, 'home/sandbox'), { recursive: true });
     const sb = { id, token: hex(16), owner: parent ? parent.owner : this.uid, root, created: Date.now(),
       timeoutS, expires: Date.now() + timeoutS * 1000, endedAt: null, endReason: null, paused: false,
-      forkedFrom: parent ? parent.id : null, cpus, memory, metadata: { ...metadata }, envs: { ...envs }, execs: new Map() };
+      forkedFrom: parent ? parent.id : null, template: parent ? parent.template : template, network, cpus, memory, metadata: { ...metadata }, envs: { ...envs }, execs: new Map() };
     this.sandboxes.set(id, sb);
     return sb;
   }
@@ -206,6 +216,48 @@ export class FakeDaemon {
     throw new ApiError(404, 'sandbox_not_found', `no sandbox ${sid}`);
   }
 
+  /** /v1/templates and /v1/templates/{name}, in serve_template.c's order of checks. */
+  async templateRoute(req, res, m, name) {
+    if (name === undefined) {
+      if (m === 'GET') {
+        const mine = [...this.templates.entries()].filter(([k]) => k.startsWith(`${this.uid}/`)).sort(([x], [y]) => (x < y ? -1 : 1));
+        return this.json(res, 200, { templates: mine.map(([, t]) => t.json) });
+      }
+      if (m !== 'POST') throw new ApiError(405, 'method_not_allowed', 'GET or POST');
+      const b = await this.jsonBody(req);
+      const unknown = Object.keys(b).filter((k) => k !== 'name' && k !== 'from_sandbox');
+      if (unknown.length) throw new ApiError(400, 'bad_request', `body: unknown field ${unknown[0]}`);
+      if (typeof b.name !== 'string' || !TEMPLATE_NAME_RE.test(b.name) || b.name === 'default') {
+        throw new ApiError(400, 'bad_request', 'name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not "default"');
+      }
+      if (typeof b.from_sandbox !== 'string') throw new ApiError(400, 'bad_request', 'from_sandbox: required, the id of one of your sandboxes');
+      // only the caller's own sandboxes (a token does not do): what is made is theirs
+      const sb = this.sandboxes.get(b.from_sandbox);
+      if (!sb || sb.owner !== this.uid) throw new ApiError(404, 'sandbox_not_found', `no sandbox ${b.from_sandbox}`);
+      if (sb.endedAt) throw new ApiError(410, 'sandbox_expired', `sandbox ended (${sb.endReason})`, { end_reason: sb.endReason });
+      const key = `${this.uid}/${b.name}`;
+      if (this.templates.has(key)) throw new ApiError(409, 'conflict', `template "${b.name}" exists: DELETE /v1/templates/${b.name} first`);
+      const mine = [...this.templates.keys()].filter((k) => k.startsWith(`${this.uid}/`)).length;
+      if (mine >= this.templateQuota) throw new ApiError(429, 'quota_exceeded', `uid ${this.uid} has ${mine} templates (the limit)`);
+      const why = sb.paused ? 'paused already' : [...sb.execs.values()].some((ex) => !ex.final) ? 'commands are running'
+        : sb.network ? 'it has a network' : null;
+      if (why) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be saved as a template: ${why}`);
+      const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
+      fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
+      const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024 };
+      this.templates.set(key, { json, root });
+      return this.json(res, 201, json);
+    }
+    const key = `${this.uid}/${name}`;
+    const t = this.templates.get(key);
+    if (m !== 'GET' && m !== 'DELETE') throw new ApiError(405, 'method_not_allowed', 'GET or DELETE');
+    if (!t) throw new ApiError(404, 'template_not_found', `no template "${name}"`);
+    if (m === 'GET') return this.json(res, 200, t.json);
+    this.templates.delete(key); // sandboxes made from it run on
+    fs.rmSync(t.root, { recursive: true, force: true });
+    return this.json(res, 204, null);
+  }
+
   async handle(req, res) {
     const u = new URL(req.url, 'http://localhost');
     const q = u.searchParams;
@@ -227,14 +279,31 @@ export class FakeDaemon {
         hits: 0, misses: 0, cpus: 1, memory_mib: 256, create_latency: { hit: lat, miss: { ...lat } },
         pause_time: { ...lat }, pause_size: { samples: 0, p50_kib: null, p99_kib: null } });
     }
+    if (a === 'templates' && !rest.length) return this.templateRoute(req, res, m, sid);
     if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');
     if (!sid) {
       if (m === 'POST') {
         const b = await this.jsonBody(req);
+        let tmpl = null;
+        if (b.template !== undefined && b.template !== null && typeof b.template !== 'string') throw new ApiError(400, 'bad_request', 'template: a string (a name)');
+        if (b.template && b.template !== 'default') {
+          tmpl = this.templates.get(`${this.uid}/${b.template}`);
+          if (!tmpl) throw new ApiError(400, 'bad_request', `template: no template "${b.template}" ("default", or yours: GET /v1/templates)`);
+        }
         if (b.timeout_s !== undefined && (!Number.isInteger(b.timeout_s) || b.timeout_s < 1)) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
         if (b.cpus !== undefined && (!Number.isInteger(b.cpus) || b.cpus < 1 || b.cpus > 8)) throw new ApiError(400, 'bad_request', 'cpus: 1..8');
+        if (b.memory_mib !== undefined && (!Number.isInteger(b.memory_mib) || b.memory_mib < 64 || b.memory_mib > 16384)) throw new ApiError(400, 'bad_request', 'memory_mib: 64..16384');
+        if (tmpl) { // the template's shape: left out or equal; no network
+          const t = tmpl.json;
+          for (const k of ['cpus', 'memory_mib']) {
+            if (b[k] !== undefined && b[k] !== t[k]) throw new ApiError(400, 'bad_request', `${k}: template "${t.name}" has ${t.cpus} CPUs and ${t.memory_mib} MiB: leave them out`);
+          }
+          if (b.network && b.network.enabled) throw new ApiError(400, 'bad_request', 'network: a sandbox from a custom template cannot have a network yet (its snapshot has none)');
+        }
         this.admit(this.uid, 1);
-        const sb = this.newSandbox({ timeoutS: b.timeout_s ?? 300, cpus: b.cpus ?? 1, memory: b.memory_mib ?? 256,
+        const sb = this.newSandbox({ timeoutS: b.timeout_s ?? 300, cpus: tmpl ? tmpl.json.cpus : b.cpus ?? 1,
+          memory: tmpl ? tmpl.json.memory_mib : b.memory_mib ?? 256, template: tmpl ? tmpl.json.name : 'default',
+          network: !!(b.network && b.network.enabled), filesFrom: tmpl ? tmpl.root : null,
           metadata: b.metadata || {}, envs: { ...(b.envs || {}), ...(b.secret_envs || {}) } });
         return this.json(res, 201, { ...this.sbJson(sb), access_token: sb.token });
       }

@@ -8,6 +8,7 @@ import {
   Sandbox, CommandExitError, SandboxNotFoundError, SandboxExpiredError, QuotaExceededError,
   ServiceUnavailableError, NotImplementedByServerError, GuestError, TimeoutError, BadRequestError,
   errorFromResponse, health, version, pool, setPool, ForbiddenError, ConflictError,
+  templates, getTemplate, deleteTemplate, TemplateNotFoundError, NotFoundError,
 } from '../index.js';
 
 let fake;
@@ -265,5 +266,97 @@ test('an early error answer during an upload is reported, not a broken pipe', as
     await assert.rejects(sb.files.write('/tmp/big.bin', Readable.from([Buffer.alloc(8 << 20)])),
       (e) => e instanceof SandboxExpiredError && e.endReason === 'killed');
     await assert.rejects(sb.files.write('/tmp/big.bin', Buffer.alloc(8 << 20)), SandboxExpiredError);
+  }
+});
+
+test('templates: save, list, get, create from it (files, shape), delete', async () => {
+  const sb = await Sandbox.create({ socketPath, timeout: 60, cpus: 2, memoryMib: 512 });
+  const made = [];
+  try {
+    assert.deepEqual(await templates({ socketPath }), []);
+    await sb.files.write('/tmp/warm.txt', 'warmed up');
+    const t = await sb.saveAsTemplate('py-3.12');
+    assert.deepEqual([t.name, t.from_sandbox, t.cpus, t.memory_mib], ['py-3.12', sb.sandboxId, 2, 512]);
+    assert.match(t.created_at, /Z$/);
+    assert.ok(Number.isInteger(t.memory_kib));
+    assert.equal((await sb.getInfo()).state, 'running'); // the sandbox runs on
+    assert.deepEqual(await templates({ socketPath }), [t]);
+    assert.deepEqual(await getTemplate('py-3.12', { socketPath }), t);
+    await sb.files.write('/tmp/warm.txt', 'changed after the save');
+    for (const opts of [{}, { cpus: 2, memoryMib: 512 }]) {
+      const kid = await Sandbox.create({ socketPath, template: 'py-3.12', ...opts });
+      made.push(kid);
+      assert.notEqual(kid.sandboxId, sb.sandboxId);
+      assert.deepEqual([kid.info.template, kid.info.cpus, kid.info.memoryMib, kid.info.forkedFrom], ['py-3.12', 2, 512, null]);
+      assert.equal(await kid.files.read('/tmp/warm.txt'), 'warmed up');
+      await kid.files.write('/tmp/warm.txt', 'kid'); // a copy: the template is not changed
+    }
+    const again = await Sandbox.create({ socketPath, template: 'py-3.12' });
+    made.push(again);
+    assert.equal(await again.files.read('/tmp/warm.txt'), 'warmed up');
+    // through a token-carrying handle of the same uid: the token is not needed
+    const holder = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
+    assert.equal((await holder.saveAsTemplate('second')).from_sandbox, sb.sandboxId);
+    assert.deepEqual((await templates({ socketPath })).map((x) => x.name), ['py-3.12', 'second']);
+    assert.equal(await deleteTemplate('py-3.12', { socketPath }), true);
+    assert.equal(await deleteTemplate('py-3.12', { socketPath }), false); // twice: false, like kill
+    await assert.rejects(getTemplate('py-3.12', { socketPath }), TemplateNotFoundError);
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py-3.12' }), (e) => e instanceof BadRequestError && /py-3\.12/.test(e.message));
+    assert.equal(await again.isRunning(), true); // sandboxes made from it run on
+    assert.equal(await deleteTemplate('second', { socketPath }), true);
+  } finally {
+    for (const k of made) await k.kill();
+    await sb.kill();
+  }
+});
+
+test('templates: 400 bad name, 409 duplicate / paused / busy / network, 404 not yours or missing, 400 on another shape', async () => {
+  const sb = await Sandbox.create({ socketPath });
+  const net = await Sandbox.create({ socketPath, network: { enabled: true } });
+  const uid = fake.uid;
+  try {
+    for (const bad of ['', 'default', 'Py', '-x', '.x', 'a/b', 'a b', 'x'.repeat(64)]) {
+      await assert.rejects(sb.saveAsTemplate(bad), (e) => e instanceof BadRequestError && e.status === 400 && /name/.test(e.message), bad);
+    }
+    assert.equal((await sb.saveAsTemplate('x'.repeat(63))).name, 'x'.repeat(63));
+    await sb.saveAsTemplate('py');
+    await assert.rejects(sb.saveAsTemplate('py'), (e) => e instanceof ConflictError && e.status === 409 && /exists/.test(e.message));
+    await sb.pause();
+    await assert.rejects(sb.saveAsTemplate('paused'), ConflictError);
+    await sb.resume();
+    const h = await sb.commands.run('sleep 0.5', { background: true });
+    await assert.rejects(sb.saveAsTemplate('busy'), ConflictError);
+    await h.wait({ timeoutMs: 10_000 });
+    await assert.rejects(net.saveAsTemplate('net'), ConflictError);
+    // another shape or a network from a template: 400; an unknown template: 400
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py', memoryMib: 1024 }), (e) => e instanceof BadRequestError && /leave them out/.test(e.message));
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py', cpus: 4 }), BadRequestError);
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py', network: { enabled: true } }), (e) => e instanceof BadRequestError && /network/.test(e.message));
+    await assert.rejects(Sandbox.create({ socketPath, template: 'never-saved' }), BadRequestError);
+    // missing: template_not_found
+    await assert.rejects(getTemplate('nope', { socketPath }), (e) => e instanceof TemplateNotFoundError && e instanceof NotFoundError && e.status === 404 && e.error === 'template_not_found');
+    assert.equal(await deleteTemplate('nope', { socketPath }), false);
+    // another uid: sees none of these, its own names, and not the sandbox (a token does not do)
+    fake.uid = uid + 1;
+    assert.deepEqual(await templates({ socketPath }), []);
+    await assert.rejects(getTemplate('py', { socketPath }), (e) => e instanceof TemplateNotFoundError && e.error === 'template_not_found');
+    assert.equal(await deleteTemplate('py', { socketPath }), false);
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py' }), BadRequestError);
+    const holder = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
+    await assert.rejects(holder.saveAsTemplate('theirs'), (e) => e instanceof SandboxNotFoundError && e.error === 'sandbox_not_found');
+    fake.uid = uid;
+    assert.equal((await getTemplate('py', { socketPath })).from_sandbox, sb.sandboxId);
+    fake.templateQuota = 2;
+    await assert.rejects(sb.saveAsTemplate('one-too-many'), QuotaExceededError);
+    fake.templateQuota = 64;
+    await sb.kill();
+    await assert.rejects(sb.saveAsTemplate('ended'), SandboxExpiredError);
+    assert.deepEqual((await templates({ socketPath })).map((x) => x.name).sort(), ['py', 'x'.repeat(63)]);
+  } finally {
+    fake.uid = uid;
+    fake.templateQuota = 64;
+    for (const n of ['py', 'x'.repeat(63)]) await deleteTemplate(n, { socketPath });
+    await net.kill();
+    await sb.kill();
   }
 });

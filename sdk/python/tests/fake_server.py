@@ -37,6 +37,7 @@ import urllib.parse
 from typing import Any, Dict, List, Optional
 
 VERSION = "0.0.0-fake"
+_TEMPLATE_NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 _PATH_RE = re.compile(r"(?<![\w./~-])/(?:tmp|home|work|data|srv|sandbox)(?=/|\b)")
 
 
@@ -108,13 +109,15 @@ class Exec:
 
 class FakeSandbox:
     def __init__(self, server: "FakeDaemon", owner: int, body: Dict[str, Any],
-                 parent: Optional["FakeSandbox"] = None) -> None:
+                 parent: Optional["FakeSandbox"] = None, files_from: Optional[str] = None) -> None:
         self.id = "sbx_" + secrets.token_hex(16)
         self.token = secrets.token_hex(16)
         self.owner = owner
         self.root = tempfile.mkdtemp(prefix=self.id + "-", dir=server.tmp)
         if parent is not None:  # a fork: a copy of the parent's files at the fork
-            shutil.copytree(parent.root, self.root, symlinks=True, dirs_exist_ok=True)
+            files_from = parent.root
+        if files_from is not None:  # a fork, or a create from a template: a copy of its files
+            shutil.copytree(files_from, self.root, symlinks=True, dirs_exist_ok=True)
         for d in ("tmp", "home/sandbox"):
             os.makedirs(os.path.join(self.root, d), exist_ok=True)
         now = _now()
@@ -133,6 +136,8 @@ class FakeSandbox:
         self.metadata = dict(body.get("metadata") or {})
         self.envs = dict(body.get("envs") or {})
         self.secret_envs = dict(body.get("secret_envs") or {})
+        net = body.get("network")
+        self.network = isinstance(net, dict) and bool(net.get("enabled"))
         self.execs: Dict[str, Exec] = {}
         self.log: List[Dict[str, Any]] = [{"time": _rfc3339(now), "event": "created"}]
 
@@ -182,7 +187,14 @@ class FakeDaemon:
     set a sandbox's ``owner`` to another uid to play a caller who only holds
     its token.
 
-    Knobs for tests: ``quota`` (sandboxes per owner), ``max_timeout_s``,
+    Custom templates as the daemon: ``templates`` maps ``(uid, name)`` to a
+    saved template (its JSON answer in ``"json"``, a copy of the sandbox's
+    directory in ``"root"``); each uid sees its own only (re-key one to
+    another uid to play a template that is not the caller's).  A create from
+    a template copies its files and takes its shape.
+
+    Knobs for tests: ``quota`` (sandboxes per owner), ``template_quota``
+    (templates per uid, 64), ``max_timeout_s``,
     ``support_stdin_signal`` (False: those routes answer 501),
     ``capacity_full`` (True: creates, resumes and forks answer 503 with Retry-After),
     ``keepalive_s``.
@@ -192,6 +204,8 @@ class FakeDaemon:
         self.tmp = tempfile.mkdtemp(prefix="tinyvmm-fake-")
         self.socket_path = socket_path or os.path.join(self.tmp, "api.sock")
         self.sandboxes: Dict[str, FakeSandbox] = {}
+        self.templates: Dict[Any, Dict[str, Any]] = {}  # (uid, name) -> {"json", "root"}
+        self.template_quota = 64
         self.lock = threading.RLock()
         self.quota = 20
         self.pool_size = 0
@@ -502,6 +516,28 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             allowed = "GET, POST"
         elif len(parts) >= 2 and parts[0] == "sandboxes":
             return self._sandbox_route(method, parts[1], parts[2:])
+        elif parts == ["templates"]:
+            if method == "POST":
+                return self._template_create()
+            if method == "GET":
+                uid = self._peer_uid()
+                with f.lock:
+                    out = [t["json"] for (u, _), t in sorted(f.templates.items()) if u == uid]
+                return self._send_json(200, {"templates": out})
+            allowed = "GET, POST"
+        elif len(parts) == 2 and parts[0] == "templates":
+            allowed = "GET, DELETE"
+            if method in ("GET", "DELETE"):
+                key = (self._peer_uid(), parts[1])
+                with f.lock:
+                    t = f.templates.get(key)
+                    if t is None:
+                        raise ApiError(404, "template_not_found", f"no template \"{parts[1]}\"")
+                    if method == "GET":
+                        return self._send_json(200, t["json"])
+                    del f.templates[key]
+                shutil.rmtree(t["root"], ignore_errors=True)  # sandboxes made from it run on
+                return self._send_json(204, None)
         elif len(parts) == 3 and parts[0] == "templates" and parts[2] == "pool":
             allowed = "GET, PUT"
             if parts[1] != "default":
@@ -528,10 +564,61 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError(404, "not_found", f"no route {path}")
         raise ApiError(405, "method_not_allowed", f"{method} not allowed on {path}")
 
+    def _template_create(self) -> None:
+        """POST /v1/templates, in serve_template.c's order of checks."""
+        f = self.fake
+        body = self._json_body()
+        uid = self._peer_uid()
+        unknown = set(body) - {"name", "from_sandbox"}
+        if unknown:
+            raise ApiError(400, "bad_request", f"body: unknown field {sorted(unknown)[0]}")
+        name = body.get("name")
+        if not isinstance(name, str) or not _TEMPLATE_NAME_RE.match(name) or name == "default":
+            raise ApiError(400, "bad_request",
+                           "name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not \"default\"")
+        sid = body.get("from_sandbox")
+        if not isinstance(sid, str):
+            raise ApiError(400, "bad_request", "from_sandbox: required, the id of one of your sandboxes")
+        with f.lock:
+            sb = f.sandboxes.get(sid)
+            # only the owner's own sandboxes (a token does not do): what is made is theirs
+            if sb is None or sb.owner != uid:
+                raise ApiError(404, "sandbox_not_found", f"no sandbox {sid}")
+            if sb.state == "ended":
+                raise ApiError(410, "sandbox_expired", f"sandbox {sid} has ended ({sb.end_reason})",
+                               end_reason=sb.end_reason)
+            if (uid, name) in f.templates:
+                raise ApiError(409, "conflict", f"template \"{name}\" exists: DELETE /v1/templates/{name} first")
+            mine = sum(1 for (u, _) in f.templates if u == uid)
+            if mine >= f.template_quota:
+                raise ApiError(429, "quota_exceeded", f"uid {uid} has {mine} templates (the limit)")
+            why = ("paused already" if sb.paused else
+                   "commands are running" if any(e.final is None for e in sb.execs.values()) else
+                   "it has a network" if sb.network else None)
+            if why:
+                raise ApiError(409, "conflict", f"sandbox {sid} cannot be saved as a template: {why}")
+            root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
+            shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
+            t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
+                 "memory_mib": sb.memory, "memory_kib": 1024}
+            f.templates[(uid, name)] = {"json": t, "root": root}
+            sb.log.append({"time": _rfc3339(_now()), "event": "template", "name": name})
+        self._send_json(201, t)
+
     def _create(self) -> None:
         f = self.fake
         body = self._json_body()
         uid = self._peer_uid()
+        tmpl = None
+        name = body.get("template")
+        if name is not None and not isinstance(name, str):
+            raise ApiError(400, "bad_request", "template: a string (a name)")
+        if name not in (None, "default"):
+            with f.lock:
+                tmpl = f.templates.get((uid, name))
+            if tmpl is None:
+                raise ApiError(400, "bad_request",
+                               f"template: no template \"{name}\" (\"default\", or yours: GET /v1/templates)")
         def chk_int(name: str, lo: int, hi: int) -> None:
             if name in body:
                 v = body[name]
@@ -541,19 +628,29 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         chk_int("idle_timeout_s", 0, 1 << 31)
         chk_int("cpus", 1, 8)
         chk_int("memory_mib", 64, 16384)
-        for name in ("envs", "secret_envs", "metadata"):
-            v = body.get(name)
+        if tmpl is not None:  # the template's shape: left out or equal
+            tj = tmpl["json"]
+            for k in ("cpus", "memory_mib"):
+                if k in body and body[k] != tj[k]:
+                    raise ApiError(400, "bad_request", f"{k}: template \"{name}\" has {tj['cpus']} CPUs and "
+                                                       f"{tj['memory_mib']} MiB: leave them out")
+            body = {**body, "cpus": tj["cpus"], "memory_mib": tj["memory_mib"]}
+        for k in ("envs", "secret_envs", "metadata"):
+            v = body.get(k)
             if v is not None and (not isinstance(v, dict) or not all(isinstance(x, str) for x in v.values())):
-                raise ApiError(400, "bad_request", f"{name}: must be an object of strings")
+                raise ApiError(400, "bad_request", f"{k}: must be an object of strings")
         if len(body.get("metadata") or {}) > 32:
             raise ApiError(400, "bad_request", "metadata: at most 32 keys")
+        if tmpl is not None and isinstance(body.get("network"), dict) and body["network"].get("enabled"):
+            raise ApiError(400, "bad_request", "network: a sandbox from a custom template cannot have a network "
+                                               "yet (its snapshot has none)")
         if f.capacity_full:
             raise ApiError(503, "capacity", "no capacity left; retry later")
         with f.lock:
             mine = [s for s in f.sandboxes.values() if s.owner == uid and s.state == "running"]
             if len(mine) >= f.quota:
                 raise ApiError(429, "quota_exceeded", f"at most {f.quota} sandboxes per owner")
-            sb = FakeSandbox(f, uid, body)
+            sb = FakeSandbox(f, uid, body, files_from=tmpl["root"] if tmpl is not None else None)
             f.sandboxes[sb.id] = sb
         self._send_json(201, {**sb.json(), "access_token": sb.token})
 

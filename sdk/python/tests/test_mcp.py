@@ -104,7 +104,7 @@ class McpTest(FakeDaemonTest):
         names = {t["name"] for t in tools}
         self.assertEqual(names, {"run_code", "sandbox_create", "exec", "write_file", "read_file",
                                  "list_files", "sandbox_kill", "sandbox_pause", "sandbox_resume",
-                                 "sandbox_fork"})
+                                 "sandbox_fork", "sandbox_save_template"})
         for t in tools:
             self.assertEqual(t["inputSchema"]["type"], "object")
             check_schema(self, t["inputSchema"], t["name"])
@@ -220,6 +220,30 @@ class McpTest(FakeDaemonTest):
         self.assertEqual(r["error"]["code"], -32602)
         self.assertEqual(len(Sandbox.list(state="running", socket_path=self.sock)), 3)
         self.assertEqual(self.c.close(), 0)  # the children are this session's: killed at exit
+        self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
+
+    def test_save_template_and_create_from_it(self):
+        sid = self.c.call("sandbox_create", {"timeout_s": 120})["structuredContent"]["sandbox_id"]
+        self.c.call("write_file", {"sandbox_id": sid, "path": "/tmp/deps.txt", "content": "installed"})
+        r = self.c.call("sandbox_save_template", {"sandbox_id": sid, "name": "warm"})
+        self.assertFalse(r["isError"])
+        t = r["structuredContent"]["template"]
+        self.assertEqual((t["name"], t["from_sandbox"]), ("warm", sid))
+        self.assertIn("warm", r["content"][0]["text"])
+        r = self.c.call("sandbox_save_template", {"sandbox_id": sid, "name": "warm"})
+        self.assertTrue(r["isError"])  # the name exists
+        self.assertIn("conflict", r["content"][0]["text"])
+        r = self.c.call("sandbox_save_template", {"sandbox_id": sid, "name": "Bad Name"})
+        self.assertTrue(r["isError"])
+        self.assertIn("bad_request", r["content"][0]["text"])
+        r = self.c.request("tools/call", {"name": "sandbox_save_template", "arguments": {"sandbox_id": sid}})
+        self.assertEqual(r["error"]["code"], -32602)  # name is required
+        kid = self.c.call("sandbox_create", {"template": "warm"})["structuredContent"]["sandbox_id"]
+        got = self.c.call("read_file", {"sandbox_id": kid, "path": "/tmp/deps.txt"})
+        self.assertEqual(got["structuredContent"]["content"], "installed")
+        r = self.c.call("sandbox_create", {"template": "warm", "memory_mib": 1024})
+        self.assertTrue(r["isError"])
+        self.assertEqual(self.c.close(), 0)
         self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
 
 

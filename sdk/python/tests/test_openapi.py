@@ -11,6 +11,7 @@ import unittest
 
 from _support import PKG_ROOT, FakeDaemonTest
 
+import tinyvmm
 from tinyvmm import Sandbox, TinyvmmError
 
 SPEC = os.path.join(PKG_ROOT, "..", "..", "vmm", "serve", "openapi.json")
@@ -65,6 +66,7 @@ def validate(schema, v, root, where="$"):
 
 
 def _template(path):
+    path = re.sub(r"^/v1/templates/[^/]+", "/v1/templates/{name}", path)
     return re.sub(r"/sbx_[0-9a-f]{32}", "/{id}", re.sub(r"/ex_[0-9a-f]{16}", "/{eid}", path))
 
 
@@ -99,6 +101,18 @@ class OpenApi(FakeDaemonTest):
         for kid in sb.fork(count=2, timeout=30) + sb.fork():
             kid.get_info()
             kid.kill()
+        sb.save_as_template("py")
+        tinyvmm.templates(self.sock)
+        tinyvmm.get_template("py", socket_path=self.sock)
+        Sandbox.create(template="py", timeout=30, cpus=1, memory_mib=256, socket_path=self.sock).kill()
+        # well-formed requests the fake refuses: 409 (the name exists), 404 (template_not_found)
+        for op in (lambda: sb.save_as_template("py"), lambda: tinyvmm.get_template("gone", socket_path=self.sock),
+                   lambda: tinyvmm.delete_template("gone", socket_path=self.sock)):
+            try:
+                op()
+            except TinyvmmError:
+                pass
+        tinyvmm.delete_template("py", socket_path=self.sock)
         try:
             h.kill()
         except TinyvmmError:

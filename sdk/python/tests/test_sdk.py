@@ -42,6 +42,10 @@ class ErrorMapping(unittest.TestCase):
         self.assertIsInstance(e, NotImplementedByServer)
         self.assertIsInstance(e, NotImplementedError)
         self.assertIsInstance(self.m(502, {"error": "guest_error", "message": "no such file"}), GuestError)
+        e = self.m(404, {"code": 404, "error": "template_not_found", "message": "no template \"py\""})
+        self.assertIsInstance(e, tinyvmm.TemplateNotFound)
+        self.assertIsInstance(e, tinyvmm.NotFound)
+        self.assertNotIsInstance(e, SandboxNotFound)
         self.assertIsInstance(self.m(400, {"error": "bad_request", "message": "cpus"}), ValueError)
         e = error_from_response(500, b"not json")
         self.assertIsInstance(e, TinyvmmError)
@@ -299,6 +303,123 @@ class PauseResumeFork(FakeDaemonTest):
         self.fake.capacity_full = False
         self.assertEqual(len(Sandbox.list(socket_path=self.sock)), 1)  # all or nothing: no child kept
         self.assertEqual(len(sb.fork(count=8)), 8)
+
+
+class Templates(FakeDaemonTest):
+    def test_save_list_get_create_delete(self):
+        self.assertEqual(tinyvmm.templates(self.sock), [])
+        sb = Sandbox.create(timeout=60, cpus=2, memory_mib=512, socket_path=self.sock)
+        sb.files.write("/tmp/warm.txt", "warmed up")
+        t = sb.save_as_template("py-3.12")
+        self.assertEqual(self.fake.json_bodies[-1][1:], ("/v1/templates", {"name": "py-3.12", "from_sandbox": sb.id}))
+        self.assertEqual((t["name"], t["from_sandbox"], t["cpus"], t["memory_mib"]), ("py-3.12", sb.id, 2, 512))
+        self.assertTrue(t["created_at"].endswith("Z"))
+        self.assertIsInstance(t["memory_kib"], int)
+        self.assertEqual(sb.get_info().state, "running")  # the sandbox runs on
+        self.assertEqual(tinyvmm.templates(self.sock), [t])
+        self.assertEqual(tinyvmm.get_template("py-3.12", socket_path=self.sock), t)
+        # a create from it: its files, its shape (left out, or equal), a sandbox of its own
+        sb.files.write("/tmp/warm.txt", "changed after the save")
+        for kw in ({}, {"cpus": 2, "memory_mib": 512}):
+            kid = Sandbox.create(template="py-3.12", socket_path=self.sock, **kw)
+            self.assertNotEqual(kid.id, sb.id)
+            self.assertEqual((kid.info.template, kid.info.cpus, kid.info.memory_mib), ("py-3.12", 2, 512))
+            self.assertIsNone(kid.info.forked_from)
+            self.assertEqual(kid.files.read("/tmp/warm.txt"), "warmed up")
+            kid.files.write("/tmp/warm.txt", "kid")  # a copy: the template is not changed
+        self.assertEqual(Sandbox.create(template="py-3.12", socket_path=self.sock).files.read("/tmp/warm.txt"),
+                         "warmed up")
+        # by token only (not by uid): not found, as the daemon
+        holder = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
+        self.assertIsNone(self.fake.json_bodies[-1][2].get("access_token"))
+        t2 = holder.save_as_template("second")  # same uid: the token is not needed
+        self.assertEqual(t2["from_sandbox"], sb.id)
+        self.assertEqual([x["name"] for x in tinyvmm.templates(self.sock)], ["py-3.12", "second"])
+        self.assertTrue(tinyvmm.delete_template("py-3.12", socket_path=self.sock))
+        self.assertFalse(tinyvmm.delete_template("py-3.12", socket_path=self.sock))  # twice: False, like kill
+        self.assertEqual([x["name"] for x in tinyvmm.templates(self.sock)], ["second"])
+        with self.assertRaises(tinyvmm.TemplateNotFound):
+            tinyvmm.get_template("py-3.12", socket_path=self.sock)
+        with self.assertRaises(BadRequest) as cm:  # a create from a deleted one
+            Sandbox.create(template="py-3.12", socket_path=self.sock)
+        self.assertIn("py-3.12", cm.exception.message)
+        self.assertTrue(kid.is_running())  # sandboxes made from it run on
+
+    def test_save_errors(self):
+        sb = Sandbox.create(socket_path=self.sock)
+        for bad in ("", "default", "Py", "-x", ".x", "a/b", "a b", "x" * 64, "ü"):
+            with self.assertRaises(BadRequest, msg=bad) as cm:
+                sb.save_as_template(bad)
+            self.assertEqual((cm.exception.status, cm.exception.error), (400, "bad_request"))
+            self.assertIn("name", cm.exception.message)
+        self.assertEqual(sb.save_as_template("x" * 63)["name"], "x" * 63)
+        self.assertEqual(sb.save_as_template("0a._-")["name"], "0a._-")
+        sb.save_as_template("py")
+        with self.assertRaises(tinyvmm.Conflict) as cm:  # the name exists
+            sb.save_as_template("py")
+        self.assertEqual((cm.exception.status, cm.exception.error), (409, "conflict"))
+        self.assertIn("exists", cm.exception.message)
+        sb.pause()
+        with self.assertRaises(tinyvmm.Conflict):  # paused
+            sb.save_as_template("paused")
+        sb.resume()
+        h = sb.commands.run("sleep 0.5", background=True)
+        with self.assertRaises(tinyvmm.Conflict):  # commands running
+            sb.save_as_template("busy")
+        h.wait(timeout=10)
+        net = Sandbox.create(network={"enabled": True}, socket_path=self.sock)
+        with self.assertRaises(tinyvmm.Conflict):  # a network
+            net.save_as_template("net")
+        # another uid's sandbox (held by token only): sandbox_not_found
+        self.fake.sandboxes[sb.id].owner = os.getuid() + 1
+        holder = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
+        with self.assertRaises(SandboxNotFound) as cm:
+            holder.save_as_template("theirs")
+        self.assertEqual(cm.exception.error, "sandbox_not_found")
+        self.fake.sandboxes[sb.id].owner = os.getuid()
+        self.fake.template_quota = 3  # 64 per uid in the daemon; it has 3
+        with self.assertRaises(QuotaExceeded):
+            sb.save_as_template("one-too-many")
+        self.fake.template_quota = 64
+        sb.kill()
+        with self.assertRaises(SandboxExpired):
+            sb.save_as_template("ended")
+        self.assertEqual(sorted(t["name"] for t in tinyvmm.templates(self.sock)), ["0a._-", "py", "x" * 63])
+
+    def test_missing_and_other_uids_templates(self):
+        with self.assertRaises(tinyvmm.TemplateNotFound) as cm:
+            tinyvmm.get_template("nope", socket_path=self.sock)
+        self.assertEqual((cm.exception.status, cm.exception.error), (404, "template_not_found"))
+        self.assertFalse(tinyvmm.delete_template("nope", socket_path=self.sock))
+        sb = Sandbox.create(socket_path=self.sock)
+        sb.save_as_template("py")
+        # the same name under another uid is another template: the caller's is not there
+        uid = os.getuid()
+        self.fake.templates[(uid + 1, "py")] = self.fake.templates.pop((uid, "py"))
+        self.assertEqual(tinyvmm.templates(self.sock), [])
+        with self.assertRaises(tinyvmm.TemplateNotFound):
+            tinyvmm.get_template("py", socket_path=self.sock)
+        self.assertFalse(tinyvmm.delete_template("py", socket_path=self.sock))
+        with self.assertRaises(BadRequest):  # a create from another uid's: unknown
+            Sandbox.create(template="py", socket_path=self.sock)
+        self.assertEqual(sb.save_as_template("py")["name"], "py")  # the caller's own, no conflict
+        self.assertIn((uid + 1, "py"), self.fake.templates)
+
+    def test_create_from_template_shape_and_network(self):
+        sb = Sandbox.create(cpus=1, memory_mib=256, socket_path=self.sock)
+        sb.save_as_template("small")
+        for kw in ({"memory_mib": 512}, {"cpus": 2}):
+            with self.assertRaises(BadRequest) as cm:
+                Sandbox.create(template="small", socket_path=self.sock, **kw)
+            self.assertIn("leave them out", cm.exception.message)
+        with self.assertRaises(BadRequest) as cm:
+            Sandbox.create(template="small", network={"enabled": True}, socket_path=self.sock)
+        self.assertIn("network", cm.exception.message)
+        with self.assertRaises(BadRequest):
+            Sandbox.create(template="never-saved", socket_path=self.sock)
+        self.assertEqual(Sandbox.create(template="default", memory_mib=512, socket_path=self.sock).info.memory_mib,
+                         512)
+        self.assertEqual(len(Sandbox.list(socket_path=self.sock)), 2)  # the failed creates made none
 
 
 class Commands(FakeDaemonTest):

@@ -14,8 +14,8 @@ import urllib.parse
 
 from ._http import (DEFAULT_SOCKET, BadRequest, Client, CommandExitError, Conflict, ExecNotFound,
                     Forbidden, GuestError, InsufficientStorage, NotFound, NotImplementedByServer, PayloadTooLarge,
-                    QuotaExceeded, SandboxExpired, SandboxNotFound, ServiceUnavailable, TimeoutError,
-                    TinyvmmError, resolve_socket_path)
+                    QuotaExceeded, SandboxExpired, SandboxNotFound, ServiceUnavailable, TemplateNotFound,
+                    TimeoutError, TinyvmmError, resolve_socket_path)
 from .commands import CommandHandle, CommandResult, Commands
 from .files import EntryInfo, Files, ReadStream, WriteInfo
 from .sandbox import Sandbox, SandboxInfo
@@ -25,10 +25,11 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox", "SandboxInfo", "Commands", "CommandResult", "CommandHandle", "Files", "EntryInfo",
     "WriteInfo", "ReadStream", "Client", "DEFAULT_SOCKET", "resolve_socket_path",
-    "TinyvmmError", "BadRequest", "Forbidden", "NotFound", "SandboxNotFound", "ExecNotFound", "Conflict",
+    "TinyvmmError", "BadRequest", "Forbidden", "NotFound", "SandboxNotFound", "ExecNotFound", "TemplateNotFound", "Conflict",
     "SandboxExpired", "PayloadTooLarge", "QuotaExceeded", "ServiceUnavailable",
     "NotImplementedByServer", "GuestError", "InsufficientStorage", "TimeoutError",
-    "CommandExitError", "health", "version", "pool", "set_pool",
+    "CommandExitError", "health", "version", "pool", "set_pool", "templates", "get_template",
+    "delete_template",
 ]
 
 
@@ -55,3 +56,28 @@ def set_pool(size: int, template: str = "default", socket_path: "str | None" = N
     :class:`Forbidden`). Returns the pool as :func:`pool` does."""
     return Client(socket_path).call("PUT", "/templates/%s/pool" % urllib.parse.quote(template, safe=""),
                                     json_body={"size": size})
+
+
+def templates(socket_path: "str | None" = None) -> list:
+    """``GET /v1/templates``: the caller's custom templates (``default`` always
+    exists and is not listed), each ``{"name", "created_at", "from_sandbox",
+    "cpus", "memory_mib", "memory_kib"}``.  Make one with
+    :meth:`Sandbox.save_as_template`; start from one with
+    ``Sandbox.create(template=name)``."""
+    return Client(socket_path).call("GET", "/templates").get("templates", [])
+
+
+def get_template(name: str, socket_path: "str | None" = None) -> dict:
+    """``GET /v1/templates/{name}``: one of the caller's templates, else
+    :class:`TemplateNotFound` (another uid's is not found either)."""
+    return Client(socket_path).call("GET", "/templates/%s" % urllib.parse.quote(name, safe=""))
+
+
+def delete_template(name: str, socket_path: "str | None" = None) -> bool:
+    """``DELETE /v1/templates/{name}``: True if it was there, False if the caller
+    has no template by that name.  Sandboxes made from it run on."""
+    try:
+        Client(socket_path).call("DELETE", "/templates/%s" % urllib.parse.quote(name, safe=""))
+    except TemplateNotFound:
+        return False
+    return True

@@ -22,7 +22,7 @@ UPLOAD_CHUNK = 256 * 1024
 
 __all__ = [
     "DEFAULT_SOCKET", "resolve_socket_path", "Client", "Response",
-    "TinyvmmError", "BadRequest", "NotFound", "SandboxNotFound", "ExecNotFound",
+    "TinyvmmError", "BadRequest", "NotFound", "SandboxNotFound", "ExecNotFound", "TemplateNotFound",
     "Conflict", "SandboxExpired", "PayloadTooLarge", "QuotaExceeded",
     "ServiceUnavailable", "NotImplementedByServer", "GuestError",
     "InsufficientStorage", "TimeoutError", "CommandExitError",
@@ -69,6 +69,11 @@ class SandboxNotFound(NotFound):
 
 class ExecNotFound(NotFound):
     """404 ``exec_not_found``: no such exec in this sandbox."""
+
+
+class TemplateNotFound(NotFound):
+    """404 ``template_not_found``: none of the caller's templates by that name
+    (another uid's template is not found either)."""
 
 
 class Conflict(TinyvmmError):
@@ -159,6 +164,7 @@ _BY_ERROR = {
     "forbidden": Forbidden,
     "sandbox_not_found": SandboxNotFound,
     "exec_not_found": ExecNotFound,
+    "template_not_found": TemplateNotFound,
     "conflict": Conflict,
     "sandbox_expired": SandboxExpired,
     "payload_too_large": PayloadTooLarge,

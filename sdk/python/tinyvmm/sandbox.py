@@ -1,4 +1,4 @@
-"""Sandboxes: create, connect, list, kill, extend, pause, resume, fork; a context manager that kills."""
+"""Sandboxes: create, connect, list, kill, extend, pause, resume, fork, save as a template; a context manager that kills."""
 from __future__ import annotations
 
 import functools
@@ -214,6 +214,23 @@ class Sandbox:
         # which does not open a child; the child's own access_token (in its answer) does
         base = self._client.with_token(None)
         return [type(self)(s, client=base) for s in d.get("sandboxes", [])]
+
+    def save_as_template(self, name: str, *, request_timeout: Optional[float] = 300.0) -> Dict[str, Any]:
+        """Save this sandbox (its files and running processes) as the custom
+        template ``name`` (1 to 63 of ``a-z 0-9 - _ .``, a letter or digit first,
+        not ``default``); ``Sandbox.create(template=name)`` then starts from it,
+        with the template's ``cpus`` and ``memory_mib``.  The sandbox is paused
+        for the copy and runs on.  Returns the template ``{"name", "created_at",
+        "from_sandbox", "cpus", "memory_mib", "memory_kib"}``.
+
+        Only the owner's uid may (holding the access token does not do:
+        :class:`SandboxNotFound`); :class:`BadRequest` for a bad name;
+        :class:`Conflict` (409) if the name exists, while commands run, when
+        paused or with a network; :class:`QuotaExceeded` past 64 templates."""
+        # ownership is by uid: the token (if any) is not sent, it would not count
+        return self._client.with_token(None).call("POST", "/templates",
+                                                  json_body={"name": name, "from_sandbox": self.id},
+                                                  timeout=request_timeout)
 
     def logs(self) -> Iterator[Dict[str, Any]]:
         """The sandbox's audit log, one record per item."""

@@ -2,7 +2,7 @@
 line), MCP protocol revision 2025-06-18, standard library only.
 
 Tools: run_code, sandbox_create, exec, write_file, read_file, list_files,
-sandbox_kill, sandbox_pause, sandbox_resume, sandbox_fork.  A failed operation is a tool result with ``isError: true``
+sandbox_kill, sandbox_pause, sandbox_resume, sandbox_fork, sandbox_save_template.  A failed operation is a tool result with ``isError: true``
 (the agent sees the message); malformed JSON-RPC, unknown methods, unknown
 tools and arguments that do not fit the schema are JSON-RPC errors.  The
 server never exits on an error; it exits at EOF on stdin, killing the
@@ -63,7 +63,9 @@ TOOLS: List[Dict[str, Any]] = [
             "properties": {
                 "timeout_s": {"type": "integer", "minimum": 1, "default": 600,
                               "description": "Lifetime in seconds."},
-                "template": {"type": "string"},
+                "template": {"type": "string",
+                             "description": ("Start from this saved template (sandbox_save_template) instead of the "
+                                             "base image; then leave cpus and memory_mib out.")},
                 "cpus": {"type": "integer", "minimum": 1, "maximum": 8},
                 "memory_mib": {"type": "integer", "minimum": 64, "maximum": 16384},
                 "envs": dict(_STR_MAP, description="Environment variables of every command."),
@@ -186,6 +188,23 @@ TOOLS: List[Dict[str, Any]] = [
                               "description": "Each new sandbox's lifetime in seconds (default: the original's)."},
             },
             "required": ["sandbox_id"],
+            "additionalProperties": False,
+        },
+    },
+    {
+        "name": "sandbox_save_template",
+        "title": "Save a sandbox as a template",
+        "description": ("Save a sandbox's current state (its files and running processes) as a named template; "
+                        "sandbox_create with template=name then starts new sandboxes from it (e.g. with packages "
+                        "installed). The sandbox keeps running. Commands must have finished; the name must be new."),
+        "inputSchema": {
+            "type": "object",
+            "properties": {
+                "sandbox_id": _SBX_ID,
+                "name": {"type": "string", "pattern": "^[a-z0-9][a-z0-9._-]{0,62}$",
+                         "description": "1 to 63 of a-z 0-9 - _ . (a letter or digit first), not 'default'."},
+            },
+            "required": ["sandbox_id", "name"],
             "additionalProperties": False,
         },
     },
@@ -427,6 +446,11 @@ class McpServer:
         ids = [k.id for k in kids]
         return _text(f"forked {sb.id} into:\n" + "\n".join(f"sandbox_id: {i}" for i in ids),
                      {"sandbox_id": sb.id, "sandbox_ids": ids})
+
+    def tool_sandbox_save_template(self, a: Dict[str, Any]) -> Dict[str, Any]:
+        t = self._sandbox(a["sandbox_id"]).save_as_template(a["name"])
+        return _text(f"template {t.get('name')} saved from {t.get('from_sandbox')} "
+                     f"({t.get('cpus')} CPUs, {t.get('memory_mib')} MiB)", {"template": t})
 
     # -- JSON-RPC ---------------------------------------------------------
     def handle(self, msg: Any) -> Optional[Dict[str, Any]]:
