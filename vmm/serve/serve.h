@@ -125,6 +125,7 @@ struct tmpl {
 	unsigned cpus, memory_mib;
 	uint64_t mem_kib; /* its memory file (a diff against the default template) on disk */
 	time_t created_at;
+	bool ready; /* made; else being made, its name taken */
 };
 
 struct srv {
@@ -242,7 +243,7 @@ int sb_set_hostname(struct sandbox *sb, char *err, size_t cap);
 /* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
  * /v1/templates/{name}. */
 void api_templates(struct conn *c, const struct http_request *r, const char *name);
-/* sb->owner's template name: under mu, or NULL. */
+/* owner's template name, ready or being made: under mu, or NULL. */
 struct tmpl *tmpl_find_locked(struct srv *s, uid_t owner, const char *name);
 /* Make sb's directory with paused-1 linked from template name (sb's
  * owner's) and set sb->pause_gen: 0, or -errno with err set (-ENOENT: it

@@ -327,6 +327,8 @@ void api_create(struct conn *c, const struct http_request *r)
 		/* The shape is the template's snapshot's. */
 		pthread_mutex_lock(&s->mu);
 		const struct tmpl *t = tmpl_find_locked(s, c->uid, sb->template);
+		if (t && !t->ready)
+			t = NULL;
 		if (t) {
 			sb->cpus = tcpus = t->cpus;
 			sb->memory_mib = tmem = t->memory_mib;

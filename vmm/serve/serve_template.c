@@ -112,6 +112,7 @@ static void api_template_create(struct conn *c)
 	struct body b;
 	char from[40] = "", dir[600], tmp[620], snap[640], paused[600], err[700];
 	unsigned mine = 0;
+	bool listed = false;
 	int i, code;
 
 	if (body_parse(c, &b))
@@ -144,6 +145,14 @@ static void api_template_create(struct conn *c)
 	for (struct tmpl *o = s->templates; o; o = o->next)
 		mine += o->owner == c->uid;
 	code = tmpl_find_locked(s, c->uid, t->name) ? 409 : mine >= TEMPLATES_MAX ? 429 : 0;
+	if (!code) {
+		/* The name is taken now (not ready: no create, list or GET
+		 * sees it), so that two builds of one name cannot race. */
+		t->owner = c->uid;
+		t->next = s->templates;
+		s->templates = t;
+		listed = true;
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (code == 409) {
 		conn_error(c, 409, "conflict", "template \"%s\" exists: DELETE /v1/templates/%s first", t->name,
@@ -161,7 +170,6 @@ static void api_template_create(struct conn *c)
 	}
 	pthread_mutex_lock(&s->mu);
 	snprintf(paused, sizeof(paused), "%s/paused-%u", sb->dir, sb->pause_gen);
-	t->owner = c->uid;
 	t->cpus = sb->cpus;
 	t->memory_mib = sb->memory_mib;
 	memcpy(t->from, sb->id, sizeof(t->from));
@@ -202,8 +210,7 @@ static void api_template_create(struct conn *c)
 	struct json_w w;
 	json_w_init(&w, buf, sizeof(buf));
 	pthread_mutex_lock(&s->mu);
-	t->next = s->templates;
-	s->templates = t;
+	t->ready = true;
 	write_json(&w, t);
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: uid %u: template \"%s\" made from sandbox %s (%llu KiB of memory)\n",
@@ -213,6 +220,15 @@ static void api_template_create(struct conn *c)
 out:
 	if (sb)
 		sb_put(s, sb);
+	if (t && listed) {
+		pthread_mutex_lock(&s->mu);
+		for (struct tmpl **pp = &s->templates; *pp; pp = &(*pp)->next)
+			if (*pp == t) {
+				*pp = t->next;
+				break;
+			}
+		pthread_mutex_unlock(&s->mu);
+	}
 	free(t);
 	body_free(&b);
 }
@@ -226,14 +242,14 @@ static void api_template_list(struct conn *c)
 
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *t = s->templates; t; t = t->next)
-		cap += t->owner == c->uid ? 512 : 0;
+		cap += t->owner == c->uid && t->ready ? 512 : 0;
 	buf = malloc(cap);
 	json_w_init(&w, buf, buf ? cap : 0);
 	json_w_obj_begin(&w);
 	json_w_key(&w, "templates", 9);
 	json_w_arr_begin(&w);
 	for (struct tmpl *t = s->templates; t; t = t->next)
-		if (t->owner == c->uid)
+		if (t->owner == c->uid && t->ready)
 			write_json(&w, t);
 	json_w_arr_end(&w);
 	json_w_obj_end(&w);
@@ -252,7 +268,7 @@ static void api_template_one(struct conn *c, const char *name, bool del)
 
 	pthread_mutex_lock(&s->mu);
 	for (pp = &s->templates; (t = *pp); pp = &t->next)
-		if (t->owner == c->uid && !strcmp(t->name, name))
+		if (t->owner == c->uid && t->ready && !strcmp(t->name, name))
 			break;
 	if (!t) {
 		pthread_mutex_unlock(&s->mu);
@@ -301,7 +317,8 @@ int tmpl_start_from(struct srv *s, struct sandbox *sb, const char *name, char *e
 	int r;
 
 	pthread_mutex_lock(&s->mu);
-	bool found = tmpl_find_locked(s, sb->owner, name) != NULL;
+	const struct tmpl *t = tmpl_find_locked(s, sb->owner, name);
+	bool found = t && t->ready;
 	pthread_mutex_unlock(&s->mu);
 	if (!found) {
 		snprintf(err, cap, "template \"%s\" was deleted", name);
@@ -366,6 +383,7 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 			t->created_at = timegm(&tm);
 	}
 	t->mem_kib = mem_kib(dir);
+	t->ready = true;
 	t->next = s->templates;
 	s->templates = t;
 }
