@@ -259,8 +259,9 @@ int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer)
 		return -1;
 	pthread_mutex_unlock(&s->mu);
 	if (mine + n > s->cfg.max_per_owner)
-		conn_error(c, 429, "quota_exceeded", "uid %u already has %u running sandboxes (the limit: %u)",
-			   (unsigned)owner, mine, s->cfg.max_per_owner);
+		conn_error(c, 429, "quota_exceeded",
+			   "uid %u has %u running sandboxes: %u more would pass the limit of %u", (unsigned)owner, mine,
+			   n, s->cfg.max_per_owner);
 	else
 		conn_error(c, 503, "capacity", "the service runs %u sandboxes, its limit: try again later", running);
 	return -1;
@@ -281,7 +282,8 @@ static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
 
 	json_w_init(&w, buf, buf ? cap : 0);
 	pthread_mutex_lock(&c->s->mu);
-	pool_latency_locked(c->s, sb->from_pool, (now_ns() - t0) / 1000000u);
+	if (!strcmp(sb->template, "default"))
+		pool_latency_locked(c->s, sb->from_pool, (now_ns() - t0) / 1000000u);
 	sb_write_json(&w, sb, true);
 	sb->refs--;
 	pthread_mutex_unlock(&c->s->mu);
@@ -347,7 +349,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	    field_u32(c, &b.d, 0, "memory_mib", 64, 16384, &sb->memory_mib))
 		goto out;
 	if (custom && (sb->cpus != tcpus || sb->memory_mib != tmem)) {
-		conn_error(c, 400, "bad_request", "%s: template \"%s\" has %u CPUs and %u MiB: leave them out",
+		conn_error(c, 400, "bad_request", "%s: template \"%s\" has cpus %u and memory_mib %u: leave them out",
 			   sb->cpus != tcpus ? "cpus" : "memory_mib", sb->template, tcpus, tmem);
 		goto out;
 	}
@@ -376,7 +378,8 @@ void api_create(struct conn *c, const struct http_request *r)
 	pthread_mutex_lock(&s->mu);
 	if (quota_admit_locked(c, c->uid, "create") || sb_admit_locked(c, c->uid))
 		goto out;
-	if (!(taken = pool_take_locked(s, sb)))
+	/* The pool and its figures are the default template's. */
+	if (!(taken = custom ? NULL : pool_take_locked(s, sb)))
 		pool_make_room_locked(s); /* the VM this create starts may be the one too many */
 	if (taken) {
 		srv_free_sandbox(sb); /* what it asked for is in taken now */

@@ -294,7 +294,7 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 	struct json_w w;
 
 	if (strcmp(name, "default")) {
-		conn_error(c, 404, "not_found", "no template \"%s\" (only \"default\" exists)", name);
+		conn_error(c, 404, "not_found", "template \"%s\": only \"default\" has a warm pool", name);
 		return;
 	}
 	if (!put && !(m->n == 3 && !memcmp(m->p, "GET", 3))) {
