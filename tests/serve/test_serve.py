@@ -1502,7 +1502,11 @@ class T11Pause(ServeTest):
         sid = create(UID_C).json["id"]
         base = "/v1/sandboxes/%s/" % sid
         run_exec(UID_C, sid, {"shell": "echo kept > /tmp/data"})
-        self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+        # re-adopted by a new daemon (its VMM is not that daemon's child):
+        # its VMM's end is still a pause, not a crash
+        restart_daemon()
+        r = call(UID_C, "POST", base + "pause", timeout=300)
+        self.assertEqual((r.status, (r.json or {}).get("state")), (200, "paused"), r.body)
         restart_daemon()
         self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
         r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT)
@@ -1510,9 +1514,45 @@ class T11Pause(ServeTest):
         r = run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/data"]})
         self.assertEqual((r.status, (r.json or {}).get("stdout")), (200, "kept\n"), r.body)
         self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+        # a daemon killed once the VMM had saved the pause but before it
+        # wrote so: the next one finds the whole snapshot, and it is paused
+        DAEMON.kill()
+        DAEMON.wait()
+        path = os.path.join(STATE, "sandboxes", sid, "state.json")
+        with open(path) as f:
+            st = json.load(f)
+        st["sandbox"]["state"], st["paused"], st["pause_gen"] = "running", False, st["pause_gen"] - 1
+        with open(path, "w") as f:
+            json.dump(st, f)
+        start_daemon()
+        self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
+        self.assertEqual(call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT).status, 200)
+        r = run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/data"]})
+        self.assertEqual((r.status, (r.json or {}).get("stdout")), (200, "kept\n"), r.body)
+        self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
         delete(UID_C, sid)
         self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
 
+
+
+    def test_paused_sandboxes_per_owner_are_bounded(self):
+        # they hold disk and never expire: at most --max-per-owner (4) each
+        ids = []
+        try:
+            for _ in range(4):  # one running at a time: paused ones hold no place
+                ids.append(create(UID_D).json["id"])
+                r = call(UID_D, "POST", "/v1/sandboxes/%s/pause" % ids[-1], timeout=300)
+                self.assertEqual(r.status, 200, r.body)
+            ids.append(create(UID_D).json["id"])
+            e = self.expect_error(call(UID_D, "POST", "/v1/sandboxes/%s/pause" % ids[4], timeout=300), 429,
+                                  "quota_exceeded")
+            self.assertIn("paused sandboxes", e["message"])
+            self.assertEqual(call(UID_D, "GET", "/v1/sandboxes/" + ids[4]).json["state"], "running")
+        finally:
+            for k in ids:
+                delete(UID_D, k)
+        for k in ids:
+            wait_ended(UID_D, k)
 
 
 class T12Fork(ServeTest):

@@ -247,8 +247,10 @@ int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer)
 	struct srv *s = c->s;
 	unsigned running = 0, mine = 0;
 
+	/* A paused sandbox held by a fork or a template build (pausing) is
+	 * resumed at once: it keeps its place meanwhile. */
 	for (struct sandbox *o = s->sandboxes; o; o = o->next)
-		if (o->state != SB_ENDED && !o->pooled && !o->paused) {
+		if (o->state != SB_ENDED && !o->pooled && (!o->paused || o->pausing)) {
 			running++;
 			mine += o->owner == owner;
 		}

@@ -158,7 +158,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	    field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s))
 		goto out;
 	pthread_mutex_lock(&s->mu);
-	/* The parent counts now and again once resumed: room for count more. */
+	/* The parent counts, and keeps its place while held: room for count more. */
 	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
 		goto out;
 	pthread_mutex_unlock(&s->mu);
@@ -174,7 +174,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	x[0] = (struct start){ .s = s, .sb = sb };
 	pthread_mutex_lock(&s->mu);
 	snprintf(from, sizeof(from), "%s/paused-%u", sb->dir, sb->pause_gen);
-	bool room = !sb_room_locked(c, sb->owner, count + 1, false);
+	bool room = !sb_room_locked(c, sb->owner, count, false); /* the parent keeps its place (held) */
 	for (unsigned i = 1; room && i <= count; i++) {
 		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };
 		if (!x[i].sb) {

@@ -29,8 +29,11 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	struct timespec ts;
 	struct stat st;
 	const char *why = NULL;
+	unsigned npaused = 0;
 
 	pthread_mutex_lock(&s->mu);
+	for (struct sandbox *o = s->sandboxes; o; o = o->next)
+		npaused += o->owner == sb->owner && o->paused && o->state != SB_ENDED;
 	if (sb->paused)
 		why = "it is paused already";
 	else if (sb->pausing)
@@ -45,6 +48,14 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 		pthread_mutex_unlock(&s->mu);
 		snprintf(err, cap, "%s", why);
 		return 409;
+	}
+	/* Paused sandboxes hold disk and never expire: as many per owner
+	 * as may run. A held pause (fork, template) resumes at once. */
+	if (!hold && npaused >= s->cfg.max_per_owner) {
+		pthread_mutex_unlock(&s->mu);
+		snprintf(err, cap, "uid %u has %u paused sandboxes (the limit: delete or resume one)",
+			 (unsigned)sb->owner, npaused);
+		return 429;
 	}
 	sb->pausing = true;
 	/* No connection may stay open across the save: the keeper goes
@@ -105,8 +116,9 @@ void api_pause(struct conn *c, struct sandbox *sb)
 	char err[700];
 	int code = sb_pause(c->s, sb, false, err, sizeof(err));
 
-	if (code == 409)
-		conn_error(c, 409, "conflict", "sandbox %s cannot be paused: %s", sb->id, err);
+	if (code == 409 || code == 429)
+		conn_error(c, code, code == 409 ? "conflict" : "quota_exceeded", "sandbox %s cannot be paused: %s",
+			   sb->id, err);
 	else if (code)
 		conn_error(c, code, "internal", "sandbox %s: %s", sb->id, err);
 	else

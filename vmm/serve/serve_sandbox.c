@@ -332,13 +332,27 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 	pthread_cond_broadcast(&s->cv);
 }
 
+/* <dir>/paused-<gen>/state exists: the VMM wrote that snapshot whole (the
+ * state file is written last). */
+static bool snapshot_complete(const struct sandbox *sb, unsigned gen)
+{
+	char path[640];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/paused-%u/state", sb->dir, gen);
+	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
+}
+
 /* The VMM process is gone (final_ms: its CPU time, 0 when unknown): what
  * it leaves is removed. */
 static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_t final_ms)
 {
 	quota_count_locked(s, sb, final_ms);
 	sb->exited = true;
-	if (sb->pausing && sb->state != SB_ENDED && status == 0) {
+	/* A pause: exit status 0, or, for a re-adopted VMM (not our child:
+	 * no status), the snapshot it was to write, whole. */
+	if (sb->pausing && sb->state != SB_ENDED &&
+	    (status == 0 || (status == -1 && snapshot_complete(sb, sb->pause_gen + 1)))) {
 		sb->pausing = false;
 		sb->paused = true;
 	} else if (sb->state != SB_ENDED) {
@@ -816,8 +830,26 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 											   : s->cfg.default_timeout_s;
 	i = json_find(&d, o, "state");
 	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
-	if (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen) {
-		/* No process to find: its snapshot waits for a resume. */
+	/* A daemon killed after the VMM saved a pause but before it said so:
+	 * the newer snapshot is whole, its VMM gone; paused, from it. */
+	bool recovered = false;
+	if (was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
+	    snapshot_complete(sb, sb->pause_gen + 1)) {
+		sb->pause_gen++;
+		recovered = true;
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its pause into paused-%u was done: paused\n", sb->id,
+			sb->pause_gen);
+	}
+	if (recovered || (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen)) {
+		/* Its snapshot waits for a resume. A VMM a killed daemon was
+		 * starting from it (a resume, a fork's) is not ours to keep:
+		 * the sandbox is paused, nothing else may run as it. */
+		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start)) {
+			kill(sb->pid, SIGKILL);
+			fprintf(stderr, "tinyvmm serve: sandbox %s: paused; the VMM (pid %d) started from it ended\n",
+				sb->id, (int)sb->pid);
+		}
+		unlink(sb->uds);
 		sb->state = SB_RUNNING;
 		sb->paused = sb->exited = true;
 		sb->pid = 0;

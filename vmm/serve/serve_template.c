@@ -176,7 +176,8 @@ static void api_template_create(struct conn *c)
 	pthread_mutex_unlock(&s->mu);
 	t->created_at = time(NULL);
 	tmpl_path(s, c->uid, t->name, dir, sizeof(dir));
-	snprintf(tmp, sizeof(tmp), "%s.tmp", dir);
+	/* Built beside it under a name no template has (a dot first). */
+	snprintf(tmp, sizeof(tmp), "%s/templates/%u/.%s.build", s->cfg.state_dir, (unsigned)c->uid, t->name);
 	snprintf(snap, sizeof(snap), "%s/snap", tmp);
 	sb_remove_dir(tmp); /* a build a crash left */
 	snprintf(snap, sizeof(snap), "%s/templates", s->cfg.state_dir);
@@ -409,13 +410,12 @@ void tmpl_load(struct srv *s)
 		while ((te = readdir(u))) {
 			size_t len = strlen(te->d_name);
 
-			if (te->d_name[0] == '.')
-				continue;
-			if (len > 63 + 4)
+			if (!strcmp(te->d_name, ".") || !strcmp(te->d_name, "..") || len > 1 + 63 + 6)
 				continue; /* no name of ours */
-			snprintf(dir, sizeof(dir), "%.600s/%.67s", udir, te->d_name);
-			if (len > 4 && !strcmp(te->d_name + len - 4, ".tmp")) {
-				sb_remove_dir(dir); /* a build that did not finish */
+			snprintf(dir, sizeof(dir), "%.600s/%.70s", udir, te->d_name);
+			if (te->d_name[0] == '.') {
+				if (len > 6 && !strcmp(te->d_name + len - 6, ".build"))
+					sb_remove_dir(dir); /* a build that did not finish */
 				continue;
 			}
 			pthread_mutex_lock(&s->mu);
