@@ -1665,7 +1665,12 @@ class T13Templates(ServeTest):
                               "conflict")
             # the source runs on, as it was
             self.assertEqual(self.sh(src, "cat /tmp/app/ready"), "prepared\n")
-            self.assertEqual([t["name"] for t in call(UID_C, "GET", "/v1/templates").json["templates"]], ["py"])
+            # a name like a build's temporary one is a name like any other
+            r = call(UID_C, "POST", "/v1/templates", json={"name": "py.tmp", "from_sandbox": src},
+                     timeout=CREATE_WAIT)
+            self.assertEqual(r.status, 201, r.body)
+            self.assertEqual(sorted(t["name"] for t in call(UID_C, "GET", "/v1/templates").json["templates"]),
+                             ["py", "py.tmp"])
             self.assertEqual(call(UID_D, "GET", "/v1/templates").json["templates"], [])
             self.expect_error(call(UID_D, "GET", "/v1/templates/py"), 404, "template_not_found")
             self.expect_error(create(UID_D, {"template": "py"}, expect=400), 400, "bad_request")
@@ -1692,6 +1697,8 @@ class T13Templates(ServeTest):
             # a restart keeps it; a delete ends its use, not the sandboxes made from it
             restart_daemon()
             self.assertEqual(call(UID_C, "GET", "/v1/templates/py").json["from_sandbox"], src)
+            self.assertEqual(call(UID_C, "GET", "/v1/templates/py.tmp").json["from_sandbox"], src)
+            self.assertEqual(call(UID_C, "DELETE", "/v1/templates/py.tmp").status, 204)
             self.assertEqual(call(UID_C, "DELETE", "/v1/templates/py").status, 204)
             self.expect_error(call(UID_C, "DELETE", "/v1/templates/py"), 404, "template_not_found")
             self.expect_error(create(UID_C, {"template": "py"}, expect=400), 400, "bad_request")
