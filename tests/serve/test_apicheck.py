@@ -21,7 +21,7 @@ SANDBOX = {
     "id": SBX, "state": "running", "template": "default",
     "created_at": "2026-12-01T21:00:00Z", "expires_at": "2026-12-01T21:05:00Z",
     "ended_at": None, "end_reason": None, "cpus": 1, "memory_mib": 256,
-    "idle_timeout_s": 0, "from_pool": False, "metadata": {"k": "v"},
+    "idle_timeout_s": 0, "from_pool": False, "forked_from": None, "metadata": {"k": "v"},
 }
 CREATED = dict(SANDBOX, access_token=TOKEN)
 RESULT = {
@@ -83,7 +83,9 @@ class DocumentTest(unittest.TestCase):
             ("delete", "/v1/sandboxes/{id}/files"), ("get", "/v1/sandboxes/{id}/fs/list"),
             ("get", "/v1/sandboxes/{id}/logs"), ("get", "/v1/templates/{name}/pool"),
             ("put", "/v1/templates/{name}/pool"), ("post", "/v1/sandboxes/{id}/pause"),
-            ("post", "/v1/sandboxes/{id}/resume"),
+            ("post", "/v1/sandboxes/{id}/resume"), ("post", "/v1/sandboxes/{id}/fork"),
+            ("get", "/v1/templates"), ("post", "/v1/templates"), ("get", "/v1/templates/{name}"),
+            ("delete", "/v1/templates/{name}"),
         }
         have = {(m, p) for p, item in self.raw["paths"].items() for m in item if m != "parameters"}
         self.assertEqual(have, want)
