@@ -213,6 +213,11 @@ void sb_put(struct srv *s, struct sandbox *sb);
 /* A new sandbox's random id and access token, and its directory and
  * vsock socket paths under the state directory. */
 void sb_name(const struct srv *s, struct sandbox *sb);
+/* A sandbox whose start (create, fork, template) is given up: ended with
+ * reason unless it has ended already (a DELETE meanwhile: its reason
+ * stays), even when its VMM already runs; the starter's reference given
+ * back. Under mu. */
+void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);

@@ -402,15 +402,10 @@ void api_create(struct conn *c, const struct http_request *r)
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);
-		/* Ended by a DELETE while it started: that reason stays. */
-		if (sb->state == SB_STARTING) {
-			sb->state = SB_RUNNING; /* so that it ends like any other */
-			sb_end_locked(s, sb, "crashed");
-		}
-		if (sb->pid <= 0)
-			sb->exited = true; /* no process was started: nothing to reap */
+		/* Also after its VMM came up (a template's hostname failed):
+		 * no sandbox the client was not given stays running. */
+		sb_abandon_locked(s, sb, "crashed");
 		reason = sb->end_reason;
-		sb->refs--;
 		pthread_mutex_unlock(&s->mu);
 		sb = NULL;
 		if (!strcmp(reason, "killed"))

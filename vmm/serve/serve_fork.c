@@ -93,19 +93,6 @@ static void *start_one(void *arg)
 	return NULL;
 }
 
-/* Under mu: a child that is not kept ends (reason), its reference given
- * back. */
-static void child_drop_locked(struct srv *s, struct sandbox *sb, const char *reason)
-{
-	if (sb->state == SB_STARTING)
-		sb->state = SB_RUNNING; /* so that it ends like any other */
-	if (sb->state != SB_ENDED)
-		sb_end_locked(s, sb, reason);
-	if (sb->pid <= 0)
-		sb->exited = true; /* no process was started: nothing to reap */
-	sb->refs--;
-}
-
 static void answer_forked(struct conn *c, struct start *x, unsigned n)
 {
 	size_t cap = 64;
@@ -218,7 +205,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		pthread_mutex_lock(&s->mu);
 		for (unsigned i = 1; room && i <= count; i++)
 			if (x[i].sb)
-				child_drop_locked(s, x[i].sb, (int)i == failed || x[i].r ? "crashed" : "killed");
+				sb_abandon_locked(s, x[i].sb, (int)i == failed || x[i].r ? "crashed" : "killed");
 		pthread_mutex_unlock(&s->mu);
 		if (!room)
 			conn_error(c, 503, "capacity", "no room for %u more sandboxes: try again later", count);

@@ -94,6 +94,17 @@ static bool token_eq(const char *a, const char *b, size_t n)
 	return d == 0;
 }
 
+void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason)
+{
+	if (sb->state == SB_STARTING)
+		sb->state = SB_RUNNING; /* so that it ends like any other */
+	if (sb->state != SB_ENDED)
+		sb_end_locked(s, sb, reason);
+	if (sb->pid <= 0)
+		sb->exited = true; /* no process was started: nothing to reap */
+	sb->refs--;
+}
+
 void sb_name(const struct srv *s, struct sandbox *sb)
 {
 	memcpy(sb->id, "sbx_", 4);
