@@ -210,19 +210,13 @@ static void open_base_mem(struct restore *x, bool own)
 	if (snprintf(path, sizeof(path), "%s/%s", x->base.dir, SNAP_MEM_FILE) >= (int)sizeof(path) ||
 	    (x->mem_fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK)) < 0)
 		return;
-	if (fstat(x->mem_fd, &st) < 0 ||
-	    (!own && ((uint64_t)st.st_size != x->base.mem_size || (uint64_t)st.st_ino != x->base.mem_ino ||
-		      (uint64_t)st.st_mtim.tv_sec != x->base.mtime_sec ||
-		      (uint32_t)st.st_mtim.tv_nsec != x->base.mtime_nsec))) {
+	if (fstat(x->mem_fd, &st) < 0 || (!own && !snap_base_same_mem(&x->base, &st))) {
 		close(x->mem_fd);
 		x->mem_fd = -1;
 		return;
 	}
 	if (own) {
-		x->base.mem_size = (uint64_t)st.st_size;
-		x->base.mem_ino = (uint64_t)st.st_ino;
-		x->base.mtime_sec = (uint64_t)st.st_mtim.tv_sec;
-		x->base.mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+		snap_base_set_mem(&x->base, &st);
 		memcpy(&x->base.state_crc, x->buf + 24, 4); /* the header's CRC, checked by snap_parse */
 	}
 	x->has_id = true;

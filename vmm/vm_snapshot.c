@@ -290,8 +290,7 @@ static int diff_base(struct tvm_vm *vm, const char *dir, const char *base_dir, s
 	if (fstat(vm->base_mem_fd, &st) < 0)
 		return tvm_errf(e, errno, "snapshot %s: base %s/%s: %s", dir, vm->base.dir, SNAP_MEM_FILE,
 				strerror(errno));
-	if ((uint64_t)st.st_size != vm->base.mem_size || (uint64_t)st.st_mtim.tv_sec != vm->base.mtime_sec ||
-	    (uint32_t)st.st_mtim.tv_nsec != vm->base.mtime_nsec)
+	if (!snap_base_same_mem(&vm->base, &st))
 		return tvm_errf(e, ESTALE, "snapshot %s: base %s/%s: changed since the VM was restored", dir,
 				vm->base.dir, SNAP_MEM_FILE);
 	return 0;

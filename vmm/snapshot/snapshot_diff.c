@@ -20,6 +20,23 @@
 #define PM_SWAP (1ULL << 62)
 #define PM_FILE (1ULL << 61) /* file page or shared anonymous */
 
+void snap_base_set_mem(struct snap_base *b, const struct stat *st)
+{
+	b->mem_size = (uint64_t)st->st_size;
+	b->mem_ino = (uint64_t)st->st_ino;
+	b->mtime_sec = (uint64_t)st->st_mtim.tv_sec;
+	b->mtime_nsec = (uint32_t)st->st_mtim.tv_nsec;
+}
+
+bool snap_base_same_mem(const struct snap_base *b, const struct stat *st)
+{
+	struct snap_base now;
+
+	snap_base_set_mem(&now, st);
+	return now.mem_size == b->mem_size && now.mem_ino == b->mem_ino && now.mtime_sec == b->mtime_sec &&
+	       now.mtime_nsec == b->mtime_nsec;
+}
+
 void snap_base_write(struct snap_w *w, const struct snap_base *b)
 {
 	snap_w_begin(w, SNAP_BASE, 0);
@@ -70,10 +87,7 @@ int snap_base_identify(const char *dir, struct snap_base *b, bool *is_diff, stru
 		return tvm_errf(e, errno, "%s: %s", path, strerror(errno));
 	if (!S_ISREG(st.st_mode))
 		return tvm_errf(e, EINVAL, "%s: not a regular file", path);
-	b->mem_size = (uint64_t)st.st_size;
-	b->mem_ino = (uint64_t)st.st_ino;
-	b->mtime_sec = (uint64_t)st.st_mtim.tv_sec;
-	b->mtime_nsec = (uint32_t)st.st_mtim.tv_nsec;
+	snap_base_set_mem(b, &st);
 	if ((r = snap_path(path, sizeof(path), b->dir, SNAP_STATE_FILE, e)))
 		return r;
 	r = snap_read_file(path, SNAP_MAX_FILE, &buf, &len, e);

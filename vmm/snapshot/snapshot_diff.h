@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 
 #include "vmm/core/err.h"
 #include "vmm/core/guest_mem.h"
@@ -48,6 +49,11 @@ struct snap_base {
 	uint64_t mem_size, mem_ino, mtime_sec;
 	uint32_t mtime_nsec, state_crc;
 };
+
+/* b's memory-file identity (size, inode, modification time) from st. */
+void snap_base_set_mem(struct snap_base *b, const struct stat *st);
+/* st is still the memory file b names: same size, inode and mtime. */
+bool snap_base_same_mem(const struct snap_base *b, const struct stat *st);
 
 /* Append the SNAP_BASE section. */
 void snap_base_write(struct snap_w *w, const struct snap_base *b);
