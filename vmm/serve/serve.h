@@ -213,6 +213,8 @@ void sb_put(struct srv *s, struct sandbox *sb);
 /* A new sandbox's random id and access token, and its directory and
  * vsock socket paths under the state directory. */
 void sb_name(const struct srv *s, struct sandbox *sb);
+/* Its snapshot number gen: <dir>/paused-<gen>, into out (cap bytes). */
+void sb_snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t cap);
 /* A sandbox whose start (create, fork, template) is given up: ended with
  * reason unless it has ended already (a DELETE meanwhile: its reason
  * stays), even when its VMM already runs; the starter's reference given

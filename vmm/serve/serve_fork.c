@@ -160,7 +160,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	memset(x, 0, sizeof(x));
 	x[0] = (struct start){ .s = s, .sb = sb };
 	pthread_mutex_lock(&s->mu);
-	snprintf(from, sizeof(from), "%s/paused-%u", sb->dir, sb->pause_gen);
+	sb_snapshot_dir(sb, sb->pause_gen, from, sizeof(from));
 	bool room = !sb_room_locked(c, sb->owner, count, false); /* the parent keeps its place (held) */
 	for (unsigned i = 1; room && i <= count; i++) {
 		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };

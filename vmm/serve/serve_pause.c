@@ -17,11 +17,6 @@
 
 #define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
 
-static void snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t cap)
-{
-	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
-}
-
 int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap)
 {
 	char dir[600], mem[620];
@@ -87,7 +82,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 			 running ? "the VM runs on" : "its VMM ended", sb->dir);
 		return 500;
 	}
-	snapshot_dir(sb, sb->pause_gen + 1, dir, sizeof(dir));
+	sb_snapshot_dir(sb, sb->pause_gen + 1, dir, sizeof(dir));
 	snprintf(mem, sizeof(mem), "%s/mem", dir);
 	sb->pause_gen++;
 	sb->pause_ms = (now_ns() - t0) / 1000000u;
@@ -102,7 +97,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	sb_audit_locked(s, sb, "paused");
 	if (sb->pause_gen > 1) {
 		/* The VM that just ended mapped the one before: no longer used. */
-		snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
+		sb_snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
 		sb_remove_dir(dir);
 	}
 	pthread_mutex_unlock(&s->mu);

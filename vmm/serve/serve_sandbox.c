@@ -94,6 +94,11 @@ static bool token_eq(const char *a, const char *b, size_t n)
 	return d == 0;
 }
 
+void sb_snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t cap)
+{
+	snprintf(out, cap, "%s/paused-%u", sb->dir, gen);
+}
+
 void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason)
 {
 	if (sb->state == SB_STARTING)
@@ -347,10 +352,11 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
  * state file is written last). */
 static bool snapshot_complete(const struct sandbox *sb, unsigned gen)
 {
-	char path[640];
+	char dir[620], path[640];
 	struct stat st;
 
-	snprintf(path, sizeof(path), "%s/paused-%u/state", sb->dir, gen);
+	sb_snapshot_dir(sb, gen, dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/state", dir);
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
@@ -468,11 +474,11 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 	ADD(sb->uds);
 	ADD("--serial-out");
 	ADD("/dev/null");
-	snprintf(pause_to, sizeof(pause_to), "%s/paused-%u", sb->dir, sb->pause_gen + 1);
+	sb_snapshot_dir(sb, sb->pause_gen + 1, pause_to, sizeof(pause_to));
 	ADD("--pause-to");
 	ADD(pause_to);
 	if (sb->pause_gen) {
-		snprintf(resume_from, sizeof(resume_from), "%s/paused-%u", sb->dir, sb->pause_gen);
+		sb_snapshot_dir(sb, sb->pause_gen, resume_from, sizeof(resume_from));
 		ADD("--snapshot");
 		ADD(resume_from);
 	}

@@ -169,7 +169,7 @@ static void api_template_create(struct conn *c)
 		goto out;
 	}
 	pthread_mutex_lock(&s->mu);
-	snprintf(paused, sizeof(paused), "%s/paused-%u", sb->dir, sb->pause_gen);
+	sb_snapshot_dir(sb, sb->pause_gen, paused, sizeof(paused));
 	t->cpus = sb->cpus;
 	t->memory_mib = sb->memory_mib;
 	memcpy(t->from, sb->id, sizeof(t->from));
