@@ -157,12 +157,16 @@ unit: $(UNIT_BINS) $(BUILD)/examples/cxx
 
 # The integration tests boot the guest built by tools/build-guest.sh and the
 # base image built by tools/build-rootfs.sh with our agent as /sbin/init
-# (both cached outside the clone).
+# (both cached outside the clone). The jobs and snapshot suites run a second
+# time with every VM a `tinyvmm run --jail` process (TINYVMM_IT_JAIL=1).
 integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
 	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
 	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
 	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
 	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done; \
+	for t in test_jobs test_snapshot; do echo "== $(BUILD)/it/$$t, every VM jailed"; \
+	  TINYVMM_IT_JAIL=1 TINYVMM_IT_RESTORES=3 TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
+	  ASAN_OPTIONS=quarantine_size_mb=4 $(BUILD)/it/$$t; done; \
 	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
 	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
 	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \

@@ -667,7 +667,8 @@ export class Sandbox {
    * count (1..8, default 1) new sandboxes that start from this one's files and running processes now
    * (the parent is paused for the copy and runs on); each its own id, accessToken and lifetime
    * (timeoutS seconds, default the parent's); info.forkedFrom is this sandbox's id. Only the owner may
-   * fork (a token holder gets ForbiddenError); ConflictError while commands run or when paused. All or nothing.
+   * fork (a token holder gets ForbiddenError); ConflictError while commands run. A paused sandbox
+   * is forked from its snapshot and stays paused. All or nothing.
    */
   async fork({ count = 1, timeoutS, requestTimeoutMs = 300_000 } = {}) {
     const body = { count };

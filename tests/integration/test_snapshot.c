@@ -6,16 +6,26 @@
  * (a file written by one is absent in the next, /dev/urandom differs, the
  * clock is the host's after SEED); a restored VM snapshotted again keeps
  * its files; damaged snapshots are refused with a clear error; and the
- * sequential restores leave no descriptors behind. */
+ * sequential restores leave no descriptors behind.
+ *
+ * With TINYVMM_IT_JAIL=1 the snapshot is made by `./tinyvmm snapshot create
+ * --jail` and every restore is a `./tinyvmm run --jail --snapshot` reached
+ * through its --vsock-uds socket (the host walls issue: "the snapshot suite
+ * also passes under --jail"); a snapshot of a restore is its --pause-to;
+ * a refusal is its one line and exit status 125. What only the library can
+ * be asked (its diff calls' own refusals, one process's descriptors and
+ * memory over a hundred restores) is checked in-process only. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "tests/integration/it_common.h"
+#include "tests/integration/it_jail.h"
 #include "vmm/tinyvmm.h"
 
 #define BOOT_MS 600000
@@ -24,6 +34,15 @@
 #define DIFF_WRITE_MIB_S "4194304" /* DIFF_WRITE_MIB in bytes, for the shell */
 
 static char snap_dir[64];
+static struct it_jail jail;
+
+/* A restored VM: in-process, or (jailed) a tinyvmm process. */
+struct vm {
+	struct tvm_vm *vm;
+	pid_t pid;
+	char uds[108];
+	int seeded; /* jailed: the first connection sent SEED */
+};
 
 static int count_fds(void)
 {
@@ -45,31 +64,84 @@ static void cfg_base(struct tvm_config *c)
 	c->ttl_ms = 1800000; /* whatever happens to the test, the VM goes */
 }
 
-/* Run `sh -c cmd` as root in vm through a new agent connection. */
-static struct tvm_job_result run(struct tvm_vm *vm, const char *cmd, struct it_out *o)
+/* Run `sh -c cmd` as root in v through a new agent connection (the first
+ * to a jailed VM seeds it, as the library does for one of its own). */
+static struct tvm_job_result run(struct vm *v, const char *cmd, struct it_out *o)
 {
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 	struct tvm_job j = { .argv = argv, .uid = TVM_ID_ROOT, .gid = TVM_ID_ROOT, .on_output = it_collect, .ctx = o };
+	struct tvm_agent_addr to =
+		v->vm ? (struct tvm_agent_addr){ .vm = v->vm } : (struct tvm_agent_addr){ .uds_path = v->uds };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
 
-	ck_assert_msg(tvm_vm_agent_connect(vm, AGENT_MS, &a, &e) == 0, "agent: %s", e.msg);
+	ck_assert_msg(tvm_agent_connect(&to, AGENT_MS, v->vm || v->seeded ? 0 : TVM_AGENT_SEED, &a, &e) == 0,
+		      "agent: %s", e.msg);
+	v->seeded = 1;
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
 	return r;
 }
 
-static struct tvm_vm *restore(const char *dir)
+/* Restore the snapshot in dir and start it; jailed, pause_to (or NULL) is
+ * its --pause-to, which pause() saves into. The caller ends it with
+ * destroy(). */
+static struct vm *restore_to(const char *dir, const char *pause_to)
 {
+	static int n;
+	struct vm *v = calloc(1, sizeof(*v));
 	struct tvm_config c;
-	struct tvm_vm *vm;
 	struct tvm_err e = { 0 };
 
+	ck_assert_ptr_nonnull(v);
+	if (jail.on) {
+		char *argv[16] = { "tinyvmm",     "run",  "--jail", jail.opt, "--snapshot",   (char *)dir,
+				   "--vsock-uds", v->uds, "--ttl",  "1800",   "--serial-out", "/dev/null" };
+
+		snprintf(v->uds, sizeof(v->uds), "%s-%d.sock", snap_dir, __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED));
+		if (pause_to) {
+			argv[12] = "--pause-to";
+			argv[13] = (char *)pause_to;
+		}
+		v->pid = it_jail_spawn(argv);
+		return v;
+	}
 	cfg_base(&c);
-	ck_assert_msg(tvm_vm_restore(&c, dir, &vm, &e) == 0, "restore: %s", e.msg);
-	ck_assert_msg(tvm_vm_start(vm, &e) == 0, "start: %s", e.msg);
-	return vm;
+	ck_assert_msg(tvm_vm_restore(&c, dir, &v->vm, &e) == 0, "restore: %s", e.msg);
+	ck_assert_msg(tvm_vm_start(v->vm, &e) == 0, "start: %s", e.msg);
+	return v;
+}
+
+static struct vm *restore(const char *dir)
+{
+	return restore_to(dir, NULL);
+}
+
+/* Stop v and free it (jailed: SIGTERM, which a VM ends with 128 + 15). */
+static void destroy(struct vm *v)
+{
+	if (v->vm)
+		tvm_vm_destroy(v->vm);
+	else
+		ck_assert_int_eq(it_jail_end(&v->pid, SIGTERM), 143);
+	free(v);
+}
+
+/* Save v into out and end it: a full snapshot in-process, and jailed its
+ * --pause-to (out, given to restore_to: a diff against what it was
+ * restored from). */
+static void pause_into(struct vm *v, const char *out)
+{
+	struct tvm_err e = { 0 };
+
+	if (v->vm) {
+		ck_assert_msg(tvm_vm_snapshot(v->vm, out, &e) == 0, "snapshot: %s", e.msg);
+		tvm_vm_destroy(v->vm);
+	} else {
+		ck_assert_int_eq(it_jail_end(&v->pid, SIGUSR1), 0);
+	}
+	free(v);
 }
 
 /* The job every restore runs: what the last one left (nothing, if it is
@@ -88,6 +160,31 @@ static void setup(void)
 	struct tvm_err e = { 0 };
 
 	snprintf(snap_dir, sizeof(snap_dir), "/tmp/tinyvmm-it-snap-%d", getpid());
+	it_jail_init(&jail, "snapshot");
+	if (jail.on) {
+		char *argv[] = { "tinyvmm",
+				 "snapshot",
+				 "create",
+				 "--jail",
+				 jail.opt,
+				 "--kernel",
+				 (char *)it_guest("vmlinux"),
+				 "--cmdline",
+				 "console=ttyS0 reboot=k panic=-1 quiet",
+				 "--rootfs",
+				 getenv("TINYVMM_ROOTFS"),
+				 "--out",
+				 snap_dir,
+				 "--",
+				 "sh",
+				 "-c",
+				 WARMUP_JOB,
+				 NULL };
+		pid_t pid = it_jail_spawn(argv);
+
+		ck_assert_int_eq(it_jail_end(&pid, 0), 0);
+		return;
+	}
 	cfg_base(&c);
 	c.kernel_path = it_guest("vmlinux");
 	c.cmdline = "console=ttyS0 reboot=k panic=-1 quiet";
@@ -101,7 +198,7 @@ static void setup(void)
 	tvm_agent_close(a);
 	/* Warm-up: the job's programs are in the snapshot's page cache (each
 	 * first exec costs seconds on the emulated guest). No mark written. */
-	run(vm, WARMUP_JOB, &o);
+	run(&(struct vm){ .vm = vm }, WARMUP_JOB, &o);
 	it_out_free(&o);
 	/* run() closed its connection: none is open across the snapshot. */
 	ck_assert_msg(tvm_vm_snapshot(vm, snap_dir, &e) == 0, "snapshot: %s", e.msg);
@@ -114,6 +211,7 @@ static void teardown(void)
 
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'-*", snap_dir, snap_dir);
 	ck_assert_int_eq(system(cmd), 0);
+	it_jail_done(&jail);
 }
 
 struct fresh {
@@ -122,7 +220,7 @@ struct fresh {
 	time_t before, after;
 };
 
-static void fresh_job(struct tvm_vm *vm, struct fresh *f)
+static void fresh_job(struct vm *vm, struct fresh *f)
 {
 	struct it_out o = { 0 };
 	struct tvm_job_result r;
@@ -155,10 +253,10 @@ START_TEST(sequential_restores_are_fresh_and_leak_nothing)
 	struct fresh *f = calloc((size_t)n, sizeof(*f));
 
 	for (int i = 0; i < n; i++) {
-		struct tvm_vm *vm = restore(snap_dir);
+		struct vm *vm = restore(snap_dir);
 
 		fresh_job(vm, &f[i]);
-		tvm_vm_destroy(vm);
+		destroy(vm);
 		if (i == 0) /* after the first: lazy one-time setup is done */
 			fds_before = count_fds();
 		for (int k = 0; k < i; k++)
@@ -191,15 +289,19 @@ START_TEST(hundred_restores_leak_no_fds_or_memory)
 	long rss = -1;
 	struct tvm_err e = { 0 };
 
+	if (jail.on) { /* one process's own leaks: the library's */
+		printf("hundred_restores_leak_no_fds_or_memory: in-process only\n");
+		return;
+	}
 	/* Restore, run, stop, destroy, in one process: every fd and every
 	 * mapping must go with the VM. Measured after 10 rounds, when the
 	 * one-time setup (allocator pools, ASan's own) is done. */
 	for (int i = 0; i < n; i++) {
-		struct tvm_vm *vm = restore(snap_dir);
+		struct vm *v = restore(snap_dir);
 
-		tvm_vm_stop(vm);
-		ck_assert_msg(tvm_vm_wait(vm, &e) == 0, "round %d: %s", i, e.msg);
-		tvm_vm_destroy(vm);
+		tvm_vm_stop(v->vm);
+		ck_assert_msg(tvm_vm_wait(v->vm, &e) == 0, "round %d: %s", i, e.msg);
+		destroy(v);
 		if (i == 9) {
 			fds = count_fds();
 			rss = rss_kib();
@@ -214,7 +316,7 @@ END_TEST
 
 struct par {
 	struct fresh f;
-	struct tvm_vm *vm;
+	struct vm *vm;
 };
 
 static void *par_restore(void *arg)
@@ -239,7 +341,7 @@ START_TEST(four_at_once)
 		ck_assert_ptr_nonnull(p[i].vm);
 		for (int k = 0; k < i; k++)
 			ck_assert_str_ne(p[k].f.random, p[i].f.random);
-		tvm_vm_destroy(p[i].vm);
+		destroy(p[i].vm);
 	}
 }
 END_TEST
@@ -248,25 +350,24 @@ START_TEST(snapshot_of_a_restore_keeps_its_files)
 {
 	char second[96];
 	struct it_out o = { 0 };
-	struct tvm_err e = { 0 };
-	struct tvm_vm *vm = restore(snap_dir);
+	struct vm *vm;
 
 	snprintf(second, sizeof(second), "%s-second", snap_dir);
+	vm = restore_to(snap_dir, second);
 	run(vm, "echo kept-on-disk > /root/chain; echo kept-in-ram > /tmp/chain; sync", &o);
 	it_out_free(&o);
-	ck_assert_msg(tvm_vm_snapshot(vm, second, &e) == 0, "snapshot: %s", e.msg);
-	tvm_vm_destroy(vm);
+	pause_into(vm, second);
 	vm = restore(second);
 	run(vm, "cat /root/chain /tmp/chain", &o);
 	ck_assert_str_eq(it_str(&o, 1), "kept-on-disk\nkept-in-ram\n");
 	it_out_free(&o);
-	tvm_vm_destroy(vm);
+	destroy(vm);
 	/* The first snapshot is unchanged by all this. */
 	vm = restore(snap_dir);
 	run(vm, "cat /root/chain 2>/dev/null || echo absent", &o);
 	ck_assert_str_eq(it_str(&o, 1), "absent\n");
 	it_out_free(&o);
-	tvm_vm_destroy(vm);
+	destroy(vm);
 }
 END_TEST
 
@@ -281,17 +382,56 @@ static void damaged_copy(const char *tag, const char *shell_fix, char *dir, size
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-static void refused(const char *dir, int code, const char *words)
+/* A restore of dir is refused with -code (jailed: tinyvmm's status 125),
+ * and one line that names dir and says words. */
+static void refused_net(const char *dir, int code, const char *words, int net)
 {
 	struct tvm_config c;
 	struct tvm_vm *vm = (struct tvm_vm *)1;
 	struct tvm_err e = { 0 };
 
+	if (jail.on) {
+		char out[128], err[128], *msg;
+		char *argv[] = { "tinyvmm", "run",  "--jail", jail.opt, "--snapshot", (char *)dir,
+				 "--",      "true", NULL,     NULL,     NULL };
+
+		if (net) {
+			argv[6] = "--net";
+			argv[7] = "tap=tvm-none";
+			argv[8] = "--";
+			argv[9] = "true";
+		}
+
+		it_tmp(out, sizeof(out), "out");
+		it_tmp(err, sizeof(err), "err");
+		ck_assert_int_eq(it_run_cli(argv, out, err, 600), 125);
+		msg = it_slurp(err);
+		/* One line says it, and names dir (the host's quirks
+		 * notice may come before it). */
+		char *w = strstr(msg, words), *bol = w, *eol = w ? strchr(w, '\n') : NULL;
+
+		while (bol && bol > msg && bol[-1] != '\n')
+			bol--;
+		ck_assert_msg(w && eol, "stderr: %s", msg);
+		*eol = 0;
+		ck_assert_msg(strstr(bol, dir), "the line does not name %s: %s", dir, bol);
+		free(msg);
+		unlink(out);
+		unlink(err);
+		return;
+	}
 	cfg_base(&c);
+	if (net)
+		c.net = (struct tvm_net){ .enabled = 1, .tap = "tvm-none" };
 	ck_assert_int_eq(tvm_vm_restore(&c, dir, &vm, &e), -code);
 	ck_assert_ptr_null(vm);
 	ck_assert_msg(strstr(e.msg, words) && strstr(e.msg, dir), "message: %s", e.msg);
 	ck_assert_ptr_null(strchr(e.msg, '\n'));
+}
+
+static void refused(const char *dir, int code, const char *words)
+{
+	refused_net(dir, code, words, 0);
 }
 
 START_TEST(damaged_snapshots_refused)
@@ -354,7 +494,7 @@ static void make_diff(const char *base, const char *out, char *md5, size_t md5_l
 {
 	struct it_out o = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_vm *vm = restore(base);
+	struct vm *vm = restore_to(base, out);
 	struct tvm_job_result r;
 
 	r = run(vm,
@@ -364,8 +504,12 @@ static void make_diff(const char *base, const char *out, char *md5, size_t md5_l
 	ck_assert_msg(r.exit_code == 0, "job: %s", it_str(&o, 2));
 	snprintf(md5, md5_len, "%s", it_str(&o, 1));
 	it_out_free(&o);
-	ck_assert_msg(tvm_vm_snapshot_diff(vm, out, base, &e) == 0, "diff snapshot: %s", e.msg);
-	tvm_vm_destroy(vm);
+	if (jail.on) { /* a restored VM's pause is a diff against its base */
+		pause_into(vm, out);
+		return;
+	}
+	ck_assert_msg(tvm_vm_snapshot_diff(vm->vm, out, base, &e) == 0, "diff snapshot: %s", e.msg);
+	destroy(vm);
 }
 
 START_TEST(diff_snapshot_holds_only_what_changed)
@@ -373,7 +517,7 @@ START_TEST(diff_snapshot_holds_only_what_changed)
 	char diff[96], diff2[96], diff3[96], md5[64];
 	struct it_out o = { 0 };
 	struct tvm_err e = { 0 };
-	struct tvm_vm *vm;
+	struct vm *vm;
 	struct stat full, dm;
 	uint64_t n;
 
@@ -395,19 +539,24 @@ START_TEST(diff_snapshot_holds_only_what_changed)
 	ck_assert_int_le(n * 4096, (uint64_t)full.st_size / 4);
 
 	/* Restored: what was written, in RAM and on disk. */
-	vm = restore(diff);
+	vm = restore_to(diff, diff2);
 	run(vm, "md5sum /tmp/big | cut -c1-32; cat /root/diff; echo second > /tmp/second", &o);
 	ck_assert_msg(strncmp(it_str(&o, 1), md5, 32) == 0, "md5 %s, written %s", it_str(&o, 1), md5);
 	ck_assert_msg(strstr(it_str(&o, 1), "\ndiff-on-disk\n"), "output: %s", it_str(&o, 1));
 	it_out_free(&o);
-	/* No chains: a diff of a VM restored from a diff is against that
-	 * diff's base, never the diff itself... */
-	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, diff2, diff, &e), -EINVAL);
-	ck_assert_msg(strstr(e.msg, "restored from a diff") && !strchr(e.msg, '\n'), "message: %s", e.msg);
-	/* ...and holds the old diff's pages (not written again since: the
-	 * pages of /tmp/big) with the new ones. */
-	ck_assert_msg(tvm_vm_snapshot_diff(vm, diff2, NULL, &e) == 0, "diff of a diff's restore: %s", e.msg);
-	tvm_vm_destroy(vm);
+	if (jail.on) {
+		pause_into(vm, diff2); /* against the diff's base: never a chain */
+	} else {
+		/* No chains: a diff of a VM restored from a diff is against
+		 * that diff's base, never the diff itself... */
+		ck_assert_int_eq(tvm_vm_snapshot_diff(vm->vm, diff2, diff, &e), -EINVAL);
+		ck_assert_msg(strstr(e.msg, "restored from a diff") && !strchr(e.msg, '\n'), "message: %s", e.msg);
+		/* ...and holds the old diff's pages (not written again since:
+		 * the pages of /tmp/big) with the new ones. */
+		ck_assert_msg(tvm_vm_snapshot_diff(vm->vm, diff2, NULL, &e) == 0, "diff of a diff's restore: %s",
+			      e.msg);
+		destroy(vm);
+	}
 	ck_assert_uint_ge(diff_pages(diff2), n);
 	rename(diff, diff3); /* not needed by diff2 */
 	vm = restore(diff2);
@@ -415,16 +564,18 @@ START_TEST(diff_snapshot_holds_only_what_changed)
 	ck_assert_msg(strncmp(it_str(&o, 1), md5, 32) == 0, "md5 %s, written %s", it_str(&o, 1), md5);
 	ck_assert_msg(strstr(it_str(&o, 1), "\ndiff-on-disk\nsecond\n"), "output: %s", it_str(&o, 1));
 	it_out_free(&o);
-	tvm_vm_destroy(vm);
+	destroy(vm);
 	rename(diff3, diff);
+	if (jail.on) /* the library's own refusals, below */
+		return;
 
 	/* Only against the snapshot the VM was restored from, never over it. */
 	vm = restore(snap_dir);
-	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, diff2, diff2, &e), -EINVAL);
+	ck_assert_int_eq(tvm_vm_snapshot_diff(vm->vm, diff2, diff2, &e), -EINVAL);
 	ck_assert_msg(strstr(e.msg, "base is ") && !strchr(e.msg, '\n'), "message: %s", e.msg);
-	ck_assert_int_eq(tvm_vm_snapshot_diff(vm, snap_dir, snap_dir, &e), -EINVAL);
+	ck_assert_int_eq(tvm_vm_snapshot_diff(vm->vm, snap_dir, snap_dir, &e), -EINVAL);
 	ck_assert_msg(strstr(e.msg, "its own base"), "message: %s", e.msg);
-	tvm_vm_destroy(vm);
+	destroy(vm);
 }
 END_TEST
 
@@ -471,15 +622,7 @@ END_TEST
 /* The snapshot's guest has no NIC: a restore cannot plug one in. */
 START_TEST(restore_cannot_add_a_network)
 {
-	struct tvm_config c;
-	struct tvm_vm *vm = (struct tvm_vm *)1;
-	struct tvm_err e = { 0 };
-
-	cfg_base(&c);
-	c.net = (struct tvm_net){ .enabled = 1, .tap = "tvm-none" };
-	ck_assert_int_eq(tvm_vm_restore(&c, snap_dir, &vm, &e), -EINVAL);
-	ck_assert_ptr_null(vm);
-	ck_assert_msg(strstr(e.msg, "no network device"), "message: %s", e.msg);
+	refused_net(snap_dir, EINVAL, "no network device", 1);
 }
 END_TEST
 

@@ -1498,6 +1498,48 @@ class T11Pause(ServeTest):
         wait_ended(UID_C, sid)
         wait_for(lambda: not vmm_pids(sid), "the VMM of %s to end" % sid)
 
+    def test_a_failed_resume_leaves_it_paused(self):
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        try:
+            self.assertEqual(run_exec(UID_C, sid, {"shell": "echo kept > /tmp/data"}).status, 200)
+            self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+            snap = glob.glob(os.path.join(STATE, "sandboxes", sid, "paused-*"))
+            self.assertEqual(len(snap), 1, snap)
+            os.rename(os.path.join(snap[0], "mem"), os.path.join(snap[0], "mem.aside"))
+            r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT, check="response")
+            self.expect_error(r, 500, "internal")
+            self.assertIn("stays paused", r.json["message"])
+            self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
+            # what failed is mended: the next resume has it all
+            os.rename(os.path.join(snap[0], "mem.aside"), os.path.join(snap[0], "mem"))
+            r = call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT)
+            self.assertEqual((r.status, r.json["state"]), (200, "running"), r.body)
+            self.assertEqual(run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/data"]}).json["stdout"], "kept\n")
+        finally:
+            delete(UID_C, sid)
+        wait_ended(UID_C, sid)
+
+    def test_delete_during_a_pause_answers_410(self):
+        """A DELETE while the VMM saves: the pause answers 410 with the
+        reason (200 if the save won the race), never 500."""
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        got = {}
+        t = threading.Thread(target=lambda: got.update(
+            r=call(UID_C, "POST", base + "pause", timeout=300, check="response")))
+        t.start()
+        time.sleep(0.2)
+        delete(UID_C, sid)
+        t.join()
+        r = got["r"]
+        print("\n  pause answered %d to a DELETE 0.2 s in" % r.status, end="")
+        if r.status != 200:
+            self.expect_error(r, 410, "sandbox_expired")
+            self.assertEqual(r.json["end_reason"], "killed")
+        self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
+        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to end" % sid)
+
     def test_paused_sandbox_survives_a_daemon_restart_and_ends_on_delete(self):
         sid = create(UID_C).json["id"]
         base = "/v1/sandboxes/%s/" % sid
@@ -1613,21 +1655,34 @@ class T12Fork(ServeTest):
             wait_ended(UID_C, k)
             wait_for(lambda: not vmm_pids(k), "the VMM of %s to end" % k)
 
-    def test_a_fork_asks_what_a_pause_asks(self):
+    def test_a_paused_sandbox_forks_and_stays_paused(self):
         sid = create(UID_C).json["id"]
         base = "/v1/sandboxes/%s/" % sid
+        kids = []
         try:
+            self.sh(sid, "echo paused-parent > /tmp/data")
             self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
-            self.expect_error(call(UID_C, "POST", base + "fork", json={}), 409, "conflict")
+            r = call(UID_C, "POST", base + "fork", json={"count": 1}, timeout=CREATE_WAIT)
+            self.assertEqual(r.status, 201, r.body)
+            kids = [k["id"] for k in r.json["sandboxes"]]
+            self.assertEqual(r.json["sandboxes"][0]["forked_from"], sid)
+            self.assertEqual(self.sh(kids[0], "cat /tmp/data; echo kid > /tmp/data"), "paused-parent\n")
+            # the parent stays paused, no VMM of its own; resumed, it is
+            # as it was (the child's write is the child's)
+            self.assertEqual(call(UID_C, "GET", base[:-1]).json["state"], "paused")
+            self.assertEqual(vmm_pids(sid), [])
             self.assertEqual(call(UID_C, "POST", base + "resume", timeout=CREATE_WAIT).status, 200)
+            self.assertEqual(self.sh(sid, "cat /tmp/data"), "paused-parent\n")
             r = run_exec(UID_C, sid, {"cmd": ["sleep", "30"], "background": True})
             self.assertEqual(r.status, 201, r.body)
             r = call(UID_C, "POST", base + "fork", json={})
             self.expect_error(r, 409, "conflict")
             self.assertIn("commands are running", r.json["message"])
         finally:
-            delete(UID_C, sid)
-        wait_ended(UID_C, sid)
+            for k in [sid] + kids:
+                delete(UID_C, k)
+        for k in [sid] + kids:
+            wait_ended(UID_C, k)
 
 
 

@@ -99,7 +99,9 @@ int cli_setup_vm(int argc, char **argv, uint64_t t0_ns, struct cli_args *a, int 
 /* Boot a VM from c (or with diff_from, restore it from that snapshot
  * directory), wait for its agent (seeded), run warmup if it has a command,
  * snapshot it into out (with diff_from: a diff against it), stop it.
- * metrics: NULL or a file for the VM's metrics. quiet: no success line.
+ * metrics: NULL or a file for the VM's metrics. quiet: a template made
+ * before a run's own VM: no success line, and (unjailed) the VM runs in a
+ * child process, whose main thread ends confined as `snapshot create`'s.
  * jail: NULL, or run the VM jailed with these options. Returns 0 or
  * EXIT_VM_FAILED after printing why. */
 int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *diff_from,

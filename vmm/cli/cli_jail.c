@@ -73,14 +73,16 @@ static int snapshot_base(struct jail *j, const char *dir, struct tvm_err *e)
 	const struct snap_section *s;
 	struct snap_file f = { 0 };
 	struct snap_base b;
-	char path[PATH_MAX + 8];
+	char path[PATH_MAX + 8], what[PATH_MAX + 32];
 	uint8_t *buf = NULL;
 	int r = read_state(dir, path, sizeof(path), &buf, &f, e);
 
+	/* "jail: diff snapshot DIR: its base BASE/mem: why" */
+	snprintf(what, sizeof(what), "diff snapshot %s: its base", dir);
 	if (!r && (s = snap_find(&f, SNAP_BASE, 0)) && !(r = snap_base_read(s, &b, e)))
 		for (unsigned i = 0; !r && i < 2; i++) {
 			snprintf(path, sizeof(path), "%s/%s", b.dir, names[i]);
-			if (!jail_add_file(j, "diff snapshot's base", path, e))
+			if (!jail_add_file(j, what, path, e))
 				r = -1;
 		}
 	snap_file_free(&f);

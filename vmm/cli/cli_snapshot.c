@@ -1,5 +1,10 @@
 /* tinyvmm snapshot create: boot, wait for the agent, warm up, save. */
 #include <errno.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "vmm/cli/cli.h"
 #include "vmm/core/clock.h"
@@ -11,7 +16,6 @@ struct snap_make {
 	const char *out, *diff_from, *metrics;
 	uint64_t t0_ns;
 	int quiet;
-	int sole_vm; /* the process ends with this VM (not a template made before a run's own) */
 };
 
 static int snapshot_vm(void *ctx, struct jail *j)
@@ -39,9 +43,9 @@ static int snapshot_vm(void *ctx, struct jail *j)
 	}
 	r = tvm_vm_start(vm, &err);
 	/* Every thread exists now (the event loop is restarted by the
-	 * snapshot: SC_SNAPSHOT allows that one thread). A jailed VM has its
-	 * own process, whatever comes after. */
-	if (!r && (x->sole_vm || j) && cli_confine(c, SC_SNAPSHOT))
+	 * snapshot: SC_SNAPSHOT allows that one thread). The process ends
+	 * with this VM: a template's is a child of its own. */
+	if (!r && cli_confine(c, SC_SNAPSHOT))
 		r = tvm_errf(&err, EPERM, "seccomp: the main thread is not confined");
 	/* SEED, so the warm-up runs with the host's clock (every restore is
 	 * seeded again). */
@@ -78,6 +82,46 @@ static int snapshot_vm(void *ctx, struct jail *j)
 	return r ? EXIT_VM_FAILED : 0;
 }
 
+/* A template made before a run's own VM: its main thread must end
+ * confined (it runs the agent client of a guest that has run), but the run
+ * needs an unconfined main thread afterwards, and a filter cannot be taken
+ * off. So the template's VM lives in a child of its own, confined as
+ * `snapshot create` is, which dies with us (a stop signal's handler here
+ * ends tinyvmm with the run's report). */
+static int snapshot_confined(struct snap_make *x)
+{
+	static const int stop[] = { SIGINT, SIGTERM, SIGHUP };
+	pid_t parent = getpid(), pid;
+	int st;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, "tinyvmm: template snapshot: fork: %s\n", strerror(errno));
+		return EXIT_VM_FAILED;
+	}
+	if (pid == 0) {
+		for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
+			signal(stop[i], SIG_DFL);
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(EXIT_VM_FAILED);
+		st = snapshot_vm(x, NULL);
+		fflush(stdout);
+		fflush(stderr);
+		_exit(st);
+	}
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			fprintf(stderr, "tinyvmm: template snapshot: waitpid: %s\n", strerror(errno));
+			return EXIT_VM_FAILED;
+		}
+	if (WIFEXITED(st))
+		return WEXITSTATUS(st);
+	fprintf(stderr, "tinyvmm: template snapshot: its process was killed by signal %d\n", WTERMSIG(st));
+	return EXIT_VM_FAILED;
+}
+
 int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const char *out, const char *diff_from,
 		      const char *metrics, uint64_t t0_ns, int quiet, const struct jail_opts *jail)
 {
@@ -87,12 +131,13 @@ int cli_snapshot_make(const struct tvm_config *c, struct cli_job *warmup, const 
 			       .diff_from = diff_from,
 			       .metrics = metrics,
 			       .t0_ns = t0_ns,
-			       .quiet = quiet,
-			       .sole_vm = !quiet };
+			       .quiet = quiet };
 	struct tvm_config jc;
 
-	if (!jail)
+	if (!jail && !quiet)
 		return snapshot_vm(&x, NULL);
+	if (!jail)
+		return snapshot_confined(&x);
 	jc = *c;
 	x.c = &jc;
 	return cli_jail_vm(jail, &jc, diff_from ? &x.diff_from : NULL, &x.out, &x.metrics, warmup, snapshot_vm, &x);

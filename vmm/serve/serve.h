@@ -234,8 +234,9 @@ void api_pause(struct conn *c, struct sandbox *sb);
 void api_resume(struct conn *c, struct sandbox *sb);
 /* Pause sb (its VMM saves the VM into <dir>/paused-<gen+1> and ends): 0,
  * or an HTTP status (409: it cannot be paused now, 429: its owner has
- * max_per_owner paused already (not checked when held), 500: the save
- * failed) with why in err. hold: on success sb->pausing stays set, so that only
+ * max_per_owner paused already (not checked when held), 410: it ended
+ * meanwhile (a DELETE, its lifetime), 500: the save failed) with why in
+ * err. hold: on success sb->pausing stays set, so that only
  * the caller resumes it (sb_resume_started). */
 int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap);
 /* Start the VMM of paused sb from <dir>/paused-<pause_gen> and wait for

@@ -8,7 +8,8 @@
  * Every child gets the agent's SEED (its own entropy and clock) as every
  * restore does, and its own hostname (sbx-<its id's hex>); its vsock
  * device is its own VMM's. All or nothing: if one child cannot start,
- * none stays. */
+ * none stays. A paused sandbox is forked from its snapshot as it is, and
+ * stays paused. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -127,6 +128,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	uint32_t count = 1, timeout_s;
 	char err[700], from[600];
 	int code, failed = 0;
+	bool stays = false; /* the parent is paused, and stays so */
 
 	(void)r;
 	if (body_parse(c, &b))
@@ -148,10 +150,16 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	/* The parent counts, and keeps its place while held: room for count more. */
 	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
 		goto out;
+	/* Held (pausing) from here: no resume or other fork meanwhile. */
+	stays = sb->paused && !sb->pausing && sb->state != SB_ENDED;
+	if (stays)
+		sb->pausing = true;
 	pthread_mutex_unlock(&s->mu);
-	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
+	if (!stays && (code = sb_pause(s, sb, true, err, sizeof(err)))) {
 		if (code == 409)
 			conn_error(c, 409, "conflict", "sandbox %s cannot be forked: %s", sb->id, err);
+		else if (code == 410)
+			api_ended(c, sb);
 		else
 			conn_error(c, code, "internal", "sandbox %s: %s", sb->id, err);
 		goto out;
@@ -161,7 +169,9 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	x[0] = (struct start){ .s = s, .sb = sb };
 	pthread_mutex_lock(&s->mu);
 	sb_snapshot_dir(sb, sb->pause_gen, from, sizeof(from));
-	bool room = !sb_room_locked(c, sb->owner, count, false); /* the parent keeps its place (held) */
+	/* A parent to resume keeps its place (held); one that stays paused
+	 * holds none, but is counted while held: one fewer to find. */
+	bool room = !sb_room_locked(c, sb->owner, count - stays, false);
 	for (unsigned i = 1; room && i <= count; i++) {
 		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };
 		if (!x[i].sb) {
@@ -184,7 +194,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		}
 	/* Every start at once (the parent's too): each waits for its agent.
 	 * Without a thread, one runs here: slower, not wrong. */
-	for (unsigned i = 0; i <= (room ? count : 0); i++) {
+	for (unsigned i = stays; i <= (room ? count : 0); i++) {
 		if (i && (!x[i].sb || x[i].r))
 			continue;
 		if (!pthread_create(&x[i].t, NULL, start_one, &x[i]))
@@ -201,6 +211,11 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	if (x[0].r)
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its resume after a fork failed: %s (it stays paused)\n",
 			sb->id, x[0].err);
+	if (stays) {
+		pthread_mutex_lock(&s->mu);
+		sb->pausing = false;
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (!room || failed) {
 		pthread_mutex_lock(&s->mu);
 		for (unsigned i = 1; room && i <= count; i++)

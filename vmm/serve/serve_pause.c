@@ -65,9 +65,13 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
 			break;
 	if (!sb->paused) {
-		bool running = !sb->exited && sb->state != SB_ENDED;
+		bool running = !sb->exited && sb->state != SB_ENDED, ended = sb->state == SB_ENDED;
 		sb->pausing = false;
 		pthread_mutex_unlock(&s->mu);
+		if (ended) { /* a DELETE or its lifetime, meanwhile: 410 */
+			snprintf(err, cap, "it ended during the pause");
+			return 410;
+		}
 		if (running) {
 			/* Still running, as it was: the keeper comes back. */
 			struct tvm_agent *k = NULL;
@@ -114,6 +118,8 @@ void api_pause(struct conn *c, struct sandbox *sb)
 	if (code == 409 || code == 429)
 		conn_error(c, code, code == 409 ? "conflict" : "quota_exceeded", "sandbox %s cannot be paused: %s",
 			   sb->id, err);
+	else if (code == 410)
+		api_ended(c, sb);
 	else if (code)
 		conn_error(c, code, "internal", "sandbox %s: %s", sb->id, err);
 	else
@@ -135,11 +141,25 @@ int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 	pthread_mutex_unlock(&s->mu);
 	r = sb_create(s, sb, NULL, err, cap);
 	pthread_mutex_lock(&s->mu);
+	if (r && sb->pid > 0 && !sb->exited) {
+		/* Not resumed (its agent never answered): that VMM goes, and
+		 * its end leaves the sandbox paused (reaped_locked). */
+		struct timespec ts;
+
+		kill(sb->pid, SIGKILL);
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_sec += 30;
+		while (!sb->exited)
+			if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+				break;
+	}
 	sb->pausing = false;
-	if (!r)
+	if (!r) {
 		sb->paused = false;
-	else if (sb->pid <= 0)
+	} else if (sb->exited || sb->pid <= 0) {
 		sb->exited = true;
+		sb->pid = 0;
+	}
 	sb_persist_locked(s, sb);
 	pthread_mutex_unlock(&s->mu);
 	return r;
@@ -160,8 +180,8 @@ void api_resume(struct conn *c, struct sandbox *sb)
 		return;
 	sb->pausing = true; /* no second resume meanwhile */
 	pthread_mutex_unlock(&s->mu);
-	if (sb_resume_started(s, sb, err, sizeof(err)))
-		conn_error(c, 500, "internal", "sandbox %s could not resume: %s", sb->id, err);
-	else
+	if (!sb_resume_started(s, sb, err, sizeof(err)))
 		api_get(c, sb);
+	else if (!api_ended(c, sb)) /* a DELETE meanwhile: 410 */
+		conn_error(c, 500, "internal", "sandbox %s could not resume (it stays paused): %s", sb->id, err);
 }

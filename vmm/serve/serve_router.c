@@ -79,10 +79,10 @@ static void sandbox_route(struct conn *c, const struct http_request *r, char seg
 		api_pause(c, sb);
 	else if (n == 4 && !strcmp(seg[3], "resume") && is(m, "POST"))
 		api_resume(c, sb);
+	else if (n == 4 && !strcmp(seg[3], "fork") && is(m, "POST"))
+		api_fork(c, r, sb); /* a paused one too: from its snapshot */
 	else if (api_paused(c, sb))
 		; /* answered 409 */
-	else if (n == 4 && !strcmp(seg[3], "fork") && is(m, "POST"))
-		api_fork(c, r, sb);
 	else if (n == 4 && !strcmp(seg[3], "timeout") && is(m, "POST"))
 		api_timeout(c, sb);
 	else if (n == 4 && !strcmp(seg[3], "execs") && is(m, "POST"))

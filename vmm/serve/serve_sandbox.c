@@ -372,6 +372,13 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	    (status == 0 || (status == -1 && snapshot_complete(sb, sb->pause_gen + 1)))) {
 		sb->pausing = false;
 		sb->paused = true;
+	} else if (sb->paused && sb->state != SB_ENDED) {
+		/* A resume's VMM that ended before the sandbox ran again: the
+		 * snapshot is untouched (only ever mapped private), and the
+		 * sandbox stays paused. */
+		fprintf(stderr,
+			"tinyvmm serve: sandbox %s: the VMM resuming it (pid %d) ended (status 0x%x): it stays paused\n",
+			sb->id, (int)sb->pid, status);
 	} else if (sb->state != SB_ENDED) {
 		sb_end_locked(s, sb, "crashed");
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x)\n", sb->id,

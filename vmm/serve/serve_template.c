@@ -164,8 +164,11 @@ static void api_template_create(struct conn *c)
 		goto out;
 	}
 	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
-		conn_error(c, code, code == 409 ? "conflict" : "internal",
-			   "sandbox %s cannot be saved as a template: %s", sb->id, err);
+		if (code == 410)
+			api_ended(c, sb);
+		else
+			conn_error(c, code, code == 409 ? "conflict" : "internal",
+				   "sandbox %s cannot be saved as a template: %s", sb->id, err);
 		goto out;
 	}
 	pthread_mutex_lock(&s->mu);

@@ -205,7 +205,8 @@ class Sandbox:
         Each has its own id, access token and lifetime (``timeout`` seconds,
         default the parent's); ``info.forked_from`` is this sandbox's id.  Only the
         owner may fork (a token holder gets :class:`Forbidden`); :class:`Conflict`
-        (409) while commands run or when paused; all or nothing."""
+        (409) while commands run; a paused sandbox is forked from its snapshot
+        and stays paused; all or nothing."""
         body: Dict[str, Any] = {"count": count}
         if timeout is not None:
             body["timeout_s"] = _secs(timeout)
