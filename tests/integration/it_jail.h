@@ -33,6 +33,12 @@ static inline void it_jail_init(struct it_jail *j, const char *suite)
 	fflush(stdout);
 }
 
+/* The options of a jailed VM that boots the test guest (the in-process
+ * suites' kernel and command line), up to --rootfs, whose value follows. */
+#define IT_JAIL_BOOT(j)                                                           \
+	"--jail", (j)->opt, "--kernel", (char *)it_guest("vmlinux"), "--cmdline", \
+		"console=ttyS0 reboot=k panic=-1 quiet", "--rootfs"
+
 /* ./tinyvmm with argv (argv[0] ignored), stdin and stdout /dev/null,
  * stderr ours (its errors in the test's log); returns its pid. */
 static inline pid_t it_jail_spawn(char *const argv[])

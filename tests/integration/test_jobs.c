@@ -48,22 +48,8 @@ static void sha256(const char *path, char *out, size_t len)
 static void boot_jailed(struct vm_handle *h, int read_only)
 {
 	char root[PATH_MAX + 8];
-	char *argv[] = { "tinyvmm",
-			 "run",
-			 "--jail",
-			 jail.opt,
-			 "--kernel",
-			 (char *)it_guest("vmlinux"),
-			 "--cmdline",
-			 "console=ttyS0 reboot=k panic=-1 quiet",
-			 "--rootfs",
-			 root,
-			 "--vsock-uds",
-			 h->uds,
-			 "--serial-out",
-			 "/dev/null",
-			 "--ttl",
-			 "1800",
+	char *argv[] = { "tinyvmm", "run",          IT_JAIL_BOOT(&jail), root,    "--vsock-uds",
+			 h->uds,    "--serial-out", "/dev/null",         "--ttl", "1800",
 			 NULL };
 
 	snprintf(root, sizeof(root), "%s%s", getenv("TINYVMM_ROOTFS"), read_only ? ",ro" : "");
