@@ -1655,6 +1655,35 @@ class T12Fork(ServeTest):
             wait_ended(UID_C, k)
             wait_for(lambda: not vmm_pids(k), "the VMM of %s to end" % k)
 
+    def test_delete_during_a_paused_fork_answers_410(self):
+        """A DELETE of a paused parent while its children start: the fork
+        answers 410 (201 if the fork won the race) and no child of it
+        runs on."""
+        sid = create(UID_C).json["id"]
+        base = "/v1/sandboxes/%s/" % sid
+        self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
+        got = {}
+        t = threading.Thread(target=lambda: got.update(
+            r=call(UID_C, "POST", base + "fork", json={"count": 1}, timeout=CREATE_WAIT, check="response")))
+        t.start()
+        time.sleep(0.2)
+        delete(UID_C, sid)
+        t.join()
+        r = got["r"]
+        print("\n  fork answered %d to a DELETE 0.2 s in" % r.status, end="")
+        if r.status == 201:
+            kids = [k["id"] for k in r.json["sandboxes"]]
+            for k in kids:
+                delete(UID_C, k)
+        else:
+            self.expect_error(r, 410, "sandbox_expired")
+            kids = [o["id"] for o in call(UID_C, "GET", "/v1/sandboxes").json["sandboxes"]
+                    if o.get("forked_from") == sid]
+        for k in kids:
+            wait_ended(UID_C, k)
+            wait_for(lambda: not vmm_pids(k), "the VMM of %s to end" % k)
+        self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
+
     def test_a_paused_sandbox_forks_and_stays_paused(self):
         sid = create(UID_C).json["id"]
         base = "/v1/sandboxes/%s/" % sid

@@ -154,6 +154,12 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	stays = sb->paused && !sb->pausing && sb->state != SB_ENDED;
 	if (stays)
 		sb->pausing = true;
+	if (!stays && sb->paused && sb->pausing) { /* held: a resume or another fork */
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 409, "conflict", "sandbox %s cannot be forked: a resume or fork of it is under way",
+			   sb->id);
+		goto out;
+	}
 	pthread_mutex_unlock(&s->mu);
 	if (!stays && (code = sb_pause(s, sb, true, err, sizeof(err)))) {
 		if (code == 409)
@@ -211,12 +217,13 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	if (x[0].r)
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its resume after a fork failed: %s (it stays paused)\n",
 			sb->id, x[0].err);
-	if (stays) {
-		pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&s->mu);
+	if (stays)
 		sb->pausing = false;
-		pthread_mutex_unlock(&s->mu);
-	}
-	if (!room || failed) {
+	/* The parent ended meanwhile (a DELETE): its fork is undone, 410. */
+	bool gone = sb->state == SB_ENDED;
+	pthread_mutex_unlock(&s->mu);
+	if (!room || failed || gone) {
 		pthread_mutex_lock(&s->mu);
 		for (unsigned i = 1; room && i <= count; i++)
 			if (x[i].sb)
@@ -224,6 +231,8 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		pthread_mutex_unlock(&s->mu);
 		if (!room)
 			conn_error(c, 503, "capacity", "no room for %u more sandboxes: try again later", count);
+		else if (gone)
+			api_ended(c, sb);
 		else
 			conn_error(c, 500, "internal", "sandbox %s: fork %d of %u could not start: %s", sb->id, failed,
 				   count, x[failed].err);
