@@ -172,8 +172,10 @@ void api_resume(struct conn *c, struct sandbox *sb)
 
 	pthread_mutex_lock(&s->mu);
 	if (!sb->paused || sb->pausing) {
+		bool held = sb->paused;
 		pthread_mutex_unlock(&s->mu);
-		conn_error(c, 409, "conflict", "sandbox %s is not paused", sb->id);
+		conn_error(c, 409, "conflict", "sandbox %s %s", sb->id,
+			   held ? "is held: a resume or fork of it is under way" : "is not paused");
 		return;
 	}
 	if (sb_admit_locked(c, sb->owner))
