@@ -6,7 +6,8 @@
  * answers the host (`tinyvmm exec`), and the jail is gone after. A VMM
  * killed with SIGKILL is cleaned by the process outside it; when that one
  * is killed too, `tinyvmm gc` removes what was left. A snapshot made
- * jailed restores jailed, with --put, --get and --metrics. Needs root. */
+ * jailed restores jailed, with --put, --get and --metrics, and so does a
+ * diff of it made jailed (--diff-from). Needs root. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -469,6 +470,32 @@ START_TEST(snapshot_create_and_restore_jailed)
 	s = it_slurp(metrics);
 	ck_assert_msg(strstr(s, "\"first_kvm_run_us\":") && !strstr(s, "\"restore_called_us\":0,"), "metrics: %s", s);
 	free(s);
+	ck_assert_int_eq(jails_left(), 0);
+	close(out);
+	close(err);
+
+	/* A diff of it, made jailed (this failed: "the VM's base is S, not
+	 * S"), restores jailed with both files. */
+	static struct buf o3, e3, o4, e4;
+	char diff[128];
+	char *dcreate[] = { "tinyvmm", "snapshot", "create", "--jail", "--jail-dir", base, "--diff-from",
+			    snap,      "--out",    diff,     "--",     "sh",         "-c", "echo diff > /tmp/diff",
+			    NULL };
+	char *drestore[] = { "tinyvmm", "run", "--jail", "--jail-dir", base,        "--snapshot",
+			     diff,      "--",  "cat",    "/tmp/warm",  "/tmp/diff", NULL };
+
+	snprintf(diff, sizeof(diff), "%s/diff", dir);
+	pid = spawn(dcreate, &out, &err);
+	read_until(out, err, &o3, &e3, NULL);
+	st = wait_status(pid);
+	ck_assert_msg(st == 0, "diff create: status %d, stderr: %s", st, e3.s);
+	close(out);
+	close(err);
+	pid = spawn(drestore, &out, &err);
+	read_until(out, err, &o4, &e4, NULL);
+	st = wait_status(pid);
+	ck_assert_msg(st == 0, "diff restore: status %d, stderr: %s", st, e4.s);
+	ck_assert_str_eq(o4.s, "warm\ndiff\n");
 	ck_assert_int_eq(jails_left(), 0);
 	close(out);
 	close(err);

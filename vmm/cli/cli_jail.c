@@ -35,6 +35,8 @@ static int read_state(const char *dir, char *path, size_t cap, uint8_t **buf, st
 		r = snap_read_file(path, SNAP_MAX_FILE, buf, &len, e);
 	if (!r)
 		r = snap_parse(*buf, len, path, f, e);
+	if (r) /* e names the file: say which step read it */
+		tvm_err_prefix(e, "jail: snapshot");
 	return r;
 }
 

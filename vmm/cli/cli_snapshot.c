@@ -66,7 +66,7 @@ static int snapshot_vm(void *ctx, struct jail *j)
 		tvm_agent_close(agent);
 	warm = clock_mono_ns();
 	if (!r)
-		r = x->diff_from ? tvm_vm_snapshot_diff(vm, out, x->diff_from, &err) : tvm_vm_snapshot(vm, out, &err);
+		r = x->diff_from ? tvm_vm_snapshot_diff(vm, out, NULL, &err) : tvm_vm_snapshot(vm, out, &err);
 	saved = clock_mono_ns();
 	if (!r && !quiet)
 		fprintf(stderr,

@@ -82,7 +82,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	struct stat st;
 	int fd, r;
 
-	if (!eligible(a))
+	/* Not root, a jail is refused next in one line of its own: no
+	 * template notice (nor the cache's permission error) before it. */
+	if (!eligible(a) || (a->jail && geteuid() != 0))
 		return;
 	if (!cache || !*cache)
 		cache = DEFAULT_CACHE;

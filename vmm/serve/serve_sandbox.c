@@ -367,8 +367,10 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	quota_count_locked(s, sb, final_ms);
 	sb->exited = true;
 	/* A pause: exit status 0, or, for a re-adopted VMM (not our child:
-	 * no status), the snapshot it was to write, whole. */
-	if (sb->pausing && sb->state != SB_ENDED &&
+	 * no status), the snapshot it was to write, whole. Not a resume's
+	 * VMM (paused still): whatever its status, the next branch, and its
+	 * resume's hold (pausing) stays until sb_resume_started ends. */
+	if (sb->pausing && !sb->paused && sb->state != SB_ENDED &&
 	    (status == 0 || (status == -1 && snapshot_complete(sb, sb->pause_gen + 1)))) {
 		sb->pausing = false;
 		sb->paused = true;
