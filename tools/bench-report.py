@@ -24,6 +24,7 @@ SYSTEMS = {
     "tinyvmm_no_offload": "tinyvmm --net-no-offload",
     "tinyvmm_noseccomp": "tinyvmm --no-seccomp",
     "tinyvmm_nocg": "tinyvmm --no-cgroup",
+    "tinyvmm_jailnocg": "tinyvmm --jail --no-cgroup",
     "tinyvmm_jail": "tinyvmm --jail",
 }
 COLORS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b"]
@@ -185,7 +186,7 @@ def main(argv):
 
     doc = load(indir, "restore")
     if doc:
-        variants = [s for s in ("tinyvmm", "tinyvmm_noseccomp", "tinyvmm_nocg", "tinyvmm_jail")
+        variants = [s for s in ("tinyvmm", "tinyvmm_noseccomp", "tinyvmm_nocg", "tinyvmm_jailnocg", "tinyvmm_jail")
                     if s in doc.get("series", {})]
         r.strip("restore-latency", "Snapshot restore: process start -> result of `true`", "tinyvmm flags",
                 "latency (ms)", doc,
