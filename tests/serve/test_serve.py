@@ -310,6 +310,20 @@ def wait_for(pred, what, timeout=WAIT, interval=1.0, check=True):
         time.sleep(interval)
 
 
+def delete_during(uid, sid, what, **kw):
+    """POST .../what, and a DELETE of sid 0.2 s after it was sent: the
+    first request's Response (said in the log)."""
+    got = {}
+    t = threading.Thread(target=lambda: got.update(
+        r=call(uid, "POST", "/v1/sandboxes/%s/%s" % (sid, what), check="response", **kw)))
+    t.start()
+    time.sleep(0.2)
+    delete(uid, sid)
+    t.join()
+    print("\n  %s answered %d to a DELETE 0.2 s in" % (what, got["r"].status), end="")
+    return got["r"]
+
+
 def wait_ended(uid, sid, timeout=WAIT, interval=1.0):
     def ended():
         r = call(uid, "GET", "/v1/sandboxes/" + sid)
@@ -1524,16 +1538,7 @@ class T11Pause(ServeTest):
         """A DELETE while the VMM saves: the pause answers 410 with the
         reason (200 if the save won the race), never 500."""
         sid = create(UID_C).json["id"]
-        base = "/v1/sandboxes/%s/" % sid
-        got = {}
-        t = threading.Thread(target=lambda: got.update(
-            r=call(UID_C, "POST", base + "pause", timeout=300, check="response")))
-        t.start()
-        time.sleep(0.2)
-        delete(UID_C, sid)
-        t.join()
-        r = got["r"]
-        print("\n  pause answered %d to a DELETE 0.2 s in" % r.status, end="")
+        r = delete_during(UID_C, sid, "pause", timeout=300)
         if r.status != 200:
             self.expect_error(r, 410, "sandbox_expired")
             self.assertEqual(r.json["end_reason"], "killed")
@@ -1662,15 +1667,7 @@ class T12Fork(ServeTest):
         sid = create(UID_C).json["id"]
         base = "/v1/sandboxes/%s/" % sid
         self.assertEqual(call(UID_C, "POST", base + "pause", timeout=300).status, 200)
-        got = {}
-        t = threading.Thread(target=lambda: got.update(
-            r=call(UID_C, "POST", base + "fork", json={"count": 1}, timeout=CREATE_WAIT, check="response")))
-        t.start()
-        time.sleep(0.2)
-        delete(UID_C, sid)
-        t.join()
-        r = got["r"]
-        print("\n  fork answered %d to a DELETE 0.2 s in" % r.status, end="")
+        r = delete_during(UID_C, sid, "fork", json={"count": 1}, timeout=CREATE_WAIT)
         if r.status == 201:
             kids = [k["id"] for k in r.json["sandboxes"]]
             for k in kids:
