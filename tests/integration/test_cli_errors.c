@@ -176,6 +176,10 @@ START_TEST(usage_errors)
 	U("tinyvmm: unknown option --nope (see tinyvmm --help)", "exec", "--nope");
 	U("tinyvmm: --kernel needs a value", "run", "--kernel");
 	U("tinyvmm: -e needs a value", "run", "-e");
+	/* Was status 125 (said when the jail was built). */
+	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
+	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");
+	U("usage: tinyvmm gc [--jail-dir DIR]", "gc", "--bogus");
 }
 END_TEST
 

@@ -262,7 +262,11 @@ int cli_cmd_gc(int argc, char **argv)
 		dir = argv[2];
 	else if (argc != 1) {
 		fprintf(stderr, "tinyvmm: usage: tinyvmm gc [--jail-dir DIR]\n");
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
+	}
+	if (dir && dir[0] != '/') {
+		fprintf(stderr, "tinyvmm: --jail-dir %s: must be an absolute path\n", dir);
+		return EXIT_USAGE;
 	}
 	n = jail_gc(dir, removed, &e);
 	if (n < 0) {
