@@ -152,6 +152,9 @@ int cli_cmd_run(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_snapshot_create(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_exec(int argc, char **argv, uint64_t t0_ns);
 int cli_cmd_gc(int argc, char **argv); /* tinyvmm gc [--jail-dir DIR]: remove stale jails */
+/* --jail-dir DIR of run, snapshot create and gc: an absolute path, else
+ * one line and EXIT_USAGE (a wrong command line); 0 when it is one. */
+int cli_jail_dir_check(const char *dir);
 /* tinyvmm image build (argv[0] "build"): runs tools/build-rootfs.sh. */
 int cli_cmd_image_build(int argc, char **argv);
 

@@ -252,6 +252,14 @@ static void removed(const char *dir)
 	printf("removed %s\n", dir);
 }
 
+int cli_jail_dir_check(const char *dir)
+{
+	if (dir[0] == '/')
+		return 0;
+	fprintf(stderr, "tinyvmm: --jail-dir %s: must be an absolute path\n", dir);
+	return EXIT_USAGE;
+}
+
 int cli_cmd_gc(int argc, char **argv)
 {
 	struct tvm_err e = { 0 };
@@ -264,10 +272,8 @@ int cli_cmd_gc(int argc, char **argv)
 		fprintf(stderr, "tinyvmm: usage: tinyvmm gc [--jail-dir DIR]\n");
 		return EXIT_USAGE;
 	}
-	if (dir && dir[0] != '/') {
-		fprintf(stderr, "tinyvmm: --jail-dir %s: must be an absolute path\n", dir);
+	if (dir && cli_jail_dir_check(dir))
 		return EXIT_USAGE;
-	}
 	n = jail_gc(dir, removed, &e);
 	if (n < 0) {
 		fprintf(stderr, "tinyvmm: %s\n", e.msg);

@@ -295,11 +295,8 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case OPT_NO_CGROUP: a->no_cgroup = 1; break;
 		case OPT_JAIL: a->jail = 1; break;
 		case OPT_JAIL_DIR:
-			/* A wrong command line (64), not a jail that failed. */
-			if (optarg[0] != '/') {
-				fprintf(stderr, "tinyvmm: --jail-dir %s: must be an absolute path\n", optarg);
+			if (cli_jail_dir_check(optarg))
 				return EXIT_USAGE;
-			}
 			a->jail_opts.dir = optarg;
 			a->jail_flag = opts[idx].name;
 			break;
