@@ -52,8 +52,7 @@ static pid_t spawn(char *const argv[], int *out, int *err)
 	ck_assert_int_eq(pipe(o), 0);
 	ck_assert_int_eq(pipe(e), 0);
 	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	if (pid == 0) { /* no check call in the child: see it_jail_spawn */
 		dup2(in[0], 0);
 		dup2(o[1], 1);
 		dup2(e[1], 2);
@@ -63,6 +62,7 @@ static pid_t spawn(char *const argv[], int *out, int *err)
 		execv("./tinyvmm", argv);
 		_exit(98);
 	}
+	ck_assert_int_ge(pid, 0);
 	close(in[0]);
 	close(in[1]);
 	close(o[1]);
@@ -319,13 +319,25 @@ static int wait_status(pid_t pid)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 1000 + WTERMSIG(st);
 }
 
+/* ./tinyvmm with argv to its end: its output in *o and *e, its status. */
+static int run_whole(char *const argv[], struct buf *o, struct buf *e)
+{
+	int out, err;
+	pid_t pid = spawn(argv, &out, &err);
+
+	read_until(out, err, o, e, NULL);
+	close(out);
+	close(err);
+	return wait_status(pid);
+}
+
 START_TEST(jailed_job_is_confined_and_cleaned)
 {
 	static struct buf o, e, xo, xe;
 	char *go[] = { "tinyvmm", "exec", "--vsock-uds", sock, "--", "touch", "/tmp/go", NULL };
-	int out, err, xout, xerr, st;
+	int out, err, st;
 	struct stat lst;
-	pid_t tvm, vmm, x;
+	pid_t tvm, vmm;
 
 	tvm = start_held(&out, &err, &o, &e);
 	vmm = vmm_of(tvm);
@@ -333,9 +345,7 @@ START_TEST(jailed_job_is_confined_and_cleaned)
 	/* The socket is the jail's; the host reaches it at --vsock-uds. */
 	ck_assert_int_eq(lstat(sock, &lst), 0);
 	ck_assert(S_ISLNK(lst.st_mode));
-	x = spawn(go, &xout, &xerr);
-	read_until(xout, xerr, &xo, &xe, NULL);
-	ck_assert_msg(wait_status(x) == 0, "exec: %s", xe.s);
+	ck_assert_msg(run_whole(go, &xo, &xe) == 0, "exec: %s", xe.s);
 	read_until(out, err, &o, &e, NULL);
 	st = wait_status(tvm);
 	ck_assert_msg(st == 5, "status %d, stderr: %s", st, e.s);
@@ -344,8 +354,6 @@ START_TEST(jailed_job_is_confined_and_cleaned)
 	ck_assert_int_ne(lstat(sock, &lst), 0); /* the link went with the jail */
 	close(out);
 	close(err);
-	close(xout);
-	close(xerr);
 }
 END_TEST
 
@@ -373,8 +381,8 @@ START_TEST(gc_removes_what_a_killed_tinyvmm_left)
 {
 	static struct buf o, e, go, ge;
 	char *gc[] = { "tinyvmm", "gc", "--jail-dir", base, NULL };
-	int out, err, gout, gerr;
-	pid_t tvm = start_held(&out, &err, &o, &e), vmm = vmm_of(tvm), g;
+	int out, err;
+	pid_t tvm = start_held(&out, &err, &o, &e), vmm = vmm_of(tvm);
 	char p[64];
 	struct stat lst;
 
@@ -386,16 +394,12 @@ START_TEST(gc_removes_what_a_killed_tinyvmm_left)
 	ck_assert_msg(access(p, F_OK) != 0, "the jailed VMM outlived tinyvmm");
 	ck_assert_int_eq(jails_left(), 1);
 	ck_assert_int_eq(lstat(sock, &lst), 0);
-	g = spawn(gc, &gout, &gerr);
-	read_until(gout, gerr, &go, &ge, NULL);
-	ck_assert_msg(wait_status(g) == 0, "gc: %s", ge.s);
+	ck_assert_msg(run_whole(gc, &go, &ge) == 0, "gc: %s", ge.s);
 	ck_assert_msg(strstr(go.s, "removed ") && strstr(go.s, base), "gc said: %s", go.s);
 	ck_assert_int_eq(jails_left(), 0);
 	ck_assert_int_ne(lstat(sock, &lst), 0);
 	close(out);
 	close(err);
-	close(gout);
-	close(gerr);
 }
 END_TEST
 
@@ -432,9 +436,8 @@ START_TEST(snapshot_create_and_restore_jailed)
 			    "-c",
 			    "cat /tmp/in > /tmp/out; cat /tmp/warm; exit 4",
 			    NULL };
-	int out, err, st, fd;
+	int st, fd;
 	struct stat sst;
-	pid_t pid;
 
 	snprintf(snap, sizeof(snap), "%s/snap", dir);
 	snprintf(in, sizeof(in), "%s/in.txt", dir);
@@ -446,12 +449,8 @@ START_TEST(snapshot_create_and_restore_jailed)
 	ck_assert_int_eq(write(fd, "payload\n", 8), 8);
 	close(fd);
 
-	pid = spawn(create, &out, &err);
-	read_until(out, err, &o, &e, NULL);
-	st = wait_status(pid);
+	st = run_whole(create, &o, &e);
 	ck_assert_msg(st == 0, "create: status %d, stderr: %s", st, e.s);
-	close(out);
-	close(err);
 	snprintf(p, sizeof(p), "%s/state", snap);
 	ck_assert_int_eq(stat(p, &sst), 0);
 	ck_assert_uint_eq(sst.st_uid, 0); /* written by the jail uid, handed back */
@@ -459,9 +458,7 @@ START_TEST(snapshot_create_and_restore_jailed)
 	ck_assert_int_ne(system(p), 0); /* no stage left */
 	ck_assert_int_eq(jails_left(), 0);
 
-	pid = spawn(restore, &out, &err);
-	read_until(out, err, &o2, &e2, NULL);
-	st = wait_status(pid);
+	st = run_whole(restore, &o2, &e2);
 	ck_assert_msg(st == 4, "restore: status %d, stderr: %s", st, e2.s);
 	ck_assert_str_eq(o2.s, "warm\n");
 	s = it_slurp(got);
@@ -471,8 +468,6 @@ START_TEST(snapshot_create_and_restore_jailed)
 	ck_assert_msg(strstr(s, "\"first_kvm_run_us\":") && !strstr(s, "\"restore_called_us\":0,"), "metrics: %s", s);
 	free(s);
 	ck_assert_int_eq(jails_left(), 0);
-	close(out);
-	close(err);
 
 	/* A diff of it, made jailed (this failed: "the VM's base is S, not
 	 * S"), restores jailed with both files. */
@@ -485,20 +480,12 @@ START_TEST(snapshot_create_and_restore_jailed)
 			     diff,      "--",  "cat",    "/tmp/warm",  "/tmp/diff", NULL };
 
 	snprintf(diff, sizeof(diff), "%s/diff", dir);
-	pid = spawn(dcreate, &out, &err);
-	read_until(out, err, &o3, &e3, NULL);
-	st = wait_status(pid);
+	st = run_whole(dcreate, &o3, &e3);
 	ck_assert_msg(st == 0, "diff create: status %d, stderr: %s", st, e3.s);
-	close(out);
-	close(err);
-	pid = spawn(drestore, &out, &err);
-	read_until(out, err, &o4, &e4, NULL);
-	st = wait_status(pid);
+	st = run_whole(drestore, &o4, &e4);
 	ck_assert_msg(st == 0, "diff restore: status %d, stderr: %s", st, e4.s);
 	ck_assert_str_eq(o4.s, "warm\ndiff\n");
 	ck_assert_int_eq(jails_left(), 0);
-	close(out);
-	close(err);
 }
 END_TEST
 
