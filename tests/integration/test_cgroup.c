@@ -96,14 +96,14 @@ static pid_t spawn(const char *const *args, const char *o, const char *e)
 		argv[n++] = (char *)*args++;
 	argv[n] = NULL;
 	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
+	if (pid == 0) { /* no check call here: see it_jail_spawn */
 		if (!freopen("/dev/null", "r", stdin) || !freopen(o, "w", stdout) || !freopen(e, "w", stderr))
 			_exit(99);
 		alarm(900);
 		execv("./tinyvmm", argv);
 		_exit(98);
 	}
+	ck_assert_int_ge(pid, 0);
 	return pid;
 }
 

@@ -198,8 +198,7 @@ START_TEST(exec_right_after_start_waits_for_the_guest)
 
 	snprintf(sock, sizeof(sock), "/tmp/tinyvmm-it-exec-%d.sock", getpid());
 	vm = fork();
-	ck_assert_int_ge(vm, 0);
-	if (vm == 0) {
+	if (vm == 0) { /* no check call here: see it_jail_spawn */
 		int null = open("/dev/null", O_RDWR);
 		dup2(null, 0);
 		dup2(null, 1);
@@ -208,6 +207,7 @@ START_TEST(exec_right_after_start_waits_for_the_guest)
 		      "--ttl", "600", (char *)NULL);
 		_exit(98);
 	}
+	ck_assert_int_ge(vm, 0);
 	st = CLI(&o, &e, "exec", "--vsock-uds", sock, "--", "sh", "-c", "sleep 5; echo ok");
 	ck_assert_msg(st == 0, "exec status %d, stderr: %s", st, e);
 	ck_assert_str_eq(o, "ok\n");
@@ -248,8 +248,7 @@ START_TEST(die_with_parent)
 	ck_assert_int_eq(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
 	ck_assert_int_eq(pipe(pipefd), 0);
 	parent = fork();
-	ck_assert_int_ge(parent, 0);
-	if (parent == 0) {
+	if (parent == 0) { /* no check call here: see it_jail_spawn */
 		pid_t child = fork();
 		if (child == 0) {
 			int null = open("/dev/null", O_RDWR);
@@ -260,10 +259,12 @@ START_TEST(die_with_parent)
 			      "sleep", "600", (char *)NULL);
 			_exit(98);
 		}
-		ck_assert_int_eq(write(pipefd[1], &child, sizeof(child)), sizeof(child));
+		if (write(pipefd[1], &child, sizeof(child)) != sizeof(child))
+			_exit(97);
 		pause();
 		_exit(0);
 	}
+	ck_assert_int_ge(parent, 0);
 	ck_assert_int_eq(read(pipefd[0], &vmm, sizeof(vmm)), sizeof(vmm));
 	sleep(2); /* let it get past its prctl */
 	kill(parent, SIGKILL);
