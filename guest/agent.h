@@ -56,6 +56,13 @@ struct job_pipe {
 	uint64_t total; /* bytes read */
 };
 
+/* A job's cgroup (agent_cgroup.c). */
+struct job_cg {
+	uint64_t seq; /* its directory: /sys/fs/cgroup/job-<seq> */
+	bool made;    /* the directory exists */
+	int procs_fd; /* its cgroup.procs, open until the job's process is in; -1 */
+};
+
 struct job {
 	struct conn *conn; /* NULL once the connection is gone */
 	uint32_t id;
@@ -69,6 +76,7 @@ struct job {
 	int status;
 	struct rusage ru;
 	uint64_t start_ns, end_ns, deadline_ns, grace_ns; /* CLOCK_MONOTONIC; 0: none */
+	struct job_cg cg;
 };
 
 struct agent {
@@ -139,6 +147,27 @@ void job_conn_gone(struct conn *c);
 void job_sweep(void);
 /* Kill every job's group and free all jobs (test-mode exit). */
 void job_kill_all(void);
+
+/* agent_cgroup.c: a cgroup v2 per job. */
+/* As init: mount cgroup2 on /sys/fs/cgroup and enable the memory and pids
+ * controllers for its children; without cgroup2 jobs get none. */
+void jobcg_setup(void);
+/* Make a job's cgroup with its limits (0: none); 0 and an unmade cg when
+ * cgroups are unavailable and no limit is asked for. -EOPNOTSUPP when a
+ * limit cannot be had; other -errno with *what naming the failed step. */
+int jobcg_create(struct job_cg *cg, uint64_t mem_max, uint32_t pids_max, const char **what);
+/* The job's process is in (or failed): close cgroup.procs. */
+void jobcg_started(struct job_cg *cg);
+/* SIGKILL every process in the job's cgroup (cgroup.kill). */
+void jobcg_kill(const struct job_cg *cg);
+/* TVP_RESULT_OOM_KILLED / _PIDS_LIMITED for the limits it hit. */
+uint8_t jobcg_result_flags(const struct job_cg *cg);
+/* Remove the cgroup; one still holding processes is removed by a later
+ * jobcg_sweep once they are gone. */
+void jobcg_release(struct job_cg *cg);
+/* Remove the released cgroups that have emptied; returns how many still
+ * hold processes. */
+unsigned jobcg_sweep(void);
 
 /* agent_file.c. Handlers as above, for the file transfer messages. */
 void file_put(struct conn *c, const struct tvp_msg *m);

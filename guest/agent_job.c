@@ -27,6 +27,7 @@ struct spawn {
 	char **argv, **envp;
 	const char *cwd, *path;
 	int fds[3];
+	int cg_fd; /* the job's cgroup.procs; -1: none */
 	uint32_t uid, gid;
 	bool set_ids;
 	bool cwd_default; /* cwd is the user's home: "/" if it cannot be entered */
@@ -88,6 +89,9 @@ CHILD_CODE static int child_main(void *arg)
 	signal(SIGPIPE, SIG_DFL);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	umask(022);
+	s->stage = "cgroup";
+	if (s->cg_fd >= 0 && write(s->cg_fd, "0", 1) != 1)
+		goto fail;
 	s->stage = "setsid";
 	if (setsid() < 0)
 		goto fail;
@@ -297,7 +301,7 @@ static void chdir_fail(struct conn *c, uint32_t id, int err, const char *dir)
 	conn_send_error(c, id, TVP_ERR_SPAWN, EACCES, "chdir to working directory %s: %s", dir, strerror(err));
 }
 
-static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, int p[3][2])
+static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, int p[3][2], struct job_cg *cg)
 {
 	const struct tvp_exec *e = &m->exec;
 	struct job *j = calloc(1, sizeof(*j));
@@ -311,9 +315,11 @@ static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, 
 	s->fds[0] = p[0][0];
 	s->fds[1] = p[1][1];
 	s->fds[2] = p[2][1];
+	s->cg_fd = cg->procs_fd;
 	start = agent_now_ns();
 	errno = 0;
 	pid = clone(child_main, child_stack + sizeof(child_stack), CLONE_VM | CLONE_VFORK | SIGCHLD, s);
+	jobcg_started(cg);
 	if (pid >= 0 && s->err && !strcmp(s->stage, "chdir")) {
 		chdir_fail(c, m->id, s->err, s->cwd);
 		free(j);
@@ -334,7 +340,9 @@ static void job_start(struct conn *c, const struct tvp_msg *m, struct spawn *s, 
 		.err = { { W_JOB_OUT, p[2][0], 0 }, j, TVP_STDERR, e->stderr_cap, 0 },
 		.in = { { W_JOB_IN, p[0][1], 0 }, j, TVP_STDIN, 0, 0 },
 		.in_close = !(m->flags & TVP_EXEC_STDIN_STREAM),
+		.cg = *cg,
 	};
+	cg->made = false; /* now the job's */
 	if (e->timeout_ms)
 		j->deadline_ns = j->start_ns + (uint64_t)e->timeout_ms * 1000000u;
 	p[1][0] = p[2][0] = p[0][1] = -1; /* now the job's */
@@ -353,6 +361,9 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 	char *no_ident[] = { NULL };
 	struct job_ident *id = NULL;
 	int p[3][2] = { { -1, -1 }, { -1, -1 }, { -1, -1 } };
+	struct job_cg cg = { .procs_fd = -1 };
+	const char *what;
+	int rc;
 
 	if (job_find(c, m->id)) {
 		conn_send_error(c, m->id, TVP_ERR_BUSY, 0, "job id %u is running", m->id);
@@ -400,11 +411,18 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 	s.path = env_get(s.envp, "PATH");
 	if (!s.path)
 		s.path = DEFAULT_SEARCH_PATH;
-	if (make_pipes(p) < 0)
+	rc = jobcg_create(&cg, e->mem_max, e->pids_max, &what);
+	if (rc == -EOPNOTSUPP)
+		conn_send_error(c, m->id, TVP_ERR_UNSUPPORTED, EOPNOTSUPP,
+				"per-job memory and pids limits need cgroup v2 in the guest kernel");
+	else if (rc < 0)
+		conn_send_error(c, m->id, TVP_ERR_SPAWN, -rc, "job cgroup: %s: %s", what, strerror(-rc));
+	else if (make_pipes(p) < 0)
 		spawn_fail(c, m->id, errno, "pipe", argv[0]);
 	else
-		job_start(c, m, &s, p);
+		job_start(c, m, &s, p, &cg);
 out:
+	jobcg_release(&cg); /* unless the job took it */
 	for (int i = 0; i < 3; i++)
 		close_pair(p[i]);
 	free(s.envp);
@@ -425,6 +443,8 @@ void job_kill(struct conn *c, const struct tvp_msg *m)
 	if (!j || j->exited)
 		return; /* already over: its RESULT is on the way */
 	kill(-j->pid, sig);
+	if (sig == SIGKILL)
+		jobcg_kill(&j->cg); /* with what left its group */
 	j->result_flags |= TVP_RESULT_KILLED;
 }
 
@@ -439,6 +459,8 @@ static void job_finish(struct job *j)
 		return;
 	if (WIFSIGNALED(st) && WCOREDUMP(st))
 		m.flags |= TVP_RESULT_CORE_DUMPED;
+	m.flags |= jobcg_result_flags(&j->cg);
+	jobcg_release(&j->cg);
 	m.result = (struct tvp_result){
 		.exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st),
 		.signal = WIFSIGNALED(st) ? (uint32_t)WTERMSIG(st) : 0,
@@ -518,8 +540,10 @@ void job_reap(void)
 			kill(-j->pid, SIGKILL);
 		if (wait4(si.si_pid, &st, WNOHANG, j ? &j->ru : NULL) <= 0)
 			break;
-		if (!j)
-			continue; /* an orphan, or a child whose exec failed */
+		if (!j) {
+			jobcg_sweep(); /* an orphan, or a child whose exec failed */
+			continue;
+		}
 		j->exited = true;
 		j->status = st;
 		j->end_ns = agent_now_ns();
@@ -536,7 +560,15 @@ static uint64_t earlier(uint64_t a, uint64_t b)
 
 uint64_t job_timers(uint64_t now)
 {
+	static uint64_t sweep_ns;
 	uint64_t next = 0;
+
+	/* A job's cgroup can still be busy when its job ends (its killed
+	 * processes exit a little later, and they may not be ours to reap):
+	 * try again each second while any is left. */
+	if (now >= sweep_ns)
+		sweep_ns = jobcg_sweep() ? now + 1000000000ull : 0;
+	next = sweep_ns;
 
 	for (unsigned i = 0; i < ag.njobs; i++) {
 		struct job *j = ag.jobs[i];
@@ -545,6 +577,7 @@ uint64_t job_timers(uint64_t now)
 			continue;
 		if (j->deadline_ns && now >= j->deadline_ns) {
 			kill(-j->pid, SIGKILL);
+			jobcg_kill(&j->cg);
 			j->result_flags |= TVP_RESULT_TIMED_OUT;
 			j->deadline_ns = 0;
 		}
@@ -593,8 +626,10 @@ void job_conn_gone(struct conn *c)
 		if (j->conn != c)
 			continue;
 		j->conn = NULL;
-		if (!j->exited)
+		if (!j->exited) {
 			kill(-j->pid, SIGKILL);
+			jobcg_kill(&j->cg);
+		}
 		j->in_close = true;
 		j->in_off = j->in_len;
 		stdin_flush(j);
@@ -626,6 +661,8 @@ void job_kill_all(void)
 
 		if (!j->exited)
 			kill(-j->pid, SIGKILL);
+		jobcg_kill(&j->cg);
+		jobcg_release(&j->cg);
 		watch_close(&j->out.w);
 		watch_close(&j->err.w);
 		watch_close(&j->in.w);

@@ -96,6 +96,7 @@ void sys_pid1_setup(void)
 
 	mount_all();
 	console_fds();
+	jobcg_setup();
 	/* Before the first job, which may want the room. */
 	disk_grow_root();
 	if (!sys_cmdline_get("tinyvmm.hostname", host, sizeof(host)) || !*host)

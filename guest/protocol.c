@@ -72,6 +72,8 @@ static const struct field exec_f[] = {
 	FLD(F_U32, C_NONE, exec.timeout_ms, 0),
 	FLD(F_U32, C_NONE, exec.stdout_cap, 0),
 	FLD(F_U32, C_NONE, exec.stderr_cap, 0),
+	FLD(F_U64, C_NONE, exec.mem_max, 0),
+	FLD(F_U32, C_NONE, exec.pids_max, 0),
 	FLD(F_STR, C_NONE, exec.cwd, TVP_MAX_PATH),
 	FLD(F_STRVEC, C_ARGV, exec.argv, TVP_MAX_ARGC),
 	FLD(F_STRVEC, C_ENV, exec.env, TVP_MAX_ENVC),
@@ -125,7 +127,8 @@ static const struct msgdef msgdefs[] = {
 	[TVP_STDOUT] = MSG("STDOUT", 0, data_f),
 	[TVP_STDERR] = MSG("STDERR", 0, data_f),
 	[TVP_RESULT] = MSG("RESULT", TVP_RESULT_TIMED_OUT | TVP_RESULT_STDOUT_TRUNC | TVP_RESULT_STDERR_TRUNC |
-				   TVP_RESULT_CORE_DUMPED | TVP_RESULT_KILLED, result_f),
+				   TVP_RESULT_CORE_DUMPED | TVP_RESULT_KILLED | TVP_RESULT_OOM_KILLED | TVP_RESULT_PIDS_LIMITED,
+				   result_f),
 	[TVP_KILL] = MSG("KILL", 0, kill_f),
 	[TVP_PUT_FILE] = MSG("PUT_FILE", TVP_PUT_MKDIRS, put_f),
 	[TVP_GET_FILE] = MSG("GET_FILE", 0, get_f),

@@ -59,8 +59,10 @@ enum tvp_type {
 #define TVP_RESULT_STDOUT_TRUNC 0x02
 #define TVP_RESULT_STDERR_TRUNC 0x04
 #define TVP_RESULT_CORE_DUMPED 0x08
-#define TVP_RESULT_KILLED 0x10 /* a KILL request signalled it */
-#define TVP_PUT_MKDIRS 0x01    /* create missing parent directories */
+#define TVP_RESULT_KILLED 0x10       /* a KILL request signalled it */
+#define TVP_RESULT_OOM_KILLED 0x20   /* the job's memory limit made the kernel kill a process of it */
+#define TVP_RESULT_PIDS_LIMITED 0x40 /* a fork or clone of the job failed at its pids limit */
+#define TVP_PUT_MKDIRS 0x01          /* create missing parent directories */
 
 /* READY capability bits. */
 #define TVP_CAP_SYSTEM 0x01 /* agent is PID 1: SEED is applied, SHUTDOWN reboots */
@@ -143,6 +145,8 @@ struct tvp_exec {
 	uint32_t uid, gid;               /* TVP_ID_DEFAULT: agent default */
 	uint32_t timeout_ms;             /* 0: none */
 	uint32_t stdout_cap, stderr_cap; /* bytes forwarded per stream, the rest is counted and dropped */
+	uint64_t mem_max;                /* bytes of memory for the job's cgroup (memory.max); 0: no limit */
+	uint32_t pids_max;               /* tasks in the job's cgroup (pids.max); 0: no limit */
 	struct tvp_str cwd;              /* empty: "/" */
 	struct tvp_strvec argv;          /* 1..TVP_MAX_ARGC entries; argv[0] without '/' is looked up in PATH */
 	struct tvp_strvec env;           /* 0..TVP_MAX_ENVC "NAME=value" entries, over the agent's base env */

@@ -204,6 +204,17 @@ START_TEST(spawn_errors)
 	ck_assert_int_eq(o[1].eerrno, EACCES);
 	ac_out_free(o, AC_MAX_IDS);
 
+	/* Limits need cgroups, which a test-mode agent never sets up: refused
+	 * with one line, nothing run. */
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("true"), .pids_max = 8 }, o);
+	ck_assert_uint_eq(o[1].ecode, TVP_ERR_UNSUPPORTED);
+	ck_assert_int_eq(o[1].eerrno, EOPNOTSUPP);
+	ck_assert_msg(strstr(o[1].emsg, "cgroup v2"), "message: %s", o[1].emsg);
+	ac_out_free(o, AC_MAX_IDS);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("true"), .mem_max = 1 << 20 }, o);
+	ck_assert_uint_eq(o[1].ecode, TVP_ERR_UNSUPPORTED);
+	ac_out_free(o, AC_MAX_IDS);
+
 	/* The connection is still fine. */
 	run_sh("echo ok");
 	ck_assert_str_eq(o[1].out, "ok\n");
@@ -504,13 +515,15 @@ static void pid1_job_env(const struct ac_job *j, const char *want_home_lang)
  * hostname and reboot stay there. Skipped where namespaces are not allowed. */
 START_TEST(pid1_in_namespaces)
 {
-	static const char *const wrap[] = { "unshare", "-pf", "-m", "-u", "-n", "--propagation", "private", NULL };
+	static const char *const wrap[] = {
+		"unshare", "-pf", "-m", "-u", "-n", "-C", "--propagation", "private", NULL
+	};
 	static const uint8_t rnd[16] = { 9 };
 	char sock[108];
 	struct tvp_msg m;
 	int st;
 
-	if (system("unshare -pf -m -u -n --propagation private true 2>/dev/null") != 0)
+	if (system("unshare -pf -m -u -n -C --propagation private true 2>/dev/null") != 0)
 		return;
 	ac_close(c);
 	ac_stop();
@@ -538,6 +551,11 @@ START_TEST(pid1_in_namespaces)
 		"/tmp|C");
 	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("pwd"), .cwd = "/proc" }, o);
 	ck_assert_str_eq(o[1].out, "/proc\n");
+	ac_out_free(o, AC_MAX_IDS);
+	/* As init it mounts cgroup2 (its own cgroup namespace here) and runs
+	 * each job in a cgroup of its own. */
+	run_sh("grep '^0::' /proc/self/cgroup");
+	ck_assert_msg(!strncmp(o[1].out, "0::/job-", 8), "got: %s", o[1].out);
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* Entropy only: the clock is not namespaced. */

@@ -269,6 +269,8 @@ struct ac_job {
 	const void *in;
 	size_t inlen;
 	uint32_t timeout_ms, stdout_cap, stderr_cap;
+	uint64_t mem_max; /* the job's cgroup limits; 0: none */
+	uint32_t pids_max;
 	uint32_t uid, gid; /* 0 means TVP_ID_DEFAULT here */
 	uint8_t flags;
 };
@@ -305,6 +307,8 @@ static inline void ac_exec(struct ac_conn *c, uint32_t id, const struct ac_job *
 		.timeout_ms = j->timeout_ms,
 		.stdout_cap = j->stdout_cap ? j->stdout_cap : 64u << 20,
 		.stderr_cap = j->stderr_cap ? j->stderr_cap : 64u << 20,
+		.mem_max = j->mem_max,
+		.pids_max = j->pids_max,
 		.cwd = tvp_cstr(j->cwd),
 		.argv = { .count = (uint32_t)ac_count(j->argv), .items = j->argv },
 		.env = { .count = (uint32_t)ac_count(j->env), .items = j->env },

@@ -39,6 +39,8 @@ static struct tvp_msg sample(uint8_t type)
 			.timeout_ms = 30000,
 			.stdout_cap = 1 << 20,
 			.stderr_cap = 99,
+			.mem_max = 5ull << 32, /* past 32 bits: the field is a u64 */
+			.pids_max = 64,
 			.cwd = tvp_cstr("/home/user"),
 			.argv = { .count = 4, .items = argv_s },
 			.env = { .count = 2, .items = env_s },
@@ -114,11 +116,12 @@ static void raw_begin(struct raw *r, uint8_t type)
 	r->b[2] = type;
 }
 
-/* EXEC payload with the fixed fields and cwd "/" written. */
+/* EXEC payload with the fixed fields (uid, gid, timeout, two caps, u64
+ * mem_max, pids_max) and cwd "/" written. */
 static void raw_exec_head(struct raw *r)
 {
 	raw_begin(r, TVP_EXEC);
-	for (int i = 0; i < 5; i++)
+	for (int i = 0; i < 8; i++)
 		raw_u32(r, 0);
 	raw_str(r, "/", 1);
 }
@@ -174,6 +177,8 @@ START_TEST(roundtrip_fields)
 	ck_assert_uint_eq(back.exec.timeout_ms, 30000);
 	ck_assert_uint_eq(back.exec.stdout_cap, 1 << 20);
 	ck_assert_uint_eq(back.exec.stderr_cap, 99);
+	ck_assert_uint_eq(back.exec.mem_max, 5ull << 32);
+	ck_assert_uint_eq(back.exec.pids_max, 64);
 	ck_assert_uint_eq(back.exec.cwd.len, 10);
 	ck_assert(!memcmp(back.exec.cwd.p, "/home/user", 10));
 	ck_assert_uint_eq(back.exec.stdin_data.len, sizeof(bin));

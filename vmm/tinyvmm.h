@@ -218,6 +218,15 @@ struct tvm_job {
 	int stdin_open;
 	int control_fd;
 	void (*on_control)(void *ctx, struct tvm_agent *a);
+	/* Limits of the job's own cgroup v2 in the guest (the agent runs every
+	 * job in one; its timeout or a SIGKILL ends every process in it, also
+	 * those that left its process group). 0: no limit. mem_max_bytes is
+	 * memory.max (the kernel kills a process of the job past it:
+	 * oom_killed), pids_max is pids.max (forks fail past it:
+	 * pids_limited). A guest kernel without cgroups refuses a job with a
+	 * limit (-EOPNOTSUPP). */
+	uint64_t mem_max_bytes;
+	uint32_t pids_max;
 };
 
 /* The host's grace beyond a job's timeout: 5 s + 10 %. */
@@ -233,6 +242,8 @@ struct tvm_job_result {
 	int stdout_truncated, stderr_truncated; /* output beyond the caps was dropped */
 	uint64_t wall_ms, cpu_ms;               /* cpu: user + system */
 	uint64_t max_rss_kib;
+	int oom_killed;   /* the job's memory limit made the guest kernel kill a process of it */
+	int pids_limited; /* a fork in the job failed at its pids limit */
 };
 
 /* Set *j to the defaults: no argv yet, no env, the default cwd, the

@@ -1,5 +1,5 @@
 /* The legacy PC devices on the port-I/O bus: COM1, the i8042 (its reset
- * line ends the VM) and a sink for the POST and DMA page ports. */
+ * line ends the VM) and a sink for the POST, DMA page and CMOS ports. */
 #include <string.h>
 
 #include "vmm/vm_impl.h"
@@ -53,5 +53,9 @@ int vm_add_pio(struct tvm_vm *vm, struct tvm_err *e)
 		r = bus_register(&vm->pio, I8042_CMD_PORT, 1, "i8042 command", i8042_cmd_io, vm->kbd, e);
 	if (!r)
 		r = bus_register(&vm->pio, 0x80, 0x10, "POST port and DMA page registers", io_sink, NULL, e);
+	/* No CMOS/RTC either: Linux writes the CMOS shutdown byte through the
+	 * index and data ports when it wakes another CPU (warm-reset vector). */
+	if (!r)
+		r = bus_register(&vm->pio, 0x70, 0x2, "CMOS index and data", io_sink, NULL, e);
 	return r;
 }

@@ -76,6 +76,8 @@ export interface CommandResult {
   durationMs: number;
   cpuMs: number;
   maxRssKib: number;
+  oomKilled: boolean;
+  pidsLimited: boolean;
   /** exit code 0, no signal, no timeout */
   readonly ok: boolean;
 }
@@ -98,6 +100,9 @@ export interface RunOptions {
   /** throw CommandExitError for a non-zero exit, a signal or a timeout */
   check?: boolean;
   maxOutputBytes?: number;
+  /** limits of the command's own cgroup in the guest (oomKilled, pidsLimited) */
+  memoryMib?: number;
+  pidsMax?: number;
   requestTimeoutMs?: number;
 }
 

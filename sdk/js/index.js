@@ -270,6 +270,8 @@ function resultFromJson(d, stdout, stderr) {
     durationMs: d.wall_ms || 0,
     cpuMs: d.cpu_ms || 0,
     maxRssKib: d.max_rss_kib || 0,
+    oomKilled: !!d.oom_killed,
+    pidsLimited: !!d.pids_limited,
     get ok() { return this.exitCode === 0 && !this.signal && !this.timedOut; },
   };
 }
@@ -425,11 +427,12 @@ export class Commands {
    * Run a command: a shell line (/bin/sh -c), or an argv (an array, or cmd with args).
    * Resolves with a result ({exitCode, stdout, stderr, timedOut, truncated, ...}); a non-zero
    * exit is a result unless check: true. background: true resolves with a CommandHandle at once.
+   * memoryMib and pidsMax limit the command's own cgroup in the guest (oomKilled, pidsLimited).
    */
   async run(cmd, opts = {}) {
     if ('timeout' in opts) throw new TypeError('commands.run: the option is timeoutMs (milliseconds), not timeout');
     const { args, envs, cwd, user, timeoutMs, stdin, onStdout, onStderr, background = false,
-      check = false, maxOutputBytes, requestTimeoutMs } = opts;
+      check = false, maxOutputBytes, memoryMib, pidsMax, requestTimeoutMs } = opts;
     const body = {};
     if (Array.isArray(cmd)) body.cmd = [...cmd, ...(args || [])].map(String);
     else if (args) body.cmd = [cmd, ...args].map(String);
@@ -443,6 +446,8 @@ export class Commands {
     if (stdin === true) body.stdin = true;
     else if (stdin !== undefined && stdin !== null && stdin !== false) body.stdin_b64 = Buffer.from(stdin).toString('base64');
     if (maxOutputBytes !== undefined) body.max_output_bytes = maxOutputBytes;
+    if (memoryMib !== undefined) body.memory_mib = memoryMib;
+    if (pidsMax !== undefined) body.pids_max = pidsMax;
     const path = `/sandboxes/${this._sb.sandboxId}/execs`;
     const client = this._sb._client;
     if (background) {

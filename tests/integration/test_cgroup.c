@@ -290,19 +290,36 @@ static int dead_pid(void)
 
 #define GUEST "--kernel", it_guest("vmlinux"), "--rootfs", getenv("TINYVMM_ROOTFS")
 #define BUSY "sh", "-c", "echo go; while :; do :; done"
+/* Two loops: one per vCPU of a --cpus 2 guest, which says how many CPUs it has. */
+#define BUSY2 "sh", "-c", "echo go $(nproc); while :; do :; done & while :; do :; done"
 
-/* First: the template snapshot of this kernel, image and tinyvmm, made
- * without limits (a later run restores it). */
+/* Both vCPU threads of a --metrics file ran guest code: each has at least
+ * a fifth of their CPU time (a guest kernel without SMP leaves the second
+ * one idle). */
+static void assert_both_vcpus_busy(const char *m)
+{
+	const char *p = strstr(m, "\"vcpu_cpu_us\":[");
+	unsigned long long a = 0, b = 0;
+
+	ck_assert_msg(p && sscanf(p, "\"vcpu_cpu_us\":[%llu,%llu]", &a, &b) == 2, "metrics: %s", m);
+	printf("vCPU threads' CPU time: %.2f s and %.2f s\n", a / 1e6, b / 1e6);
+	ck_assert_msg(a * 5 >= a + b && b * 5 >= a + b, "one vCPU did not run: %llu and %llu us", a, b);
+}
+
+/* First: the template snapshots of this kernel, image and tinyvmm, one
+ * and two vCPUs, made without limits (later runs restore them). */
 START_TEST(template_made)
 {
-	double t0 = now_s();
-	pid_t pid = SPAWN("run", GUEST, "--", "true");
-	int st = wait_exit(pid);
-	char *e = it_slurp(err);
+	for (int cpus = 1; cpus <= 2; cpus++) {
+		double t0 = now_s();
+		pid_t pid = SPAWN("run", GUEST, "--cpus", cpus == 1 ? "1" : "2", "--", "true");
+		int st = wait_exit(pid);
+		char *e = it_slurp(err);
 
-	ck_assert_msg(st == 0, "status %d: %s", st, e);
-	printf("template ready (made or found) in %.1f s\n", now_s() - t0);
-	free(e);
+		ck_assert_msg(st == 0, "status %d: %s", st, e);
+		printf("template of %d vCPUs ready (made or found) in %.1f s\n", cpus, now_s() - t0);
+		free(e);
+	}
 }
 END_TEST
 
@@ -326,8 +343,8 @@ START_TEST(cpu_quota_holds)
 		snprintf(stale[i], sizeof(stale[i]), "%s/%d", d, dead);
 		ck_assert_int_eq(mkdir(stale[i], 0755), 0);
 	}
-	pid = running[0] = SPAWN("run", GUEST, "--cpu-quota", "0.5", "--cgroup-parent", parent, "--metrics", metrics,
-				 "--timeout", "40", "--", BUSY);
+	pid = running[0] = SPAWN("run", GUEST, "--cpus", "2", "--cpu-quota", "0.5", "--cgroup-parent", parent,
+				 "--metrics", metrics, "--timeout", "40", "--", BUSY2);
 	wait_cgroup(pid, CG_CPU, cpu);
 	vmm_dir(pid, CG_MEMORY, mem);
 	vmm_dir(pid, CG_PIDS, pids);
@@ -336,10 +353,11 @@ START_TEST(cpu_quota_holds)
 	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
 	/* The limits, from the kernel's files, while the job runs. */
 	assert_half_core_limits(cpu, mem);
-	assert_file(pids, "pids.max", "65");
+	assert_file(pids, "pids.max", "66");
 	share = busy_share(pid);
 	cg_file(cpu, "cpu.stat", path, sizeof(path));
-	printf("--cpu-quota 0.5: the VMM's threads used %.2f of a host core over 10 s (cpu.stat: %s)\n", share, path);
+	printf("--cpu-quota 0.5, two vCPUs busy: the VMM's threads used %.2f of a host core over 10 s (cpu.stat: %s)\n",
+	       share, path);
 	ck_assert_msg(share <= 0.6, "%.2f of a core under --cpu-quota 0.5", share);
 	st = wait_exit(pid);
 	e = it_slurp(err);
@@ -350,13 +368,17 @@ START_TEST(cpu_quota_holds)
 	ck_assert_msg(strstr(m, "\"cgroup\":{\"version\":") && strstr(m, "\"memory_max_bytes\":335544320,") &&
 			      strstr(m, "\"cpu_quota_mcpu\":500,") && strstr(m, "\"vcpu_cpu_us\":["),
 		      "metrics: %s", m);
+	assert_both_vcpus_busy(m);
 	printf("metrics: %s", m);
+	free(m);
+	m = it_slurp(out);
+	ck_assert_str_eq(m, "go 2\n"); /* --cpus 2: nproc in the guest is 2 */
 	free(m);
 }
 END_TEST
 
-/* The same loop, no cgroup: it gets more than the quota allowed (else the
- * test above proves nothing on this host), and no cgroup is made. */
+/* The same loops, no cgroup: they get more than the quota allowed (else
+ * the test above proves nothing on this host), and no cgroup is made. */
 START_TEST(no_cgroup_baseline)
 {
 	char ours[CG_PATH_MAX], its[CG_PATH_MAX], *e;
@@ -365,7 +387,8 @@ START_TEST(no_cgroup_baseline)
 
 	if (!have_cgroups)
 		return;
-	pid = running[0] = SPAWN("run", GUEST, "--no-cgroup", "--metrics", metrics, "--timeout", "25", "--", BUSY);
+	pid = running[0] =
+		SPAWN("run", GUEST, "--cpus", "2", "--no-cgroup", "--metrics", metrics, "--timeout", "25", "--", BUSY2);
 	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
 	vmm_dir(getpid(), CG_MEMORY, ours);
 	vmm_dir(pid, CG_MEMORY, its);
@@ -375,6 +398,7 @@ START_TEST(no_cgroup_baseline)
 	ck_assert_int_eq(wait_exit(pid), 124);
 	e = it_slurp(metrics);
 	ck_assert_msg(strstr(e, "\"cgroup\":null"), "metrics: %s", e);
+	assert_both_vcpus_busy(e);
 	free(e);
 	/* On a host busy with other work the loop gets less than the quota
 	 * would allow anyway: then there is nothing to compare. */

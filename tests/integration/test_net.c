@@ -31,6 +31,7 @@
 
 static struct tvm_vm *vm;
 static int netns_ok;
+static double unlimited_tx_kibs; /* measured before the snapshot */
 
 static int listen_on(int port)
 {
@@ -103,8 +104,8 @@ static void setup(void)
 }
 
 /* Run argv in the guest as uid (TVM_ID_ROOT or TVM_ID_DEFAULT): it must
- * exit 0 and print exactly want on stdout. */
-static void job(const char *const *argv, uint32_t uid, const char *want)
+ * exit 0; returns its stdout (free it). */
+static char *job_out(const char *const *argv, uint32_t uid)
 {
 	struct it_out o = { 0 };
 	struct tvm_job j = {
@@ -113,13 +114,24 @@ static void job(const char *const *argv, uint32_t uid, const char *want)
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
 	struct tvm_job_result r;
+	char *out;
 
 	ck_assert_msg(tvm_vm_agent_connect(vm, 600000, &a, &e) == 0, "agent: %s", e.msg);
 	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
 	tvm_agent_close(a);
 	ck_assert_msg(r.exit_code == 0, "exit %d, stdout: %s, stderr: %s", r.exit_code, it_str(&o, 1), it_str(&o, 2));
-	ck_assert_str_eq(it_str(&o, 1), want);
+	out = strdup(it_str(&o, 1));
 	it_out_free(&o);
+	return out;
+}
+
+/* As job_out, and it must print exactly want. */
+static void job(const char *const *argv, uint32_t uid, const char *want)
+{
+	char *out = job_out(argv, uid);
+
+	ck_assert_str_eq(out, want);
+	free(out);
 }
 
 /* Run python3 code as root in the guest (as job()). */
@@ -204,6 +216,37 @@ START_TEST(curl_and_pip_reach_the_allowed_server_only)
 }
 END_TEST
 
+/* The guest's send rate through the echo port, by the guest's clock, in
+ * KiB/s: 1 MiB sent, timed as the echo brings back what follows the first
+ * 64 KiB (which may pass as a full bucket's burst). The limit tested is far
+ * below what this host's emulated guest TCP reaches unlimited (~200 KiB/s). */
+static double guest_tx_kibs(void)
+{
+	const char *argv[] = { "python3", "-c",
+			       "import socket, threading, time\n"
+			       "n = 1 << 20\n"
+			       "s = socket.create_connection(('" HOST_IP "', 7007), timeout=300)\n"
+			       "def send():\n"
+			       "    s.sendall(bytes(n)); s.shutdown(socket.SHUT_WR)\n"
+			       "t = threading.Thread(target=send); t.start()\n"
+			       "got, t0, g0 = 0, None, 0\n"
+			       "while True:\n"
+			       "    b = s.recv(65536)\n"
+			       "    if not b: break\n"
+			       "    got += len(b)\n"
+			       "    if t0 is None and got >= 64 << 10: t0, g0 = time.monotonic(), got\n"
+			       "t1 = time.monotonic(); t.join()\n"
+			       "print(got, (got - g0) / (t1 - t0) / 1024)\n",
+			       NULL };
+	char *out = job_out(argv, TVM_ID_DEFAULT);
+	long got = 0;
+	double kibs = 0;
+
+	ck_assert_msg(sscanf(out, "%ld %lf", &got, &kibs) == 2 && got == 1 << 20, "guest said: %s", out);
+	free(out);
+	return kibs;
+}
+
 /* Python lines: try the port the allow-list excludes. */
 #define PROBE_DENIED                                                       \
 	"try:\n"                                                           \
@@ -246,6 +289,7 @@ START_TEST(echo_allowed_port_and_deny_the_other)
 	ck_assert_uint_gt(st.rx_gso, 0);
 	ck_assert_uint_ge(st.dropped[TVM_NET_DROP_POLICY], 1);
 	ck_assert_str_eq(tvm_net_drop_name(TVM_NET_DROP_POLICY), "policy");
+	unlimited_tx_kibs = guest_tx_kibs();
 	fprintf(stderr, "test_net: tx %llu frames (%llu TSO), rx %llu frames (%llu TSO)\n",
 		(unsigned long long)st.tx_frames, (unsigned long long)st.tx_gso, (unsigned long long)st.rx_frames,
 		(unsigned long long)st.rx_gso);
@@ -335,6 +379,7 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 	struct tvm_net_stats st;
 	struct tvm_config c;
 	struct tvm_err e = { 0 };
+	double limited;
 
 	if (!netns_ok)
 		return;
@@ -353,6 +398,7 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 	c.ttl_ms = 1800000;
 	/* The allow-list is the restorer's, never the snapshot file's. */
 	c.net = (struct tvm_net){ .enabled = 1, .tap = TAP2, .allow = { HOST_IP ":7007/tcp" }, .nr_allow = 1 };
+	c.net.tx.bytes = (struct tvm_bucket){ .size = 64 << 10, .refill_ms = 1000 }; /* tx-bw=64K */
 	ck_assert_msg(tvm_vm_restore(&c, snap, &vm, &e) == 0, "restore: %s", e.msg);
 	snprintf(cmd, sizeof(cmd), "ip link set %s address %s && ip addr add %s/24 dev %s && ip link set %s up", TAP2,
 		 mac, HOST_IP, TAP2, TAP2);
@@ -365,6 +411,12 @@ START_TEST(snapshot_restores_onto_a_new_tap)
 	   "restored\ndenied port blocked\n");
 	ck_assert_int_eq(tvm_vm_net_stats(vm, &st), 0);
 	ck_assert_uint_ge(st.dropped[TVM_NET_DROP_POLICY], 1);
+	/* The limit given at restore holds, from the guest's side. */
+	limited = guest_tx_kibs();
+	printf("guest tx with tx-bw=64K after restore: %.1f KiB/s (unlimited before: %.1f KiB/s)\n", limited,
+	       unlimited_tx_kibs);
+	ck_assert_msg(limited >= 64 * 0.8 && limited <= 64 * 1.2, "%.1f KiB/s under a 64 KiB/s limit", limited);
+	ck_assert_msg(unlimited_tx_kibs > 64 * 1.2, "unlimited only %.1f KiB/s: nothing to compare", unlimited_tx_kibs);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);
 }

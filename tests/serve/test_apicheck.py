@@ -27,7 +27,7 @@ CREATED = dict(SANDBOX, access_token=TOKEN)
 RESULT = {
     "exec_id": EID, "exit_code": 0, "signal": 0, "timed_out": False,
     "stdout": "hi\n", "stderr": "", "stdout_truncated": False,
-    "stderr_truncated": False, "wall_ms": 12, "cpu_ms": 3, "max_rss_kib": 1234,
+    "stderr_truncated": False, "oom_killed": False, "pids_limited": False, "wall_ms": 12, "cpu_ms": 3, "max_rss_kib": 1234,
 }
 EXIT = {k: v for k, v in RESULT.items() if k not in ("stdout", "stderr")}
 EXIT["type"] = "exit"

@@ -690,6 +690,20 @@ class T03Exec(ServeTest):
         self.assertLessEqual(len(j["stdout"].encode()), MIB)
         self.assertEqual(set(j["stdout"]), {"a"})
 
+    def test_limits_of_its_own_cgroup(self):
+        sid = self.a()["id"]
+        # a fork loop stops at pids_max and says so; the sandbox goes on
+        r = run_exec(UID_A, sid, {"shell": "while :; do sleep 100 & done", "pids_max": 8, "timeout_s": 120})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual((r.json["pids_limited"], r.json["oom_killed"], r.json["timed_out"]), (True, False, False))
+        # past memory_mib the guest kernel kills it, and says so
+        r = run_exec(UID_A, sid, {"cmd": ["python3", "-c", "b = b'x' * (96 << 20)"], "memory_mib": 24})
+        self.assertEqual(r.status, 200, r.body)
+        self.assertEqual((r.json["oom_killed"], r.json["signal"]), (True, 9))
+        r = run_exec(UID_A, sid, {"cmd": ["true"]})
+        self.assertEqual((r.status, r.json["exit_code"], r.json["oom_killed"], r.json["pids_limited"]),
+                         (200, 0, False, False))
+
     def test_bad_exec_bodies(self):
         sid = self.a()["id"]
         for body, field in ((b'{"cmd": "echo"}', "cmd"), (b"{}", None), (b'{"cmd": ["true"], "shell": "true"}', None),
@@ -698,6 +712,8 @@ class T03Exec(ServeTest):
                             (b'{"shell": "true", "user": "admin"}', "user"),
                             (b'{"shell": "true", "envs": ["A=1"]}', "envs"),
                             (b'{"shell": "true", "max_output_bytes": 1.5}', "max_output_bytes"),
+                            (b'{"shell": "true", "memory_mib": 0}', "memory_mib"),
+                            (b'{"shell": "true", "pids_max": -1}', "pids_max"),
                             (b'{"shell": "true"', None)):
             r = call(UID_A, "POST", "/v1/sandboxes/%s/execs" % sid, body=body, content_type="application/json",
                      check="response", timeout=EXEC_WAIT)

@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/cli/cli.h"
 #include "vmm/cli/cli_report.h"
 
 #define FILE_CAP CLI_FILE_CAP
@@ -143,6 +144,10 @@ int cli_job_option(struct cli_job *j, const char *name, const char *arg)
 	}
 	if (!strcmp(name, "timeout"))
 		return cli_job_seconds(name, arg, &j->timeout_ms) ? -1 : 1;
+	if (!strcmp(name, "job-mem"))
+		return cli_parse_size("--job-mem", arg, &j->mem_max) ? -1 : 1;
+	if (!strcmp(name, "job-pids"))
+		return cli_parse_u32("--job-pids", arg, &j->pids_max) ? -1 : 1;
 	return 0;
 }
 
@@ -466,6 +471,8 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a)
 		.timeout_ms = j->timeout_ms,
 		.stdout_cap = j->output_cap,
 		.stderr_cap = j->output_cap,
+		.mem_max_bytes = j->mem_max,
+		.pids_max = j->pids_max,
 		.on_output = on_output,
 		.ctx = j,
 	};
@@ -514,6 +521,11 @@ int cli_job_run(struct cli_job *j, struct tvm_agent *a)
 		if (res.timed_out && !res.host_timed_out)
 			fprintf(stderr, "tinyvmm: job %s: timed out after its --timeout of %.1f s (killed)\n",
 				j->argv[0], j->timeout_ms / 1000.0);
+		if (res.oom_killed)
+			fprintf(stderr, "tinyvmm: job %s: a process of it was killed at its --job-mem limit\n",
+				j->argv[0]);
+		if (res.pids_limited)
+			fprintf(stderr, "tinyvmm: job %s: a fork failed at its --job-pids limit\n", j->argv[0]);
 		/* Said once, so a cut output is never mistaken for the whole. */
 		if (res.stdout_truncated || res.stderr_truncated)
 			fprintf(stderr, "tinyvmm: job output cut at %u bytes per stream (--output-cap):%s%s\n",

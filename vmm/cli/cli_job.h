@@ -29,6 +29,8 @@ struct cli_job {
 	unsigned nget;
 	const char *workdir;
 	uint32_t timeout_ms;
+	uint64_t mem_max;  /* --job-mem: bytes; 0: no limit */
+	uint32_t pids_max; /* --job-pids; 0: no limit */
 	uint32_t uid, gid;
 	uint32_t output_cap;       /* bytes per stream */
 	struct cli_report *report; /* --json: the run's report (cli_report.h); NULL: output streamed */

@@ -100,6 +100,8 @@ static const struct option opts[] = {
 	{ "env", required_argument, 0, OPT_JOB },
 	{ "workdir", required_argument, 0, OPT_JOB },
 	{ "timeout", required_argument, 0, OPT_JOB },
+	{ "job-mem", required_argument, 0, OPT_JOB },
+	{ "job-pids", required_argument, 0, OPT_JOB },
 	{ "put", required_argument, 0, OPT_JOB },
 	{ "get", required_argument, 0, OPT_JOB },
 	{ "net", required_argument, 0, OPT_NET },

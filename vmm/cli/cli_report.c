@@ -501,6 +501,8 @@ static void object(struct json_w *w, struct cli_report *r, int status, int stop,
 	}
 	json_w_kbool(w, "stdout_truncated", res->stdout_truncated);
 	json_w_kbool(w, "stderr_truncated", res->stderr_truncated);
+	json_w_kbool(w, "oom_killed", res->oom_killed);
+	json_w_kbool(w, "pids_limited", res->pids_limited);
 	json_w_kuint(w, "wall_ms", res->wall_ms);
 	json_w_kuint(w, "cpu_ms", res->cpu_ms);
 	json_w_kuint(w, "max_rss_kib", res->max_rss_kib);

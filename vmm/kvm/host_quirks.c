@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <asm/kvm_para.h>
+
 bool host_quirks_detect(void)
 {
 	return access("/sys/module/kvm_pvm", F_OK) == 0;
@@ -10,16 +12,23 @@ bool host_quirks_detect(void)
 /* noxsave: XSAVE/XRSTOR are not emulated. no_int3_selftest: int3 at CPL0
  * is not emulated (our guest kernel patch reads this word). clearcpuid:
  * clac (SMAP) and popcnt are not emulated; without erms/fsrm the kernel's
- * string copies run 8% faster in the emulator. GLIBC_TUNABLES reaches init's
+ * string copies run 8% faster in the emulator. nofsgsbase: with FSGSBASE an
+ * SMP kernel's paranoid entry (NMI, #DB, #MC) finds its CPU's per-CPU base
+ * with LSL, which is not emulated either (KVM_EXIT_INTERNAL_ERROR on a
+ * second vCPU); without it the entry reads MSR_GS_BASE. GLIBC_TUNABLES reaches init's
  * environment and keeps glibc off AVX, whose state the guest kernel cannot
  * switch between processes on this host. */
 const char *host_quirks_cmdline(void)
 {
-	return "noxsave no_int3_selftest clearcpuid=smap,popcnt,erms,fsrm "
+	return "noxsave nofsgsbase no_int3_selftest clearcpuid=smap,popcnt,erms,fsrm "
 	       "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX_Usable,-AVX2_Usable,-AVX512F_Usable,-AVX512VL_Usable,-AVX_Fast_Unaligned_Load,-ERMS,-FSRM,-XSAVE,-XSAVEC";
 }
 
 #define CPUID_1_ECX_CX16 (1u << 13)
+/* The KVM paravirtual features whose guest side is a VMCALL hypercall
+ * (send IPI, sched yield, and the unhalt kick of PV spinlocks). */
+#define KVM_FEATURES_VMCALL \
+	((1u << KVM_FEATURE_PV_SEND_IPI) | (1u << KVM_FEATURE_PV_SCHED_YIELD) | (1u << KVM_FEATURE_PV_UNHALT))
 
 void host_quirks_cpuid(struct kvm_cpuid2 *cpuid)
 {
@@ -29,5 +38,10 @@ void host_quirks_cpuid(struct kvm_cpuid2 *cpuid)
 		 * CPUID says it exists. */
 		if (e->function == 1)
 			e->ecx &= ~CPUID_1_ECX_CX16;
+		/* VMCALL from the guest kernel never completes in the emulator
+		 * (the vCPU stays on it): an SMP guest's first PV IPI hung
+		 * its boot. Without these bits Linux uses the APIC. */
+		if (e->function == KVM_CPUID_FEATURES)
+			e->eax &= ~KVM_FEATURES_VMCALL;
 	}
 }

@@ -18,7 +18,8 @@ bool host_quirks_detect(void);
 /* Guest command-line words the quirky host needs (a constant string). */
 const char *host_quirks_cmdline(void);
 
-/* Adjust one vCPU's CPUID table for the quirky host: hide CX16. */
+/* Adjust one vCPU's CPUID table for the quirky host: hide CX16, and the
+ * KVM paravirtual features that the guest reaches by VMCALL. */
 void host_quirks_cpuid(struct kvm_cpuid2 *cpuid);
 
 #endif

@@ -48,6 +48,7 @@ struct exec {
 	unsigned argc, nenv;
 	char *cwd;
 	uint32_t uid, timeout_ms, out_cap;
+	uint32_t mem_mib, pids_max; /* the job's own cgroup in the guest; 0: no limit */
 	uint8_t *in;
 	size_t in_len;
 	/* Control from HTTP threads to the exec's thread: queued under mu,
@@ -259,6 +260,8 @@ static void *exec_thread(void *arg)
 	j.cwd = ex->cwd;
 	j.uid = j.gid = ex->uid;
 	j.timeout_ms = ex->timeout_ms;
+	j.mem_max_bytes = (uint64_t)ex->mem_mib << 20;
+	j.pids_max = ex->pids_max;
 	j.stdout_cap = j.stderr_cap = ex->out_cap;
 	j.stdin_data = ex->in;
 	j.stdin_len = ex->in_len;
@@ -332,10 +335,11 @@ static long b64_decode(const char *in, size_t n, uint8_t *out)
 /* The job of an exec request: 0, or -1 after answering. */
 static int parse_exec(struct conn *c, struct sandbox *sb, const struct json_doc *d, struct exec *ex, bool *bg)
 {
-	static const char *const known[] = { "cmd",        "shell", "envs",
-					     "cwd",        "user",  "timeout_s",
-					     "stdin_b64",  "stdin", "max_output_bytes",
-					     "background", NULL };
+	static const char *const known[] = { "cmd",        "shell",      "envs",
+					     "cwd",        "user",       "timeout_s",
+					     "stdin_b64",  "stdin",      "max_output_bytes",
+					     "background", "memory_mib", "pids_max",
+					     NULL };
 	int cmd = json_find(d, 0, "cmd"), sh = json_find(d, 0, "shell"), i;
 	uint32_t t = 0;
 
@@ -407,7 +411,9 @@ static int parse_exec(struct conn *c, struct sandbox *sb, const struct json_doc 
 	}
 	ex->out_cap = 1u << 20;
 	if (field_u32(c, d, 0, "timeout_s", 0, 86400, &t) ||
-	    field_u32(c, d, 0, "max_output_bytes", 1, MAX_OUT, &ex->out_cap))
+	    field_u32(c, d, 0, "max_output_bytes", 1, MAX_OUT, &ex->out_cap) ||
+	    field_u32(c, d, 0, "memory_mib", 1, 1u << 20, &ex->mem_mib) ||
+	    field_u32(c, d, 0, "pids_max", 1, 1u << 22, &ex->pids_max))
 		return -1;
 	ex->timeout_ms = t * 1000;
 	if ((i = json_find(d, 0, "stdin_b64")) >= 0 && !json_is_null(d, i)) {
@@ -457,6 +463,10 @@ static void result_fields(struct json_w *w, const struct exec *ex)
 	json_w_bool(w, r->stdout_truncated);
 	json_w_key(w, "stderr_truncated", 16);
 	json_w_bool(w, r->stderr_truncated);
+	json_w_key(w, "oom_killed", 10);
+	json_w_bool(w, r->oom_killed);
+	json_w_key(w, "pids_limited", 12);
+	json_w_bool(w, r->pids_limited);
 	json_w_key(w, "wall_ms", 7);
 	json_w_uint(w, r->wall_ms);
 	json_w_key(w, "cpu_ms", 6);

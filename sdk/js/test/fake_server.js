@@ -190,7 +190,7 @@ export class FakeDaemon {
         const signo = sig ? os.constants.signals[sig] : 0;
         this.finish(ex, { type: 'exit', exec_id: ex.id, exit_code: ex.timedOut ? 124 : (signo ? 128 + signo : code),
           signal: signo, timed_out: ex.timedOut, stdout_truncated: ex.trunc.stdout, stderr_truncated: ex.trunc.stderr,
-          wall_ms: Date.now() - ex.t0, cpu_ms: 0, max_rss_kib: 0 });
+          oom_killed: false, pids_limited: false, wall_ms: Date.now() - ex.t0, cpu_ms: 0, max_rss_kib: 0 });
       });
     });
   }
@@ -366,6 +366,9 @@ export class FakeDaemon {
     if (key === 'execs' && m === 'POST') {
       const b = await this.jsonBody(req);
       if (!b.cmd === !b.shell) throw new ApiError(400, 'bad_request', 'cmd or shell');
+      for (const [k, hi] of [['memory_mib', 1 << 20], ['pids_max', 1 << 22]]) {
+        if (b[k] !== undefined && (!Number.isInteger(b[k]) || b[k] < 1 || b[k] > hi)) throw new ApiError(400, 'bad_request', `${k}: integer in 1..${hi}`);
+      }
       const ex = await this.startExec(sb, b);
       if (b.background) return this.json(res, 201, { exec_id: ex.id });
       if ((req.headers.accept || '').includes('application/x-ndjson')) return this.stream(res, ex, 0);

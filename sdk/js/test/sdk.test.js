@@ -51,6 +51,18 @@ test('non-zero exit is a result; check throws CommandExitError with the result',
   } finally { await sb.kill(); }
 });
 
+test('job limits: memoryMib and pidsMax reach the daemon, oomKilled and pidsLimited come back', async () => {
+  const sb = await Sandbox.create({ socketPath });
+  try {
+    const r = await sb.commands.run('echo ok', { memoryMib: 64, pidsMax: 16 });
+    assert.equal(r.stdout, 'ok\n');
+    assert.equal(r.oomKilled, false);
+    assert.equal(r.pidsLimited, false);
+    // the daemon checks them (here the fake, as the real one): they were sent
+    await assert.rejects(sb.commands.run('true', { pidsMax: 0 }), /pids_max/);
+  } finally { await sb.kill(); }
+});
+
 test('streaming callbacks, argv, envs, cwd, stdin', async () => {
   const sb = await Sandbox.create({ socketPath, envs: { GLOBAL: 'g' } });
   try {

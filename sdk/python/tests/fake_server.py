@@ -353,6 +353,7 @@ class FakeDaemon:
                        "exit_code": 124 if ex.timed_out else (128 + sig if sig else rc),
                        "signal": sig, "timed_out": ex.timed_out,
                        "stdout_truncated": ex.trunc["stdout"], "stderr_truncated": ex.trunc["stderr"],
+                       "oom_killed": False, "pids_limited": False,
                        "wall_ms": wall, "cpu_ms": 0, "max_rss_kib": 0})
             sb.last_activity = _now()
 
@@ -897,10 +898,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             raise ApiError(400, "bad_request", "shell: must be a string")
         if body.get("user") not in (None, "sandbox", "root"):
             raise ApiError(400, "bad_request", "user: sandbox or root")
-        for name, hi in (("timeout_s", 1 << 31), ("max_output_bytes", 64 << 20)):
+        for name, lo, hi in (("timeout_s", 0, 1 << 31), ("max_output_bytes", 0, 64 << 20),
+                             ("memory_mib", 1, 1 << 20), ("pids_max", 1, 1 << 22)):
             v = body.get(name)
-            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not 0 <= v <= hi):
-                raise ApiError(400, "bad_request", f"{name}: must be an integer in 0..{hi}")
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
+                raise ApiError(400, "bad_request", f"{name}: must be an integer in {lo}..{hi}")
         bg = bool(body.get("background"))
         if body.get("stdin") is not None and not isinstance(body.get("stdin"), bool):
             raise ApiError(400, "bad_request", "stdin: true or false is expected")

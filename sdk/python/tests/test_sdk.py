@@ -471,6 +471,17 @@ class Commands(FakeDaemonTest):
         self.assertTrue(r.stdout_truncated)
         self.assertEqual(len(r.stdout), 1000)
 
+    def test_job_limits_reach_the_daemon(self):
+        r = self.sb.commands.run("echo ok", memory_mib=64, pids_max=16)
+        self.assertEqual(r.stdout, "ok\n")
+        self.assertEqual((r.oom_killed, r.pids_limited), (False, False))
+        # the daemon checks them (here the fake, as the real one): they were sent
+        with self.assertRaises(BadRequest) as cm:
+            self.sb.commands.run("true", pids_max=0)
+        self.assertIn("pids_max", str(cm.exception))
+        r = tinyvmm.commands.CommandResult.from_json({"exit_code": 137, "signal": 9, "oom_killed": True, "pids_limited": True})
+        self.assertEqual((r.oom_killed, r.pids_limited, r.ok), (True, True, False))
+
     def test_streaming_callbacks(self):
         got, times = [], []
         t0 = time.monotonic()

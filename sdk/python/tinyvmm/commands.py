@@ -23,7 +23,9 @@ class CommandResult:
     """What a command did.  A non-zero exit or a timeout is a result, not an error.
 
     ``truncated`` is true when either stream was capped (``max_output_bytes``);
-    ``duration`` is the wall time in seconds measured in the guest.
+    ``duration`` is the wall time in seconds measured in the guest;
+    ``oom_killed`` and ``pids_limited`` say the command hit its ``memory_mib``
+    or ``pids_max`` limit.
     """
 
     exit_code: int
@@ -39,6 +41,8 @@ class CommandResult:
     wall_ms: int = 0
     cpu_ms: int = 0
     max_rss_kib: int = 0
+    oom_killed: bool = False
+    pids_limited: bool = False
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
     @property
@@ -66,6 +70,8 @@ class CommandResult:
             wall_ms=wall,
             cpu_ms=int(d.get("cpu_ms") or 0),
             max_rss_kib=int(d.get("max_rss_kib") or 0),
+            oom_killed=bool(d.get("oom_killed", False)),
+            pids_limited=bool(d.get("pids_limited", False)),
             raw=dict(d),
         )
 
@@ -297,6 +303,7 @@ class Commands:
             stdin: Union[None, bool, str, bytes] = None, on_stdout: Optional[OutputCallback] = None,
             on_stderr: Optional[OutputCallback] = None, background: bool = False,
             check: bool = False, max_output_bytes: Optional[int] = None,
+            memory_mib: Optional[int] = None, pids_max: Optional[int] = None,
             request_timeout: Optional[float] = None) -> Any:
         """Run a command and wait for it (or start it in the background).
 
@@ -309,6 +316,8 @@ class Commands:
         ``background=True``): stdin stays open for the handle's
         ``send_stdin()`` and ``close_stdin()``.  ``check=True`` raises
         :class:`~tinyvmm.CommandExitError` for a failed command.
+        ``memory_mib`` and ``pids_max`` limit the command's own cgroup in the
+        guest (``result.oom_killed``, ``result.pids_limited``).
 
         Returns a :class:`CommandResult`, or with ``background=True`` a
         :class:`CommandHandle` at once.
@@ -336,6 +345,10 @@ class Commands:
             body["stdin_b64"] = b64encode(stdin.encode("utf-8") if isinstance(stdin, str) else bytes(stdin))
         if max_output_bytes is not None:
             body["max_output_bytes"] = int(max_output_bytes)
+        if memory_mib is not None:
+            body["memory_mib"] = int(memory_mib)
+        if pids_max is not None:
+            body["pids_max"] = int(pids_max)
         path = f"/sandboxes/{self._sb.id}/execs"
         client = self._sb._client
         if background:
