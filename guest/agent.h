@@ -63,6 +63,9 @@ struct job_cg {
 	int procs_fd; /* its cgroup.procs, open until the job's process is in; -1 */
 };
 
+/* The agent's nice value as init; jobs run at 0. */
+#define AGENT_NICE (-10)
+
 struct job {
 	struct conn *conn; /* NULL once the connection is gone */
 	uint32_t id;

@@ -110,10 +110,15 @@ int jobcg_create(struct job_cg *cg, uint64_t mem_max, uint32_t pids_max, const c
 		return (mem_max || pids_max) ? -EOPNOTSUPP : 0;
 	if ((mem_max && !cg_memory) || (pids_max && !cg_pids))
 		return -EOPNOTSUPP;
-	cg->seq = ++cg_seq;
-	dir_of(cg, dir, sizeof(dir));
-	if (mkdir(dir, 0755) < 0)
-		return -errno;
+	/* A root job may have made the next names itself: skip past them. */
+	for (int tries = 0;; tries++) {
+		cg->seq = ++cg_seq;
+		dir_of(cg, dir, sizeof(dir));
+		if (mkdir(dir, 0755) == 0)
+			break;
+		if (errno != EEXIST || tries == 64)
+			return -errno;
+	}
 	cg->made = true;
 	if (mem_max) {
 		*what = "memory.max";
@@ -126,7 +131,12 @@ int jobcg_create(struct job_cg *cg, uint64_t mem_max, uint32_t pids_max, const c
 	if (pids_max) {
 		*what = "pids.max";
 		snprintf(val, sizeof(val), "%" PRIu32, pids_max);
-		if ((rc = write_str(dir, "pids.max", val)) < 0)
+		rc = write_str(dir, "pids.max", val);
+		/* Past the kernel's own most tasks (PID_MAX_LIMIT, 32768 for
+		 * this small kernel) a limit can never be reached: none. */
+		if (rc == -EINVAL)
+			rc = write_str(dir, "pids.max", "max");
+		if (rc < 0)
 			goto fail;
 	}
 	*what = "cgroup.procs";

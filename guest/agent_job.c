@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,6 +32,7 @@ struct spawn {
 	uint32_t uid, gid;
 	bool set_ids;
 	bool cwd_default; /* cwd is the user's home: "/" if it cannot be entered */
+	bool renice;      /* back to nice 0 from the agent's AGENT_NICE */
 	int err;
 	const char *stage;
 };
@@ -91,6 +93,9 @@ CHILD_CODE static int child_main(void *arg)
 	umask(022);
 	s->stage = "cgroup";
 	if (s->cg_fd >= 0 && write(s->cg_fd, "0", 1) != 1)
+		goto fail;
+	s->stage = "setpriority";
+	if (s->renice && setpriority(PRIO_PROCESS, 0, 0) < 0)
 		goto fail;
 	s->stage = "setsid";
 	if (setsid() < 0)
@@ -385,6 +390,7 @@ void job_exec(struct conn *c, const struct tvp_msg *m)
 		goto out;
 	}
 	s.set_ids = ag.can_setuid && (s.uid || s.gid);
+	s.renice = ag.system;
 	/* As the guest's init the agent gives jobs a login-like environment and
 	 * start in their home; in test mode they get the agent's own, and /. */
 	if (ag.system) {

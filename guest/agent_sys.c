@@ -10,6 +10,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/reboot.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -97,6 +98,11 @@ void sys_pid1_setup(void)
 	mount_all();
 	console_fds();
 	jobcg_setup();
+	/* Ahead of the jobs (which start at nice 0 again): a job that loads
+	 * every CPU, a fork bomb held at its pids limit, must not keep the
+	 * agent from its timers, the timeout's kill among them. */
+	if (setpriority(PRIO_PROCESS, 0, AGENT_NICE) < 0)
+		agent_log("setpriority: %s", strerror(errno));
 	/* Before the first job, which may want the room. */
 	disk_grow_root();
 	if (!sys_cmdline_get("tinyvmm.hostname", host, sizeof(host)) || !*host)

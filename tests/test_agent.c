@@ -519,9 +519,9 @@ START_TEST(pid1_in_namespaces)
 		"unshare", "-pf", "-m", "-u", "-n", "-C", "--propagation", "private", NULL
 	};
 	static const uint8_t rnd[16] = { 9 };
-	char sock[108];
+	char sock[108], cmd[160];
 	struct tvp_msg m;
-	int st;
+	int st, n;
 
 	if (system("unshare -pf -m -u -n -C --propagation private true 2>/dev/null") != 0)
 		return;
@@ -552,10 +552,34 @@ START_TEST(pid1_in_namespaces)
 	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("pwd"), .cwd = "/proc" }, o);
 	ck_assert_str_eq(o[1].out, "/proc\n");
 	ac_out_free(o, AC_MAX_IDS);
+	/* The agent runs ahead of its jobs (nice -10), the jobs at 0. */
+	run_sh("cut -d' ' -f19 /proc/self/stat /proc/1/stat");
+	ck_assert_str_eq(o[1].out, "0\n-10\n");
+	ac_out_free(o, AC_MAX_IDS);
 	/* As init it mounts cgroup2 (its own cgroup namespace here) and runs
 	 * each job in a cgroup of its own. */
 	run_sh("grep '^0::' /proc/self/cgroup");
 	ck_assert_msg(!strncmp(o[1].out, "0::/job-", 8), "got: %s", o[1].out);
+	n = atoi(o[1].out + 8);
+
+	ac_out_free(o, AC_MAX_IDS);
+	/* A root job that takes the next names makes the agent skip them (the
+	 * directories it made are its own: they stay). */
+	snprintf(cmd, sizeof(cmd), "mkdir /sys/fs/cgroup/job-%d /sys/fs/cgroup/job-%d && grep '^0::' /proc/self/cgroup",
+		 n + 2, n + 3);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("sh", "-c", cmd), .root = true }, o);
+	snprintf(cmd, sizeof(cmd), "0::/job-%d\n", n + 1);
+	ck_assert_msg(o[1].out && !strcmp(o[1].out, cmd), "got %s, stderr %s", o[1].out, o[1].err);
+	ac_out_free(o, AC_MAX_IDS);
+	run_sh("grep '^0::' /proc/self/cgroup");
+	snprintf(cmd, sizeof(cmd), "0::/job-%d\n", n + 4);
+	ck_assert_str_eq(o[1].out, cmd);
+	ac_out_free(o, AC_MAX_IDS);
+	/* They are on the host's cgroup2 tree (this namespace's root is our
+	 * cgroup): remove them. */
+	snprintf(cmd, sizeof(cmd), "rmdir /sys/fs/cgroup/job-%d /sys/fs/cgroup/job-%d && echo gone", n + 2, n + 3);
+	ac_run(c, &(struct ac_job){ .argv = AC_ARGV("sh", "-c", cmd), .root = true }, o);
+	ck_assert_str_eq(o[1].out, "gone\n");
 	ac_out_free(o, AC_MAX_IDS);
 
 	/* Entropy only: the clock is not namespaced. */

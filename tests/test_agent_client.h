@@ -272,6 +272,7 @@ struct ac_job {
 	uint64_t mem_max; /* the job's cgroup limits; 0: none */
 	uint32_t pids_max;
 	uint32_t uid, gid; /* 0 means TVP_ID_DEFAULT here */
+	bool root;         /* uid and gid 0 (an agent that may setuid) */
 	uint8_t flags;
 };
 
@@ -302,8 +303,12 @@ static inline void ac_exec(struct ac_conn *c, uint32_t id, const struct ac_job *
 	struct tvp_msg m = { .type = TVP_EXEC, .id = id, .flags = j->flags };
 
 	m.exec = (struct tvp_exec){
-		.uid = j->uid ? j->uid : TVP_ID_DEFAULT,
-		.gid = j->gid ? j->gid : TVP_ID_DEFAULT,
+		.uid = j->root  ? 0
+		       : j->uid ? j->uid
+				: TVP_ID_DEFAULT,
+		.gid = j->root  ? 0
+		       : j->gid ? j->gid
+				: TVP_ID_DEFAULT,
 		.timeout_ms = j->timeout_ms,
 		.stdout_cap = j->stdout_cap ? j->stdout_cap : 64u << 20,
 		.stderr_cap = j->stderr_cap ? j->stderr_cap : 64u << 20,

@@ -359,6 +359,11 @@ START_TEST(create_v1)
 	put(f, "nr_periods 9\nnr_throttled 3\nthrottled_time 4500000\n");
 	ck_assert_int_eq(cg_stat(cg, CG_CPU_THROTTLED_US, &v), 0);
 	ck_assert_uint_eq(v, 4500);
+	/* v1 names the OOM kills in memory.oom_control, after oom_kill_disable */
+	VM("mem ory/sess/abc", "memory.oom_control");
+	put(f, "oom_kill_disable 7\nunder_oom 0\noom_kill 2\n");
+	ck_assert_int_eq(cg_stat(cg, CG_MEM_OOM_KILLS, &v), 0);
+	ck_assert_uint_eq(v, 2);
 	cg_destroy(cg);
 	/* Back home in every hierarchy (the own memory cgroup for memory). */
 	snprintf(p, sizeof(p), "%d", pid);
@@ -378,6 +383,7 @@ START_TEST(create_v2)
 	struct cg_host h;
 	char p[CG_PATH_MAX], d[128];
 	int pid = (int)getpid();
+	uint64_t v;
 
 	fake_v2_host("cpuset cpu memory pids\n");
 	/* Absolute parent: from the hierarchy's root, not the session scope. */
@@ -402,6 +408,9 @@ START_TEST(create_v2)
 	ck_assert_str_eq(get(at(p, "%s/cpu.max", d) + strlen(tmp) + 1), "200000 100000");
 	ck_assert_str_eq(get(at(p, "%s/memory.max", d) + strlen(tmp) + 1), "1073741824");
 	ck_assert_str_eq(get(at(p, "%s/pids.max", d) + strlen(tmp) + 1), "66");
+	put(at(p, "%s/memory.events", d) + strlen(tmp) + 1, "low 0\nhigh 0\nmax 9\noom 4\noom_kill 3\n");
+	ck_assert_int_eq(cg_stat(cg, CG_MEM_OOM_KILLS, &v), 0);
+	ck_assert_uint_eq(v, 3);
 	cg_destroy(cg);
 	/* Home is the session scope, whatever the parent. */
 	snprintf(d, sizeof(d), "%d", pid);

@@ -299,6 +299,9 @@ int tvm_agent_exec(struct tvm_agent *a, const struct tvm_job *j, struct tvm_job_
 		envc++;
 	if (!argc)
 		return tvm_errf(e, EINVAL, "job: empty argv");
+	if (j->mem_max_bytes && j->mem_max_bytes < TVM_JOB_MEM_MIN)
+		return tvm_errf(e, EINVAL, "job: a memory limit of %llu bytes is below the least, 1 MiB",
+				(unsigned long long)j->mem_max_bytes);
 	if (j->stdin_open && j->stdin_len)
 		return tvm_errf(e, EINVAL, "job: stdin_open with stdin_data: send the data with tvm_agent_job_stdin");
 	m.exec = (struct tvp_exec){

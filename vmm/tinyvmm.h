@@ -93,8 +93,13 @@ TVM_API void tvm_vm_destroy(struct tvm_vm *vm);
 struct tvm_host_cgroup;
 TVM_API int tvm_cgroup_attach(const struct tvm_config *c, pid_t pid, struct tvm_host_cgroup **out, struct tvm_err *e);
 TVM_API void tvm_cgroup_release(struct tvm_host_cgroup *h);
+/* How many processes of h's cgroup its memory limit's OOM killer ended
+ * (cgroup v2 memory.events, v1 memory.oom_control: "oom_kill"), into *n:
+ * 0, or -errno (-ENOENT: no memory controller, or h NULL; *n is 0). Call
+ * it before tvm_cgroup_release. */
+TVM_API int tvm_cgroup_oom_kills(const struct tvm_host_cgroup *h, uint64_t *n);
 /* h's figures as the metrics JSON's "cgroup" value (an object: version,
- * memory_dir, memory_max_bytes, memory_peak_bytes, cpu_quota_mcpu,
+ * memory_dir, memory_max_bytes, memory_peak_bytes, memory_oom_kills, cpu_quota_mcpu,
  * cpu_throttled_us; "null" for NULL), NUL-terminated in buf, for a caller
  * whose VM ran in another process: its length, or -ENOSPC when cap bytes
  * do not hold it. Call it
@@ -225,9 +230,12 @@ struct tvm_job {
 	 * oom_killed), pids_max is pids.max (forks fail past it:
 	 * pids_limited). A guest kernel without cgroups refuses a job with a
 	 * limit (-EOPNOTSUPP). */
-	uint64_t mem_max_bytes;
+	uint64_t mem_max_bytes; /* 0 or at least TVM_JOB_MEM_MIN (else -EINVAL) */
 	uint32_t pids_max;
 };
+
+/* The least memory limit of a job: below it no process could start. */
+#define TVM_JOB_MEM_MIN (1ull << 20)
 
 /* The host's grace beyond a job's timeout: 5 s + 10 %. */
 #define TVM_JOB_HOST_GRACE_MS(timeout_ms) (5000 + (uint64_t)(timeout_ms) / 10)

@@ -101,6 +101,12 @@ void tvm_cgroup_release(struct tvm_host_cgroup *h)
 	free(h);
 }
 
+int tvm_cgroup_oom_kills(const struct tvm_host_cgroup *h, uint64_t *n)
+{
+	*n = 0;
+	return h ? cg_stat(h->cg, CG_MEM_OOM_KILLS, n) : -ENOENT;
+}
+
 void vm_cgroup_leave(struct tvm_vm *vm)
 {
 	cg_destroy(vm->cgroup);
@@ -143,6 +149,7 @@ static void cgroup_json(const struct cgroup *cg, uint32_t cpu_quota_mcpu, FILE *
 	json_path(f, cg_dir(cg, CG_MEMORY));
 	figure(cg, f, "memory_max_bytes", CG_MEM_MAX);
 	figure(cg, f, "memory_peak_bytes", CG_MEM_PEAK);
+	figure(cg, f, "memory_oom_kills", CG_MEM_OOM_KILLS);
 	if (cg_dir(cg, CG_CPU)) {
 		fprintf(f, ",\"cpu_quota_mcpu\":%u", cpu_quota_mcpu);
 		figure(cg, f, "cpu_throttled_us", CG_CPU_THROTTLED_US);

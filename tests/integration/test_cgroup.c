@@ -576,6 +576,40 @@ START_TEST(jailed_vm_in_its_cgroup)
 }
 END_TEST
 
+/* A jailed VMM that its cgroup's memory limit ends is reported as such
+ * (the service's end_reason "oom"): here the limit is the parent's, 96 MiB,
+ * and the job touches 160 MiB of the guest's 256. */
+START_TEST(jailed_vm_past_its_memory_says_oom)
+{
+	char pmem[CG_PATH_MAX], lim[CG_PATH_MAX + 32], mem[CG_PATH_MAX + 16], *e;
+	pid_t pid, vmm;
+	FILE *f;
+	int st;
+
+	if (!have_cgroups)
+		return;
+	parent_dir(CG_MEMORY, pmem);
+	mkdir(pmem, 0755);
+	snprintf(lim, sizeof(lim), "%s/memory.max", pmem);
+	if (access(lim, F_OK) != 0) /* cgroup v1 */
+		snprintf(lim, sizeof(lim), "%s/memory.limit_in_bytes", pmem);
+	f = fopen(lim, "w");
+	ck_assert_msg(f && fprintf(f, "%d\n", 96 << 20) > 0 && fclose(f) == 0, "%s: %s", lim, strerror(errno));
+	pid = running[0] = SPAWN("run", "--jail", GUEST, "--cgroup-parent", parent, "--", "python3", "-c",
+				 "import time; time.sleep(1); b = b'x' * (160 << 20); print(len(b))");
+	vmm = 0;
+	for (int i = 0; i < 600 && vmm <= 0 && waitpid(pid, NULL, WNOHANG) == 0; i++, usleep(100000))
+		vmm = first_child(pid);
+	snprintf(mem, sizeof(mem), "%s/%d", pmem, (int)vmm); /* the VM's cgroup */
+	st = wait_exit(pid);
+	e = it_slurp(err);
+	printf("a jailed VM past its memory: status %d: %s", st, e);
+	ck_assert_msg(st == TVM_OOM_EXIT && strstr(e, "out-of-memory killer ended it"), "status %d: %s", st, e);
+	ck_assert_msg(vmm <= 0 || gone(mem), "%s left", mem);
+	free(e);
+}
+END_TEST
+
 static Suite *cgroup_suite(void)
 {
 	Suite *s = suite_create("cgroup");
@@ -589,6 +623,7 @@ static Suite *cgroup_suite(void)
 	tcase_add_test(limits, cpu_quota_holds);
 	tcase_add_test(limits, no_cgroup_baseline);
 	tcase_add_test(limits, jailed_vm_in_its_cgroup);
+	tcase_add_test(limits, jailed_vm_past_its_memory_says_oom);
 	suite_add_tcase(s, limits);
 	tcase_add_checked_fixture(ends, setup, teardown);
 	tcase_set_timeout(ends, 1800);

@@ -111,7 +111,12 @@ START_TEST(numbers)
 	U("--mem: '12abc' is not a number", "run", "--kernel", p("garbage"), "--mem", "12abc");
 	U("--mem: '-1' is not a number", "run", "--kernel", p("garbage"), "--mem", "-1");
 	U("--mem: '' is not a number", "run", "--kernel", p("garbage"), "--mem", "");
-	U("--cpus: '99999999999' is not a number", "run", "--kernel", p("garbage"), "--cpus", "99999999999");
+	U("--cpus: '99999999999' is too large (at most 4294967295)", "run", "--kernel", p("garbage"), "--cpus",
+	  "99999999999");
+	U("--job-mem 10: at least 1M (a job needs some memory to start)", "run", "--kernel", p("garbage"), "--job-mem",
+	  "10", "--", "true");
+	U("--job-pids 0: at least 1 (the job itself)", "run", "--kernel", p("garbage"), "--job-pids", "0", "--",
+	  "true");
 	U("--output-cap: '1x' is not a number", "run", "--kernel", p("garbage"), "--output-cap", "1x", "--", "true");
 	U("--ttl: '-1' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "-1");
 	U("--ttl: '1e99' is not a number of seconds", "run", "--kernel", p("garbage"), "--ttl", "1e99");

@@ -10,6 +10,7 @@
  * and moved out by this process once the VM has ended. */
 #include <errno.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -160,6 +161,21 @@ static int metrics_add_cgroup(const char *path, const char *cg_json)
 	return r;
 }
 
+/* A VMM that SIGKILL ended while its cgroup's OOM killer counts a kill
+ * went past its memory limit: said so (the user's cue to give more
+ * --mem-allowance or less to the guest), TVM_OOM_EXIT. */
+static void oom_ended(const struct tvm_host_cgroup *h, int *status, struct tvm_err *e)
+{
+	uint64_t kills;
+
+	if (*status != 128 + SIGKILL || tvm_cgroup_oom_kills(h, &kills) || !kills)
+		return;
+	tvm_errf(e, ENOMEM,
+		 "the VM went past its cgroup's memory limit (guest RAM + --mem-allowance): the kernel's "
+		 "out-of-memory killer ended it");
+	*status = TVM_OOM_EXIT;
+}
+
 int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **snapshot, const char **out,
 		const char **metrics, struct cli_job *job, int (*body)(void *ctx, struct jail *j), void *ctx)
 {
@@ -199,6 +215,7 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 	c->cgroup.mode = TVM_CGROUP_OFF; /* the child's VM: ours holds it */
 	jail_on_start(j, cgroup_start, &cs);
 	status = jail_run(j, body, ctx, &e);
+	oom_ended(cs.h, &status, &e);
 	if (host_metrics && tvm_cgroup_metrics(cs.h, cg_json, sizeof(cg_json)) < 0)
 		snprintf(cg_json, sizeof(cg_json), "null");
 	tvm_cgroup_release(cs.h);

@@ -144,10 +144,24 @@ int cli_job_option(struct cli_job *j, const char *name, const char *arg)
 	}
 	if (!strcmp(name, "timeout"))
 		return cli_job_seconds(name, arg, &j->timeout_ms) ? -1 : 1;
-	if (!strcmp(name, "job-mem"))
-		return cli_parse_size("--job-mem", arg, &j->mem_max) ? -1 : 1;
-	if (!strcmp(name, "job-pids"))
-		return cli_parse_u32("--job-pids", arg, &j->pids_max) ? -1 : 1;
+	if (!strcmp(name, "job-mem")) {
+		if (cli_parse_size("--job-mem", arg, &j->mem_max))
+			return -1;
+		if (j->mem_max < TVM_JOB_MEM_MIN) {
+			fprintf(stderr, "tinyvmm: --job-mem %s: at least 1M (a job needs some memory to start)\n", arg);
+			return -1;
+		}
+		return 1;
+	}
+	if (!strcmp(name, "job-pids")) {
+		if (cli_parse_u32("--job-pids", arg, &j->pids_max))
+			return -1;
+		if (!j->pids_max) {
+			fprintf(stderr, "tinyvmm: --job-pids 0: at least 1 (the job itself)\n");
+			return -1;
+		}
+		return 1;
+	}
 	return 0;
 }
 

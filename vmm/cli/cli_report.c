@@ -351,6 +351,8 @@ static void config_object(struct json_w *w, const struct tvm_config *c, const st
 		    : c->seccomp == TVM_SECCOMP_LOG ? "log"
 						    : "off");
 	kms(w, "timeout_ms", j ? j->timeout_ms : 0);
+	kms(w, "job_mem_bytes", j ? j->mem_max : 0); /* not ms, but null for none too */
+	kms(w, "job_pids", j ? j->pids_max : 0);
 	kms(w, "ttl_ms", c->ttl_ms);
 	json_w_key(w, "argv", 4);
 	if (j && j->argv) {

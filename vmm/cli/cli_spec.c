@@ -16,7 +16,11 @@ int cli_parse_u32(const char *flag, const char *s, uint32_t *out)
 
 	errno = 0;
 	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v > UINT32_MAX || s[0] == '-') {
+	if (end != s && !*end && s[0] != '-' && (errno == ERANGE || v > UINT32_MAX)) {
+		fprintf(stderr, "tinyvmm: %s: '%s' is too large (at most %u)\n", flag, s, UINT32_MAX);
+		return -1;
+	}
+	if (errno || end == s || *end || s[0] == '-') {
 		fprintf(stderr, "tinyvmm: %s: '%s' is not a number\n", flag, s);
 		return -1;
 	}

@@ -49,6 +49,12 @@ enum tvm_seccomp {
  * shell shows for TVM_SECCOMP_KILL's kill too. */
 #define TVM_SECCOMP_EXIT 159
 
+/* Exit status of `tinyvmm run --jail` whose VMM the out-of-memory killer
+ * of the VM's host cgroup ended (guest RAM + allowance was not enough):
+ * the process outside the jail sees it (without --jail the VMM itself is
+ * killed: 128 + SIGKILL). */
+#define TVM_OOM_EXIT 123
+
 enum tvm_quirks {
 	TVM_QUIRKS_AUTO = 0, /* detect the nested kvm_pvm host (default) */
 	TVM_QUIRKS_ON,       /* apply its quirks whatever the host */

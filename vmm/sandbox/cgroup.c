@@ -648,6 +648,7 @@ static int keyed(const char *text, const char *key, uint64_t *out)
 int cg_stat(const struct cgroup *cg, enum cg_stat s, uint64_t *out)
 {
 	const struct cg_dir *d = dir_of(cg, s == CG_CPU_THROTTLED_US ? CG_CPU : CG_MEMORY);
+	bool oom = s == CG_MEM_OOM_KILLS;
 	const char *file;
 	char buf[SMALL_FILE];
 	ssize_t n;
@@ -659,11 +660,15 @@ int cg_stat(const struct cgroup *cg, enum cg_stat s, uint64_t *out)
 		file = d->v2 ? "memory.peak" : "memory.max_usage_in_bytes";
 	else if (s == CG_MEM_MAX)
 		file = d->v2 ? "memory.max" : "memory.limit_in_bytes";
+	else if (oom)
+		file = d->v2 ? "memory.events" : "memory.oom_control";
 	else
 		file = "cpu.stat";
 	n = read_in(d->path, file, buf, sizeof(buf));
 	if (n < 0)
 		return (int)n;
+	if (oom) /* both name it oom_kill (v1 since Linux 4.13) */
+		return keyed(buf, "oom_kill", out);
 	if (s != CG_CPU_THROTTLED_US) {
 		*out = !strncmp(buf, "max", 3) ? UINT64_MAX : strtoull(buf, NULL, 10);
 		return 0;

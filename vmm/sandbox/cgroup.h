@@ -106,6 +106,7 @@ enum cg_stat {
 	CG_MEM_PEAK,         /* bytes: memory.peak / memory.max_usage_in_bytes */
 	CG_MEM_MAX,          /* bytes: the memory limit as the kernel holds it */
 	CG_CPU_THROTTLED_US, /* time the quota held the cgroup back (cpu.stat) */
+	CG_MEM_OOM_KILLS,    /* processes the memory limit's OOM killer ended (memory.events / memory.oom_control) */
 };
 
 /* Read one figure of the live cgroup. Returns 0, -ENOENT when the kernel

@@ -382,9 +382,12 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 			"tinyvmm serve: sandbox %s: the VMM resuming it (pid %d) ended (status 0x%x): it stays paused\n",
 			sb->id, (int)sb->pid, status);
 	} else if (sb->state != SB_ENDED) {
-		sb_end_locked(s, sb, "crashed");
-		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x)\n", sb->id,
-			(int)sb->pid, status);
+		/* Its jail's parent saw the cgroup's OOM killer end the VMM. */
+		bool oom = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == TVM_OOM_EXIT;
+
+		sb_end_locked(s, sb, oom ? "oom" : "crashed");
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x%s)\n", sb->id,
+			(int)sb->pid, status, oom ? ": out of memory" : "");
 	}
 	unlink(sb->uds);
 	tvm_agent_close(sb->keeper);
