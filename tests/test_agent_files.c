@@ -182,19 +182,24 @@ END_TEST
 START_TEST(transfer_during_job)
 {
 	struct ac_out o[AC_MAX_IDS] = { 0 };
-	char path[128], script[320];
+	char path[128], go[140], script[320];
 	struct tvp_msg r;
 	size_t len;
 	uint8_t *got;
 
+	/* The job prints only once told to (the file "go"), so that its output
+	 * cannot come between the GET's frames, which get() reads in a row. */
 	snprintf(path, sizeof(path), "%s/shared", dir);
-	snprintf(script, sizeof(script), "while [ ! -e %s ]; do sleep 0.05; done; cat %s", path, path);
+	snprintf(go, sizeof(go), "%s/go", dir);
+	snprintf(script, sizeof(script), "while [ ! -e %s ]; do sleep 0.05; done; cat %s", go, path);
 	ac_exec(c, 7, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", script) });
 	put(1, path, (const uint8_t *)"from the host\n", 14, 0644, 0, TVP_ID_DEFAULT, &r);
 	ck_assert_uint_eq(r.type, TVP_OK);
 	got = get(2, path, 100, TVP_ID_DEFAULT, &len, &r);
 	ck_assert_uint_eq(len, 14);
 	free(got);
+	put(3, go, (const uint8_t *)"", 0, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
 	ac_wait(c, o, 7);
 	ck_assert_str_eq(o[7].out, "from the host\n");
 	ac_out_free(o, AC_MAX_IDS);
