@@ -1475,11 +1475,18 @@ COUNTER = ("setsid sh -c 'n=0; while :; do n=$((n+1)); echo $n > /tmp/count; sle
            "</dev/null >/dev/null 2>&1 & while [ ! -e /tmp/count ]; do sleep 0.2; done")
 
 
+def counter_value(test, sid):
+    """The COUNTER's value. Read until not empty: the loop's `echo > file`
+    truncates before it writes, and a read in between saw "" (CI, once)."""
+    r = run_exec(UID_C, sid, {"shell": 'until c=$(cat /tmp/count) && [ -n "$c" ]; do sleep 0.1; done; echo "$c"',
+                                  "timeout_s": 60})
+    test.assertEqual((r.status, (r.json or {}).get("exit_code")), (200, 0), r.body)
+    return int(r.json["stdout"])
+
+
 class T11Pause(ServeTest):
     def count(self, sid):
-        r = run_exec(UID_C, sid, {"cmd": ["cat", "/tmp/count"]})
-        self.assertEqual(r.status, 200, r.body)
-        return int(r.json["stdout"].strip() or 0)
+        return counter_value(self, sid)
 
     def test_pause_resume_keeps_files_and_processes(self):
         sid = create(UID_C).json["id"]
@@ -1627,7 +1634,7 @@ class T12Fork(ServeTest):
         return r.json["stdout"]
 
     def count(self, sid):
-        return int(self.sh(sid, "cat /tmp/count").strip() or 0)
+        return counter_value(self, sid)
 
     def test_children_have_files_processes_and_their_own_identity(self):
         b = create(UID_C).json
