@@ -437,6 +437,14 @@ out:
 	free(argv);
 }
 
+/* SIGKILL to the job's process group and to its cgroup, which also holds
+ * what left the group (setsid). */
+static void kill_whole_job(const struct job *j)
+{
+	kill(-j->pid, SIGKILL);
+	jobcg_kill(&j->cg);
+}
+
 void job_kill(struct conn *c, const struct tvp_msg *m)
 {
 	struct job *j = job_find(c, m->id);
@@ -448,9 +456,10 @@ void job_kill(struct conn *c, const struct tvp_msg *m)
 	}
 	if (!j || j->exited)
 		return; /* already over: its RESULT is on the way */
-	kill(-j->pid, sig);
 	if (sig == SIGKILL)
-		jobcg_kill(&j->cg); /* with what left its group */
+		kill_whole_job(j);
+	else
+		kill(-j->pid, sig);
 	j->result_flags |= TVP_RESULT_KILLED;
 }
 
@@ -582,8 +591,7 @@ uint64_t job_timers(uint64_t now)
 		if (j->done)
 			continue;
 		if (j->deadline_ns && now >= j->deadline_ns) {
-			kill(-j->pid, SIGKILL);
-			jobcg_kill(&j->cg);
+			kill_whole_job(j);
 			j->result_flags |= TVP_RESULT_TIMED_OUT;
 			j->deadline_ns = 0;
 		}
@@ -632,10 +640,8 @@ void job_conn_gone(struct conn *c)
 		if (j->conn != c)
 			continue;
 		j->conn = NULL;
-		if (!j->exited) {
-			kill(-j->pid, SIGKILL);
-			jobcg_kill(&j->cg);
-		}
+		if (!j->exited)
+			kill_whole_job(j);
 		j->in_close = true;
 		j->in_off = j->in_len;
 		stdin_flush(j);
