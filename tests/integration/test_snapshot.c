@@ -65,8 +65,11 @@ static void cfg_base(struct tvm_config *c)
 }
 
 /* Run `sh -c cmd` as root in v through a new agent connection (the first
- * to a jailed VM seeds it, as the library does for one of its own). */
-static struct tvm_job_result run(struct vm *v, const char *cmd, struct it_out *o)
+ * to a jailed VM seeds it, as the library does for one of its own).
+ * Makes no check call, so a thread may use it (in check's no-fork mode a
+ * failed assertion longjmps into the test's own thread): 0, or -1 with
+ * why set. */
+static int try_run(struct vm *v, const char *cmd, struct it_out *o, struct tvm_job_result *r, char *why, size_t n)
 {
 	const char *argv[] = { "sh", "-c", cmd, NULL };
 	struct tvm_job j = { .argv = argv, .uid = TVM_ID_ROOT, .gid = TVM_ID_ROOT, .on_output = it_collect, .ctx = o };
@@ -74,42 +77,78 @@ static struct tvm_job_result run(struct vm *v, const char *cmd, struct it_out *o
 		v->vm ? (struct tvm_agent_addr){ .vm = v->vm } : (struct tvm_agent_addr){ .uds_path = v->uds };
 	struct tvm_agent *a;
 	struct tvm_err e = { 0 };
-	struct tvm_job_result r;
 
-	ck_assert_msg(tvm_agent_connect(&to, AGENT_MS, v->vm || v->seeded ? 0 : TVM_AGENT_SEED, &a, &e) == 0,
-		      "agent: %s", e.msg);
+	if (tvm_agent_connect(&to, AGENT_MS, v->vm || v->seeded ? 0 : TVM_AGENT_SEED, &a, &e)) {
+		snprintf(why, n, "agent: %s", e.msg);
+		return -1;
+	}
 	v->seeded = 1;
-	ck_assert_msg(tvm_agent_exec(a, &j, &r, &e) == 0, "exec: %s", e.msg);
+	if (tvm_agent_exec(a, &j, r, &e)) {
+		snprintf(why, n, "exec: %s", e.msg);
+		tvm_agent_close(a);
+		return -1;
+	}
 	tvm_agent_close(a);
+	return 0;
+}
+
+static struct tvm_job_result run(struct vm *v, const char *cmd, struct it_out *o)
+{
+	struct tvm_job_result r;
+	char why[320];
+
+	ck_assert_msg(try_run(v, cmd, o, &r, why, sizeof(why)) == 0, "%s", why);
 	return r;
 }
 
 /* Restore the snapshot in dir and start it; jailed, pause_to (or NULL) is
  * its --pause-to, which pause() saves into. The caller ends it with
  * destroy(). */
-static struct vm *restore_to(const char *dir, const char *pause_to)
+static struct vm *try_restore_to(const char *dir, const char *pause_to, char *why, size_t n)
 {
-	static int n;
+	static int seq;
 	struct vm *v = calloc(1, sizeof(*v));
 	struct tvm_config c;
 	struct tvm_err e = { 0 };
 
-	ck_assert_ptr_nonnull(v);
+	if (!v) {
+		snprintf(why, n, "calloc: out of memory");
+		return NULL;
+	}
 	if (jail.on) {
 		char *argv[16] = { "tinyvmm",     "run",  "--jail", jail.opt, "--snapshot",   (char *)dir,
 				   "--vsock-uds", v->uds, "--ttl",  "1800",   "--serial-out", "/dev/null" };
 
-		snprintf(v->uds, sizeof(v->uds), "%s-%d.sock", snap_dir, __atomic_fetch_add(&n, 1, __ATOMIC_RELAXED));
+		snprintf(v->uds, sizeof(v->uds), "%s-%d.sock", snap_dir, __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED));
 		if (pause_to) {
 			argv[12] = "--pause-to";
 			argv[13] = (char *)pause_to;
 		}
-		v->pid = it_jail_spawn(argv);
-		return v;
+		v->pid = it_jail_try_spawn(argv);
+		if (v->pid > 0)
+			return v;
+		snprintf(why, n, "fork: %s", strerror(errno));
+	} else {
+		cfg_base(&c);
+		if (tvm_vm_restore(&c, dir, &v->vm, &e) == 0) {
+			if (tvm_vm_start(v->vm, &e) == 0)
+				return v;
+			tvm_vm_destroy(v->vm);
+			snprintf(why, n, "start: %s", e.msg);
+		} else {
+			snprintf(why, n, "restore: %s", e.msg);
+		}
 	}
-	cfg_base(&c);
-	ck_assert_msg(tvm_vm_restore(&c, dir, &v->vm, &e) == 0, "restore: %s", e.msg);
-	ck_assert_msg(tvm_vm_start(v->vm, &e) == 0, "start: %s", e.msg);
+	free(v);
+	return NULL;
+}
+
+static struct vm *restore_to(const char *dir, const char *pause_to)
+{
+	char why[320];
+	struct vm *v = try_restore_to(dir, pause_to, why, sizeof(why));
+
+	ck_assert_msg(v, "%s", why);
 	return v;
 }
 
@@ -214,24 +253,42 @@ struct fresh {
 	time_t before, after;
 };
 
-static void fresh_job(struct vm *vm, struct fresh *f)
+/* Run FRESH_JOB in vm and check what it printed into f; no check call
+ * (threads use it): 0, or -1 with why set. */
+static int try_fresh_job(struct vm *vm, struct fresh *f, char *why, size_t n)
 {
 	struct it_out o = { 0 };
 	struct tvm_job_result r;
 	char mark[32];
+	int rc = -1;
 
 	f->before = time(NULL);
-	r = run(vm, FRESH_JOB, &o);
+	if (try_run(vm, FRESH_JOB, &o, &r, why, n))
+		goto out;
 	f->after = time(NULL);
-	ck_assert_msg(r.exit_code == 0, "job: exit %d: %s", r.exit_code, it_str(&o, 2));
-	ck_assert_msg(sscanf(it_str(&o, 1), "%31s %63s %ld", mark, f->random, &f->guest_time) == 3, "output: %s",
-		      it_str(&o, 1));
-	ck_assert_msg(!strcmp(mark, "absent"), "a file from another VM is visible: %s", mark);
-	ck_assert_uint_eq(strlen(f->random), 32);
+	if (r.exit_code != 0)
+		snprintf(why, n, "job: exit %d: %s", r.exit_code, it_str(&o, 2));
+	else if (sscanf(it_str(&o, 1), "%31s %63s %ld", mark, f->random, &f->guest_time) != 3)
+		snprintf(why, n, "output: %s", it_str(&o, 1));
+	else if (strcmp(mark, "absent"))
+		snprintf(why, n, "a file from another VM is visible: %s", mark);
+	else if (strlen(f->random) != 32)
+		snprintf(why, n, "random is %zu hex digits, not 32: %s", strlen(f->random), f->random);
 	/* SEED set the clock: within 1 s of the host's during the job. */
-	ck_assert_msg(f->guest_time >= f->before - 1 && f->guest_time <= f->after + 1, "guest time %ld, host %ld..%ld",
-		      f->guest_time, (long)f->before, (long)f->after);
+	else if (f->guest_time < f->before - 1 || f->guest_time > f->after + 1)
+		snprintf(why, n, "guest time %ld, host %ld..%ld", f->guest_time, (long)f->before, (long)f->after);
+	else
+		rc = 0;
+out:
 	it_out_free(&o);
+	return rc;
+}
+
+static void fresh_job(struct vm *vm, struct fresh *f)
+{
+	char why[320];
+
+	ck_assert_msg(try_fresh_job(vm, f, why, sizeof(why)) == 0, "%s", why);
 }
 
 static int restores(void)
@@ -311,14 +368,20 @@ END_TEST
 struct par {
 	struct fresh f;
 	struct vm *vm;
+	int rc;
+	char why[320];
 };
 
+/* A thread's restore and job; what went wrong is asserted on by the test's
+ * own thread. */
 static void *par_restore(void *arg)
 {
 	struct par *p = arg;
 
-	p->vm = restore(snap_dir);
-	fresh_job(p->vm, &p->f);
+	p->rc = -1;
+	p->vm = try_restore_to(snap_dir, NULL, p->why, sizeof(p->why));
+	if (p->vm)
+		p->rc = try_fresh_job(p->vm, &p->f, p->why, sizeof(p->why));
 	return NULL;
 }
 
@@ -328,14 +391,19 @@ START_TEST(four_at_once)
 	pthread_t t[PAR];
 
 	for (int i = 0; i < PAR; i++)
-		pthread_create(&t[i], NULL, par_restore, &p[i]);
+		ck_assert_int_eq(pthread_create(&t[i], NULL, par_restore, &p[i]), 0);
 	for (int i = 0; i < PAR; i++)
 		pthread_join(t[i], NULL);
 	for (int i = 0; i < PAR; i++) {
-		ck_assert_ptr_nonnull(p[i].vm);
+		if (p[i].rc)
+			fprintf(stderr, "four_at_once: VM %d of %d: %s\n", i, PAR, p[i].why);
+		if (p[i].vm)
+			destroy(p[i].vm);
+	}
+	for (int i = 0; i < PAR; i++) {
+		ck_assert_msg(p[i].rc == 0, "VM %d of %d: %s", i, PAR, p[i].why);
 		for (int k = 0; k < i; k++)
 			ck_assert_str_ne(p[k].f.random, p[i].f.random);
-		destroy(p[i].vm);
 	}
 }
 END_TEST
