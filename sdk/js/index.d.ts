@@ -28,6 +28,8 @@ export declare class SandboxExpiredError extends TinyvmmError {
   endReason: EndReason | null;
 }
 export declare class PayloadTooLargeError extends TinyvmmError {}
+/** 422 warmup_failed: a template's warm-up exited non-zero or timed out */
+export declare class WarmupFailedError extends TinyvmmError {}
 export declare class QuotaExceededError extends TinyvmmError {}
 export declare class ServiceUnavailableError extends TinyvmmError {
   constructor(message: string, opts?: ErrorOptions & { retryAfter?: number | null });
@@ -240,6 +242,8 @@ export interface Template {
   memory_kib: number;
 }
 export declare function templates(opts?: { socketPath?: string }): Promise<Template[]>;
+/** build template `name`: the daemon runs `sh -c warmup` as root in a new sandbox (no network), saves it once it exits 0 and ends it; WarmupFailedError (422) otherwise, nothing saved */
+export declare function buildTemplate(name: string, warmup: string, opts?: { cpus?: number; memoryMib?: number; timeout?: number; socketPath?: string; requestTimeoutMs?: number }): Promise<Template>;
 export declare function getTemplate(name: string, opts?: { socketPath?: string }): Promise<Template>;
 export declare function deleteTemplate(name: string, opts?: { socketPath?: string }): Promise<boolean>;
 export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;

@@ -43,6 +43,8 @@ export class SandboxExpiredError extends TinyvmmError {
   }
 }
 export class PayloadTooLargeError extends TinyvmmError {}
+/** 422 warmup_failed: a template's warm-up exited non-zero or timed out; the message ends with the end of its stderr. */
+export class WarmupFailedError extends TinyvmmError {}
 export class QuotaExceededError extends TinyvmmError {}
 /** 503 capacity (retryAfter seconds), or the socket cannot be reached (status 0). */
 export class ServiceUnavailableError extends TinyvmmError {
@@ -72,13 +74,13 @@ export class CommandExitError extends TinyvmmError {
 const BY_ERROR = {
   bad_request: BadRequestError, not_found: NotFoundError, forbidden: ForbiddenError, sandbox_not_found: SandboxNotFoundError,
   exec_not_found: ExecNotFoundError, template_not_found: TemplateNotFoundError, conflict: ConflictError, sandbox_expired: SandboxExpiredError,
-  payload_too_large: PayloadTooLargeError, quota_exceeded: QuotaExceededError,
+  payload_too_large: PayloadTooLargeError, warmup_failed: WarmupFailedError, quota_exceeded: QuotaExceededError,
   capacity: ServiceUnavailableError, not_implemented: NotImplementedByServerError,
   guest_error: GuestError, insufficient_storage: InsufficientStorageError,
 };
 const BY_STATUS = {
   400: BadRequestError, 403: ForbiddenError, 404: NotFoundError, 409: ConflictError, 410: SandboxExpiredError,
-  413: PayloadTooLargeError, 429: QuotaExceededError, 501: NotImplementedByServerError,
+  413: PayloadTooLargeError, 422: WarmupFailedError, 429: QuotaExceededError, 501: NotImplementedByServerError,
   502: GuestError, 503: ServiceUnavailableError, 507: InsufficientStorageError,
 };
 
@@ -737,6 +739,19 @@ export function setPool(size, { template = 'default', socketPath } = {}) {
 /** The caller's custom templates ('default' always exists and is not listed): Template[]. */
 export async function templates({ socketPath } = {}) {
   return (await new Client({ socketPath }).call('GET', '/templates')).templates || [];
+}
+/**
+ * Build the template `name` from a warm-up: the daemon runs `sh -c warmup` as root in a new sandbox of the
+ * default template (cpus, memoryMib; no network) and, once it exits 0, saves it and ends it. timeout: the
+ * warm-up's, in seconds (the daemon's default 600). Resolves to the Template; WarmupFailedError (422) when
+ * the warm-up exits non-zero or times out (nothing saved), ConflictError if the name exists or is being built.
+ */
+export function buildTemplate(name, warmup, { cpus, memoryMib, timeout, socketPath, requestTimeoutMs = 1_800_000 } = {}) {
+  const json = { name, warmup };
+  if (cpus !== undefined) json.cpus = cpus;
+  if (memoryMib !== undefined) json.memory_mib = memoryMib;
+  if (timeout !== undefined) json.timeout_s = timeout;
+  return new Client({ socketPath }).call('POST', '/templates', { json, timeoutMs: requestTimeoutMs });
 }
 /** One of the caller's templates, else TemplateNotFoundError. */
 export function getTemplate(name, { socketPath } = {}) {

@@ -1814,6 +1814,109 @@ class T13Templates(ServeTest):
         for k in [src] + made:
             wait_ended(UID_C, k)
 
+    def running(self, uid):
+        return sorted(x["id"] for x in call(uid, "GET", "/v1/sandboxes?state=running").json["sandboxes"])
+
+    def test_a_template_from_a_warmup(self):
+        """POST /v1/templates {name, warmup}: the daemon runs the command in
+        a sandbox of its own, saves it when it exits 0, and ends it."""
+        before = self.running(UID_C)
+        made = None
+        try:
+            for bad in ({"name": "w", "warmup": ""}, {"name": "w", "warmup": 7},
+                        {"name": "w", "warmup": "true", "from_sandbox": "sbx_" + "0" * 32},
+                        {"name": "w", "warmup": "true", "cpus": 0},
+                        {"name": "w", "warmup": "true", "timeout_s": 10 ** 9},
+                        {"name": "w", "from_sandbox": "sbx_" + "0" * 32, "memory_mib": 512}):
+                self.expect_error(call(UID_C, "POST", "/v1/templates", json=bad, check="response"), 400,
+                                  "bad_request")
+            # a failed warm-up says why (its stderr's end) and saves nothing
+            e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
+                                       json={"name": "w", "warmup": "echo no-such-package >&2; exit 3"}),
+                                  422, "warmup_failed")
+            self.assertIn("exited with 3", e["message"])
+            self.assertIn("no-such-package", e["message"])
+            e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
+                                       json={"name": "w", "warmup": "sleep 600", "timeout_s": 2}),
+                                  422, "warmup_failed")
+            self.assertIn("timed out after 2 s", e["message"])
+            self.expect_error(call(UID_C, "GET", "/v1/templates/w"), 404, "template_not_found")
+            r = call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT, json={
+                "name": "w", "warmup": "mkdir -p /opt/w && echo warmed > /opt/w/ready && "
+                                       "{ setsid sh -c 'exec sleep 86408' </dev/null >/dev/null 2>&1 & } "
+                                       "&& sleep 1"})
+            self.assertEqual(r.status, 201, r.body)
+            self.assertEqual((r.json["name"], r.json["cpus"], r.json["memory_mib"]), ("w", 1, 256))
+            # the warm-up's sandbox has ended: nothing of the build runs on
+            build = wait_ended(UID_C, r.json["from_sandbox"])
+            self.assertEqual(build["end_reason"], "killed")
+            wait_for(lambda: self.running(UID_C) == before, "the builds' sandboxes to end", WAIT)
+            made = create(UID_C, {"template": "w"}).json["id"]
+            out = self.sh(made, "cat /opt/w/ready; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; "
+                                "done | grep -c '^sleep 86408'")
+            self.assertEqual(out.split("\n")[:2], ["warmed", "1"], out)
+        finally:
+            if made:
+                delete(UID_C, made)
+            call(UID_C, "DELETE", "/v1/templates/w")
+        if made:
+            wait_ended(UID_C, made)
+
+
+# --- 14: the host's OOM killer --------------------------------------------
+
+def memory_cgroup_root():
+    """Where the memory controller's hierarchy is mounted, or None."""
+    with open("/proc/self/mounts") as f:
+        for ln in f:
+            dev, mnt, fs, opts = ln.split()[:4]
+            if fs == "cgroup" and "memory" in opts.split(","):
+                return mnt
+            if fs == "cgroup2" and os.path.exists(os.path.join(mnt, "cgroup.controllers")):
+                with open(os.path.join(mnt, "cgroup.controllers")) as c:
+                    if "memory" in c.read().split():
+                        return mnt
+    return None
+
+
+class T14Oom(ServeTest):
+    def test_a_vmm_past_its_cgroup_parents_memory_ends_oom(self):
+        """--cgroup-parent: the VMMs' cgroups are made under it, so a
+        limit there holds them; the one its OOM killer ends is "oom"."""
+        root = memory_cgroup_root()
+        if not root:
+            self.skipTest("no memory cgroup controller on this host")
+        parent = "/tinyvmm-serve-oom-%d" % os.getpid()
+        mem = root + parent
+        os.makedirs(mem, exist_ok=True)
+        limit = os.path.join(mem, "memory.max")
+        if not os.path.exists(limit):  # cgroup v1
+            limit = os.path.join(mem, "memory.limit_in_bytes")
+        with open(limit, "w") as f:
+            f.write("%d\n" % (96 << 20))
+        sid = None
+        try:
+            restart_daemon("--cgroup-parent", parent)
+            sid = create(UID_C).json["id"]
+            # the guest has 256 MiB: 160 MiB fits in it, not in the host's 96
+            r = run_exec(UID_C, sid, {"shell": "python3 -c 'import time; time.sleep(1); "
+                                               "b = b\"x\" * (160 << 20); print(len(b))'"})
+            print("\n  an exec past the host's limit: %d %s" % (r.status, r.body[:200]), end="")
+            self.assertNotEqual((r.json or {}).get("stdout"), "%d\n" % (160 << 20), r.body)
+            self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "oom")
+            self.assertIn("out of memory", log_tail(200))
+            # only that sandbox: the daemon serves on
+            self.assertEqual(call(UID_C, "GET", "/v1/health").status, 200)
+        finally:
+            if sid:
+                delete(UID_C, sid)
+            restart_daemon()
+            # the VMM's own cgroup went with it; then the parent, in
+            # every controller the VMM made it in
+            for d in glob.glob("/sys/fs/cgroup" + parent) + glob.glob("/sys/fs/cgroup/*" + parent):
+                wait_for(lambda: not os.path.isdir(d) or not glob.glob(d + "/*/"), "%s to empty" % d, WAIT)
+                os.rmdir(d)
+
 
 if __name__ == "__main__":
     unittest.main()

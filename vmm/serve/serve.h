@@ -54,6 +54,7 @@ struct srv_cfg {
 	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
 	unsigned pool_size;         /* warm sandboxes of the default template kept ready */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
+	char cgroup_parent[128];    /* the VMMs' --cgroup-parent; "": the VMM's default */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 };
 
@@ -298,6 +299,14 @@ int fields_known(struct conn *c, const struct json_doc *d, int obj, const char *
  * quoting a value). */
 int env_append(struct conn *c, const struct json_doc *d, const char *field, char ***env, unsigned *n);
 void api_create(struct conn *c, const struct http_request *r);
+/* Start sb, which the caller filled in (template, shape, timeout_s,
+ * envs, metadata), as one of c's uid's sandboxes: a pooled one of the
+ * default template when one fits, else a restore; net_args: the VMM's
+ * network flags, or NULL. Takes sb; returns the running sandbox (sb, or
+ * the pooled one that took its request) with one reference for the
+ * caller, or NULL once c has its error answer (429 quota, 503 capacity,
+ * 410 deleted while starting, 500). */
+struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const char *const *net_args);
 /* Room for one more running sandbox of owner (pooled and paused ones do
  * not count)? 0 under mu, or -1 with mu released after answering 429
  * (owner's limit) or 503 (the service's, or it is stopping). */
@@ -321,11 +330,13 @@ void exec_free_all(struct sandbox *sb);
 /* POST .../execs/{eid}/stdin (stdin_route) or .../signal: queued for the
  * exec's thread, which sends them to the agent. */
 void exec_control(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid, bool stdin_route);
-/* Run argv in sb as uid with output capped at cap per stream: 0 and *res,
- * *out (stdout, malloc'd, NUL-terminated), *err_out (stderr); -errno with
- * e. For the file routes that the agent has no message for. */
-int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t cap, struct tvm_job_result *res,
-		char **out, size_t *out_len, char **err_out, struct tvm_err *e);
+/* Run argv in sb as uid for at most timeout_ms, output kept up to cap
+ * bytes per stream (what comes after is dropped): 0 and *res, *out
+ * (stdout, malloc'd, NUL-terminated), *err_out (stderr); -errno with e.
+ * For the file routes that the agent has no message for, and a
+ * template's warm-up. */
+int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t timeout_ms, uint32_t cap,
+		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, struct tvm_err *e);
 
 /* serve_files.c */
 void files_route(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *what);

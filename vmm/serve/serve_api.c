@@ -293,17 +293,72 @@ static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
 	free(buf);
 }
 
+struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const char *const *net_args)
+{
+	struct srv *s = c->s;
+	struct sandbox *taken;
+	char err[700];
+
+	sb->owner = c->uid;
+	sb_name(s, sb);
+	/* Set again once it is ready: the lifetime starts then (a first
+	 * create may wait a minute or more for its template). */
+	sb->created_at = time(NULL);
+	sb->expires_at = sb->created_at + sb->timeout_s;
+	sb->state = SB_STARTING;
+
+	pthread_mutex_lock(&s->mu);
+	if (quota_admit_locked(c, c->uid, "create") || sb_admit_locked(c, c->uid)) {
+		srv_free_sandbox(sb);
+		return NULL;
+	}
+	/* The pool and its figures are the default template's. */
+	if (!(taken = custom ? NULL : pool_take_locked(s, sb)))
+		pool_make_room_locked(s); /* the VM this create starts may be the one too many */
+	if (taken) {
+		srv_free_sandbox(sb); /* what it asked for is in taken now */
+		sb = taken;
+		sb->refs++;
+		pthread_mutex_unlock(&s->mu);
+		return sb;
+	}
+	sb->refs = 1;
+	sb->next = s->sandboxes;
+	s->sandboxes = sb;
+	pthread_mutex_unlock(&s->mu);
+
+	/* From a custom template: its snapshot linked in as paused-1, and
+	 * once up, the guest's own hostname (not the template's). */
+	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) ||
+	    sb_create(s, sb, net_args, err, sizeof(err)) || (custom && sb_set_hostname(sb, err, sizeof(err)))) {
+		const char *reason;
+
+		pthread_mutex_lock(&s->mu);
+		/* Also after its VMM came up (a template's hostname failed):
+		 * no sandbox the client was not given stays running. */
+		sb_abandon_locked(s, sb, "crashed");
+		reason = sb->end_reason;
+		pthread_mutex_unlock(&s->mu);
+		if (!strcmp(reason, "killed"))
+			conn_error_reason(c, 410, "sandbox_expired", reason,
+					  "the sandbox was deleted while it started");
+		else
+			conn_error(c, 500, "internal", "sandbox could not start: %s", err);
+		return NULL;
+	}
+	return sb;
+}
+
 void api_create(struct conn *c, const struct http_request *r)
 {
 	static const char *const known[] = { "template", "timeout_s",   "idle_timeout_s", "cpus",    "memory_mib",
 					     "envs",     "secret_envs", "metadata",       "network", NULL };
 	struct srv *s = c->s;
 	struct body b;
-	struct sandbox *sb = NULL, *taken;
+	struct sandbox *sb = NULL;
 	const char *net_args[SB_NET_ARGS_MAX];
 	uint64_t t0 = now_ns();
 	char net_store[2 * MAX_RULES][72];
-	char err[700];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
 	unsigned tcpus = 0, tmem = 0;
 	bool custom;
@@ -368,54 +423,9 @@ void api_create(struct conn *c, const struct http_request *r)
 		goto out;
 	}
 
-	sb->owner = c->uid;
-	sb_name(s, sb);
-	/* Set again once it is ready: the lifetime starts then (a first
-	 * create may wait a minute or more for its template). */
-	sb->created_at = time(NULL);
-	sb->expires_at = sb->created_at + timeout_s;
 	sb->timeout_s = timeout_s;
-	sb->state = SB_STARTING;
-
-	pthread_mutex_lock(&s->mu);
-	if (quota_admit_locked(c, c->uid, "create") || sb_admit_locked(c, c->uid))
+	if (!(sb = sb_start(c, sb, custom, net_args)))
 		goto out;
-	/* The pool and its figures are the default template's. */
-	if (!(taken = custom ? NULL : pool_take_locked(s, sb)))
-		pool_make_room_locked(s); /* the VM this create starts may be the one too many */
-	if (taken) {
-		srv_free_sandbox(sb); /* what it asked for is in taken now */
-		sb = taken;
-		sb->refs++;
-		pthread_mutex_unlock(&s->mu);
-		goto ready;
-	}
-	sb->refs = 1;
-	sb->next = s->sandboxes;
-	s->sandboxes = sb;
-	pthread_mutex_unlock(&s->mu);
-
-	/* From a custom template: its snapshot linked in as paused-1, and
-	 * once up, the guest's own hostname (not the template's). */
-	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) ||
-	    sb_create(s, sb, net_args, err, sizeof(err)) || (custom && sb_set_hostname(sb, err, sizeof(err)))) {
-		const char *reason;
-
-		pthread_mutex_lock(&s->mu);
-		/* Also after its VMM came up (a template's hostname failed):
-		 * no sandbox the client was not given stays running. */
-		sb_abandon_locked(s, sb, "crashed");
-		reason = sb->end_reason;
-		pthread_mutex_unlock(&s->mu);
-		sb = NULL;
-		if (!strcmp(reason, "killed"))
-			conn_error_reason(c, 410, "sandbox_expired", reason,
-					  "the sandbox was deleted while it started");
-		else
-			conn_error(c, 500, "internal", "sandbox could not start: %s", err);
-		goto out;
-	}
-ready:
 	answer_created(c, sb, t0);
 	sb = NULL;
 out:

@@ -944,8 +944,8 @@ static void capture_out(void *ctx, int stream, const void *p, size_t n)
 	k->len[stream] += n;
 }
 
-int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t cap, struct tvm_job_result *res,
-		char **out, size_t *out_len, char **err_out, struct tvm_err *e)
+int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t timeout_ms, uint32_t cap,
+		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, struct tvm_err *e)
 {
 	struct capture k = { .cap = cap };
 	struct tvm_agent *a = NULL;
@@ -963,7 +963,7 @@ int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint3
 	j.argv = argv;
 	j.uid = j.gid = uid;
 	j.stdout_cap = j.stderr_cap = cap;
-	j.timeout_ms = 60000;
+	j.timeout_ms = timeout_ms;
 	j.on_output = capture_out;
 	j.ctx = &k;
 	r = sb_agent(sb, CONNECT_MS, &a, e);

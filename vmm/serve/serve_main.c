@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
 		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
 		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
-		   "                     [--no-jail]\n"
+		   "                     [--cgroup-parent PATH] [--no-jail]\n"
 		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
 		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
 		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
@@ -45,6 +45,9 @@ static void usage(FILE *f)
 		   "                       processes; default 0: no budget); spent: create answers 429\n"
 		   "  --pool N             keep N sandboxes of the default template restored and ready\n"
 		   "                       (default 0): a create takes one; PUT /v1/templates/default/pool\n"
+		   "  --cgroup-parent PATH each sandbox's VMM's cgroup is made under PATH (as tinyvmm run\n"
+		   "                       --cgroup-parent; default tinyvmm): a limit set on PATH holds\n"
+		   "                       them all, and a VMM its OOM killer ends is end_reason oom\n"
 		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
 }
 
@@ -189,6 +192,15 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 				return -1;
 			}
 			snprintf(c->state_dir, sizeof(c->state_dir), "%s", v);
+		} else if (!strcmp(f, "--cgroup-parent")) {
+			/* Its form is the VMM's to check (one place): this
+			 * only keeps it one argument that fits. */
+			if (!*v || strlen(v) >= sizeof(c->cgroup_parent) || strchr(v, '\n')) {
+				fprintf(stderr, "tinyvmm serve: --cgroup-parent: 1 to %zu bytes, one line\n",
+					sizeof(c->cgroup_parent) - 1);
+				return -1;
+			}
+			snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", v);
 		} else if (!strcmp(f, "--config")) {
 			if (load_config(c, v))
 				return -1;

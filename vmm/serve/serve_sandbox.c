@@ -505,6 +505,10 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 	}
 	ADD("--idle-timeout");
 	ADD(num[2]);
+	if (s->cfg.cgroup_parent[0]) {
+		ADD("--cgroup-parent");
+		ADD(s->cfg.cgroup_parent);
+	}
 	if (s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0)) {
 		jail_dir(s, jd, sizeof(jd));
 		ADD("--jail");

@@ -21,7 +21,11 @@
 
 #include "vmm/serve/serve.h"
 
-#define TEMPLATES_MAX 64 /* per uid */
+#define TEMPLATES_MAX 64     /* per uid */
+#define WARMUP_MAX 16384     /* bytes of a warm-up command */
+#define WARMUP_TIMEOUT_S 600 /* a warm-up's default timeout */
+#define WARMUP_SAVE_S 300    /* its sandbox's lifetime past the timeout */
+#define WARMUP_OUT_CAP 65536 /* bytes of its output kept per stream */
 
 static bool name_ok(const char *n)
 {
@@ -102,13 +106,94 @@ static uint64_t mem_kib(const char *dir)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks / 2 : 0;
 }
 
-/* POST /v1/templates {name, from_sandbox}. */
+/* What a template built by a warm-up asked for. */
+struct warmup {
+	char cmd[WARMUP_MAX + 1];
+	uint32_t cpus, memory_mib, timeout_s;
+};
+
+static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup *w)
+{
+	int i = json_find(d, 0, "warmup");
+	size_t n;
+
+	w->cpus = 1;
+	w->memory_mib = 256;
+	w->timeout_s = WARMUP_TIMEOUT_S;
+	if (json_get_string(d, i, w->cmd, sizeof(w->cmd), &n) || !n) {
+		conn_error(c, 400, "bad_request", "warmup: a shell command, a string of 1 to %u bytes", WARMUP_MAX);
+		return -1;
+	}
+	return field_u32(c, d, 0, "cpus", 1, 8, &w->cpus) ||
+			       field_u32(c, d, 0, "memory_mib", 64, 16384, &w->memory_mib) ||
+			       field_u32(c, d, 0, "timeout_s", 1, c->s->cfg.max_timeout_s, &w->timeout_s)
+		       ? -1
+		       : 0;
+}
+
+/* A new sandbox of the default template with w's shape, in which w's
+ * command has run as root and exited 0: returned with a reference, or
+ * NULL once c has its answer (422 warmup_failed with the exit and the end
+ * of its stderr; the create's own errors). */
+static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
+{
+	const char *argv[] = { "/bin/sh", "-c", w->cmd, NULL };
+	struct srv *s = c->s;
+	struct sandbox *sb = calloc(1, sizeof(*sb));
+	struct tvm_job_result res;
+	struct tvm_err e = { 0 };
+	char *out = NULL, *err = NULL;
+	size_t n;
+	int rc;
+
+	if (!sb) {
+		conn_error(c, 500, "internal", "out of memory");
+		return NULL;
+	}
+	snprintf(sb->template, sizeof(sb->template), "default");
+	sb->cpus = w->cpus;
+	sb->memory_mib = w->memory_mib;
+	/* Its lifetime covers the warm-up and the save: a daemon that dies
+	 * meanwhile leaves nothing running for long. */
+	sb->timeout_s = w->timeout_s + WARMUP_SAVE_S;
+	if (!(sb = sb_start(c, sb, false, NULL)))
+		return NULL;
+	rc = exec_simple(sb, argv, TVM_ID_ROOT, w->timeout_s * 1000u, WARMUP_OUT_CAP, &res, &out, &n, &err, &e);
+	if (rc)
+		conn_error(c, 500, "internal", "the warm-up could not run in sandbox %s: %s", sb->id, e.msg);
+	else if (res.timed_out || res.exit_code)
+		/* The end of its stderr: where a failed build says why. */
+		conn_error(c, 422, "warmup_failed", "the warm-up %s %d%s: %s",
+			   res.timed_out ? "timed out after" : "exited with",
+			   res.timed_out ? (int)w->timeout_s : res.exit_code, res.timed_out ? " s" : "",
+			   strlen(err) > 400 ? err + strlen(err) - 400 : err);
+	fprintf(stderr, "tinyvmm serve: uid %u: template warm-up in sandbox %s: %s\n", (unsigned)c->uid, sb->id,
+		rc              ? e.msg
+		: res.timed_out ? "timed out"
+		: res.exit_code ? "failed"
+				: "exit 0");
+	free(out);
+	free(err);
+	if (!rc && !res.timed_out && !res.exit_code)
+		return sb;
+	pthread_mutex_lock(&s->mu);
+	sb_end_locked(s, sb, "killed");
+	pthread_mutex_unlock(&s->mu);
+	sb_put(s, sb);
+	return NULL;
+}
+
+/* POST /v1/templates {name, from_sandbox} or {name, warmup, cpus,
+ * memory_mib, timeout_s}. */
 static void api_template_create(struct conn *c)
 {
-	static const char *const known[] = { "name", "from_sandbox", NULL };
+	static const char *const known[] = {
+		"name", "from_sandbox", "warmup", "cpus", "memory_mib", "timeout_s", NULL
+	};
 	struct srv *s = c->s;
 	struct tmpl *t = NULL;
 	struct sandbox *sb = NULL;
+	struct warmup *wu = NULL;
 	struct body b;
 	char from[40] = "", dir[600], tmp[620], snap[640], paused[600], err[700];
 	unsigned mine = 0;
@@ -129,18 +214,40 @@ static void api_template_create(struct conn *c)
 			   "name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not \"default\"");
 		goto out;
 	}
-	if ((i = json_find(&b.d, 0, "from_sandbox")) < 0 || json_get_string(&b.d, i, from, sizeof(from), NULL)) {
-		conn_error(c, 400, "bad_request", "from_sandbox: required, the id of one of your sandboxes");
+	if ((json_find(&b.d, 0, "warmup") >= 0) == (json_find(&b.d, 0, "from_sandbox") >= 0)) {
+		conn_error(c, 400, "bad_request",
+			   "from_sandbox (save one of your sandboxes) or warmup (a shell command run in a new one): "
+			   "one of the two");
 		goto out;
 	}
-	/* Only the owner's own sandboxes (not through a token): what is
-	 * made is theirs. */
-	if (!(sb = sb_get(s, from, c->uid, NULL))) {
-		conn_error(c, 404, "sandbox_not_found", "no sandbox %s", from);
-		goto out;
+	if (json_find(&b.d, 0, "warmup") >= 0) {
+		if (!(wu = calloc(1, sizeof(*wu)))) {
+			conn_error(c, 500, "internal", "out of memory");
+			goto out;
+		}
+		if (parse_warmup(c, &b.d, wu))
+			goto out;
+	} else {
+		for (const char *const *k = known + 3; *k; k++)
+			if (json_find(&b.d, 0, *k) >= 0) {
+				conn_error(c, 400, "bad_request",
+					   "%s: only with warmup (a template from a sandbox has that sandbox's)", *k);
+				goto out;
+			}
+		if ((i = json_find(&b.d, 0, "from_sandbox")) < 0 ||
+		    json_get_string(&b.d, i, from, sizeof(from), NULL)) {
+			conn_error(c, 400, "bad_request", "from_sandbox: required, the id of one of your sandboxes");
+			goto out;
+		}
+		/* Only the owner's own sandboxes (not through a token): what
+		 * is made is theirs. */
+		if (!(sb = sb_get(s, from, c->uid, NULL))) {
+			conn_error(c, 404, "sandbox_not_found", "no sandbox %s", from);
+			goto out;
+		}
+		if (api_ended(c, sb))
+			goto out;
 	}
-	if (api_ended(c, sb))
-		goto out;
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *o = s->templates; o; o = o->next)
 		mine += o->owner == c->uid;
@@ -163,6 +270,10 @@ static void api_template_create(struct conn *c)
 		conn_error(c, 429, "quota_exceeded", "uid %u has %u templates (the limit)", (unsigned)c->uid, mine);
 		goto out;
 	}
+	/* The name is held while the warm-up runs: a second build of it
+	 * answers 409 at once. */
+	if (wu && !(sb = warm_up(c, wu)))
+		goto out;
 	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
 		if (code == 410)
 			api_ended(c, sb);
@@ -200,9 +311,10 @@ static void api_template_create(struct conn *c)
 		snprintf(err, sizeof(err), "%s: %s", dir, strerror(errno));
 	}
 	t->mem_kib = mem_kib(dir);
-	/* The sandbox runs on, whatever became of the template. */
+	/* The sandbox runs on, whatever became of the template (a warm-up's
+	 * was only the means: it ends below). */
 	char rerr[700];
-	if (sb_resume_started(s, sb, rerr, sizeof(rerr)))
+	if (!wu && sb_resume_started(s, sb, rerr, sizeof(rerr)))
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its resume after a template failed: %s (it stays paused)\n",
 			sb->id, rerr);
 	if (code) {
@@ -222,6 +334,12 @@ static void api_template_create(struct conn *c)
 	t = NULL;
 	conn_json(c, 201, &w);
 out:
+	if (sb && wu) {
+		pthread_mutex_lock(&s->mu);
+		sb->pausing = false;
+		sb_end_locked(s, sb, "killed");
+		pthread_mutex_unlock(&s->mu);
+	}
 	if (sb)
 		sb_put(s, sb);
 	if (t && listed) {
@@ -234,6 +352,7 @@ out:
 		pthread_mutex_unlock(&s->mu);
 	}
 	free(t);
+	free(wu);
 	body_free(&b);
 }
 

@@ -216,6 +216,34 @@ export class FakeDaemon {
     throw new ApiError(404, 'sandbox_not_found', `no sandbox ${sid}`);
   }
 
+  /** POST /v1/templates {name, warmup}: the warm-up runs (a host process, as execs here) in a new sandbox, saved if it exits 0. */
+  async templateWarmup(res, b) {
+    if (typeof b.warmup !== 'string' || !b.warmup || Buffer.byteLength(b.warmup) > 16384) {
+      throw new ApiError(400, 'bad_request', 'warmup: a shell command, a string of 1 to 16384 bytes');
+    }
+    for (const [k, lo, hi] of [['cpus', 1, 8], ['memory_mib', 64, 16384], ['timeout_s', 1, 86400]]) {
+      if (k in b && !(Number.isInteger(b[k]) && b[k] >= lo && b[k] <= hi)) throw new ApiError(400, 'bad_request', `${k}: must be an integer in ${lo}..${hi}`);
+    }
+    const key = `${this.uid}/${b.name}`;
+    if (this.templates.has(key)) throw new ApiError(409, 'conflict', `template "${b.name}" exists: DELETE /v1/templates/${b.name} first`);
+    this.admit(this.uid, 1);
+    const sb = this.newSandbox({ cpus: b.cpus ?? 1, memory: b.memory_mib ?? 256 });
+    const timeoutS = b.timeout_s ?? 600;
+    const ex = await this.startExec(sb, { shell: b.warmup, timeout_s: timeoutS });
+    await new Promise((resolve) => (ex.final ? resolve() : ex.waiters.push(function again() { if (ex.final) resolve(); else ex.waiters.push(again); })));
+    this.end(sb, 'killed');
+    const r = ex.result;
+    if (r.timed_out || r.exit_code) {
+      const why = r.timed_out ? `timed out after ${timeoutS} s` : `exited with ${r.exit_code}`;
+      throw new ApiError(422, 'warmup_failed', `the warm-up ${why}: ${r.stderr.slice(-400)}`);
+    }
+    const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
+    fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
+    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024 };
+    this.templates.set(key, { json, root });
+    return this.json(res, 201, json);
+  }
+
   /** /v1/templates and /v1/templates/{name}, in serve_template.c's order of checks. */
   async templateRoute(req, res, m, name) {
     if (name === undefined) {
@@ -225,10 +253,17 @@ export class FakeDaemon {
       }
       if (m !== 'POST') throw new ApiError(405, 'method_not_allowed', 'GET or POST');
       const b = await this.jsonBody(req);
-      const unknown = Object.keys(b).filter((k) => k !== 'name' && k !== 'from_sandbox');
+      const unknown = Object.keys(b).filter((k) => !['name', 'from_sandbox', 'warmup', 'cpus', 'memory_mib', 'timeout_s'].includes(k));
       if (unknown.length) throw new ApiError(400, 'bad_request', `body: unknown field ${unknown[0]}`);
       if (typeof b.name !== 'string' || !TEMPLATE_NAME_RE.test(b.name) || b.name === 'default') {
         throw new ApiError(400, 'bad_request', 'name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not "default"');
+      }
+      if (('warmup' in b) === ('from_sandbox' in b)) {
+        throw new ApiError(400, 'bad_request', 'from_sandbox (save one of your sandboxes) or warmup (a shell command run in a new one): one of the two');
+      }
+      if ('warmup' in b) return this.templateWarmup(res, b);
+      for (const k of ['cpus', 'memory_mib', 'timeout_s']) {
+        if (k in b) throw new ApiError(400, 'bad_request', `${k}: only with warmup (a template from a sandbox has that sandbox's)`);
       }
       if (typeof b.from_sandbox !== 'string') throw new ApiError(400, 'bad_request', 'from_sandbox: required, the id of one of your sandboxes');
       // only the caller's own sandboxes (a token does not do): what is made is theirs

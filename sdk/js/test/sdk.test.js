@@ -8,7 +8,7 @@ import {
   Sandbox, CommandExitError, SandboxNotFoundError, SandboxExpiredError, QuotaExceededError,
   ServiceUnavailableError, NotImplementedByServerError, GuestError, TimeoutError, BadRequestError,
   errorFromResponse, health, version, pool, setPool, ForbiddenError, ConflictError,
-  templates, getTemplate, deleteTemplate, TemplateNotFoundError, NotFoundError,
+  templates, getTemplate, deleteTemplate, TemplateNotFoundError, NotFoundError, buildTemplate, WarmupFailedError,
 } from '../index.js';
 
 let fake;
@@ -278,6 +278,25 @@ test('an early error answer during an upload is reported, not a broken pipe', as
     await assert.rejects(sb.files.write('/tmp/big.bin', Readable.from([Buffer.alloc(8 << 20)])),
       (e) => e instanceof SandboxExpiredError && e.endReason === 'killed');
     await assert.rejects(sb.files.write('/tmp/big.bin', Buffer.alloc(8 << 20)), SandboxExpiredError);
+  }
+});
+
+test('templates: build from a warm-up; a failed one is WarmupFailedError and saves nothing', async () => {
+  const cmd = 'mkdir -p /tmp/w && echo ready > /tmp/w/f';
+  const t = await buildTemplate('warm-js', cmd, { socketPath, memoryMib: 512, timeout: 30 });
+  assert.deepEqual([t.name, t.cpus, t.memory_mib], ['warm-js', 1, 512]);
+  assert.equal((await Sandbox.connect(t.from_sandbox, { socketPath })).info.state, 'ended');
+  const kid = await Sandbox.create({ socketPath, template: 'warm-js' });
+  try {
+    assert.equal(await kid.files.read('/tmp/w/f'), 'ready\n');
+    await assert.rejects(buildTemplate('bad-js', 'echo no-such-package >&2; exit 4', { socketPath }),
+      (e) => e instanceof WarmupFailedError && e.status === 422 && /exited with 4/.test(e.message) && /no-such-package/.test(e.message));
+    await assert.rejects(getTemplate('bad-js', { socketPath }), TemplateNotFoundError);
+    await assert.rejects(buildTemplate('warm-js', 'true', { socketPath }), ConflictError);
+    await assert.rejects(buildTemplate('x', '', { socketPath }), BadRequestError);
+  } finally {
+    await kid.kill();
+    await deleteTemplate('warm-js', { socketPath });
   }
 });
 

@@ -570,13 +570,22 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         f = self.fake
         body = self._json_body()
         uid = self._peer_uid()
-        unknown = set(body) - {"name", "from_sandbox"}
+        unknown = set(body) - {"name", "from_sandbox", "warmup", "cpus", "memory_mib", "timeout_s"}
         if unknown:
             raise ApiError(400, "bad_request", f"body: unknown field {sorted(unknown)[0]}")
         name = body.get("name")
         if not isinstance(name, str) or not _TEMPLATE_NAME_RE.match(name) or name == "default":
             raise ApiError(400, "bad_request",
                            "name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not \"default\"")
+        if ("warmup" in body) == ("from_sandbox" in body):
+            raise ApiError(400, "bad_request", "from_sandbox (save one of your sandboxes) or warmup (a shell "
+                                               "command run in a new one): one of the two")
+        if "warmup" in body:
+            return self._template_warmup(uid, name, body)
+        for k in ("cpus", "memory_mib", "timeout_s"):
+            if k in body:
+                raise ApiError(400, "bad_request", f"{k}: only with warmup (a template from a sandbox has that "
+                                                   "sandbox's)")
         sid = body.get("from_sandbox")
         if not isinstance(sid, str):
             raise ApiError(400, "bad_request", "from_sandbox: required, the id of one of your sandboxes")
@@ -604,6 +613,43 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                  "memory_mib": sb.memory, "memory_kib": 1024}
             f.templates[(uid, name)] = {"json": t, "root": root}
             sb.log.append({"time": _rfc3339(_now()), "event": "template", "name": name})
+        self._send_json(201, t)
+
+    def _template_warmup(self, uid: int, name: str, body: Dict[str, Any]) -> None:
+        """POST /v1/templates {name, warmup}: the warm-up runs (a host
+        subprocess, as execs here) in a new sandbox, saved if it exits 0."""
+        f = self.fake
+        w = body["warmup"]
+        if not isinstance(w, str) or not 1 <= len(w.encode()) <= 16384:
+            raise ApiError(400, "bad_request", "warmup: a shell command, a string of 1 to 16384 bytes")
+        for k, lo, hi in (("cpus", 1, 8), ("memory_mib", 64, 16384), ("timeout_s", 1, f.max_timeout_s)):
+            v = body.get(k)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
+                raise ApiError(400, "bad_request", f"{k}: must be an integer in {lo}..{hi}")
+        timeout = body.get("timeout_s", 600)
+        with f.lock:
+            if (uid, name) in f.templates:
+                raise ApiError(409, "conflict", f"template \"{name}\" exists: DELETE /v1/templates/{name} first")
+            self._admit(uid, 1)
+            sb = FakeSandbox(f, uid, {k: body[k] for k in ("cpus", "memory_mib") if k in body})
+            f.sandboxes[sb.id] = sb
+        env = dict(os.environ, HOME=sb.root + "/home/sandbox", TINYVMM_FAKE_ROOT=sb.root)
+        try:
+            p = subprocess.run(["/bin/sh", "-c", sb.rewrite(w)], cwd=sb.root + "/home/sandbox", env=env,
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=timeout)
+            why = f"exited with {p.returncode}" if p.returncode else None
+            err = p.stderr
+        except subprocess.TimeoutExpired as e:
+            why, err = f"timed out after {timeout} s", e.stderr or b""
+        with f.lock:
+            sb.end("killed")
+            if why:
+                raise ApiError(422, "warmup_failed", f"the warm-up {why}: " + err[-400:].decode("utf-8", "replace"))
+            root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
+            shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
+            t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
+                 "memory_mib": sb.memory, "memory_kib": 1024}
+            f.templates[(uid, name)] = {"json": t, "root": root}
         self._send_json(201, t)
 
     def _create(self) -> None:

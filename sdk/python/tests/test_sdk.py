@@ -306,6 +306,27 @@ class PauseResumeFork(FakeDaemonTest):
 
 
 class Templates(FakeDaemonTest):
+    def test_build_from_a_warmup(self):
+        cmd = "mkdir -p /tmp/w && echo ready > /tmp/w/f"
+        t = tinyvmm.build_template("warm", cmd, memory_mib=512, timeout=30, socket_path=self.sock)
+        self.assertEqual(self.fake.json_bodies[-1][1:],
+                         ("/v1/templates", {"name": "warm", "warmup": cmd, "memory_mib": 512, "timeout_s": 30}))
+        self.assertEqual((t["name"], t["cpus"], t["memory_mib"]), ("warm", 1, 512))
+        # the warm-up's sandbox has ended; a create from the template has its files
+        self.assertEqual(Sandbox.connect(t["from_sandbox"], socket_path=self.sock).info.state, "ended")
+        kid = Sandbox.create(template="warm", socket_path=self.sock)
+        self.assertEqual(kid.files.read("/tmp/w/f"), "ready\n")
+        with self.assertRaises(tinyvmm.WarmupFailed) as cm:
+            tinyvmm.build_template("bad", "echo no-such-package >&2; exit 4", socket_path=self.sock)
+        self.assertEqual((cm.exception.status, cm.exception.error), (422, "warmup_failed"))
+        self.assertIn("exited with 4", str(cm.exception))
+        self.assertIn("no-such-package", str(cm.exception))
+        self.assertEqual([x["name"] for x in tinyvmm.templates(self.sock)], ["warm"])  # nothing saved
+        with self.assertRaises(tinyvmm.Conflict):
+            tinyvmm.build_template("warm", "true", socket_path=self.sock)
+        with self.assertRaises(BadRequest):
+            tinyvmm.build_template("x", "", socket_path=self.sock)
+
     def test_save_list_get_create_delete(self):
         self.assertEqual(tinyvmm.templates(self.sock), [])
         sb = Sandbox.create(timeout=60, cpus=2, memory_mib=512, socket_path=self.sock)

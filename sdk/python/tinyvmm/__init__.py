@@ -15,7 +15,7 @@ import urllib.parse
 from ._http import (DEFAULT_SOCKET, BadRequest, Client, CommandExitError, Conflict, ExecNotFound,
                     Forbidden, GuestError, InsufficientStorage, NotFound, NotImplementedByServer, PayloadTooLarge,
                     QuotaExceeded, SandboxExpired, SandboxNotFound, ServiceUnavailable, TemplateNotFound,
-                    TimeoutError, TinyvmmError, resolve_socket_path)
+                    TimeoutError, TinyvmmError, WarmupFailed, resolve_socket_path)
 from .commands import CommandHandle, CommandResult, Commands
 from .files import EntryInfo, Files, ReadStream, WriteInfo
 from .sandbox import Sandbox, SandboxInfo
@@ -26,10 +26,10 @@ __all__ = [
     "Sandbox", "SandboxInfo", "Commands", "CommandResult", "CommandHandle", "Files", "EntryInfo",
     "WriteInfo", "ReadStream", "Client", "DEFAULT_SOCKET", "resolve_socket_path",
     "TinyvmmError", "BadRequest", "Forbidden", "NotFound", "SandboxNotFound", "ExecNotFound", "TemplateNotFound", "Conflict",
-    "SandboxExpired", "PayloadTooLarge", "QuotaExceeded", "ServiceUnavailable",
+    "SandboxExpired", "PayloadTooLarge", "WarmupFailed", "QuotaExceeded", "ServiceUnavailable",
     "NotImplementedByServer", "GuestError", "InsufficientStorage", "TimeoutError",
     "CommandExitError", "health", "version", "pool", "set_pool", "templates", "get_template",
-    "delete_template",
+    "delete_template", "build_template",
 ]
 
 
@@ -65,6 +65,26 @@ def templates(socket_path: "str | None" = None) -> list:
     :meth:`Sandbox.save_as_template`; start from one with
     ``Sandbox.create(template=name)``."""
     return Client(socket_path).call("GET", "/templates").get("templates", [])
+
+
+def build_template(name: str, warmup: str, *, cpus: "int | None" = None, memory_mib: "int | None" = None,
+                   timeout: "int | None" = None, socket_path: "str | None" = None,
+                   request_timeout: "float | None" = 1800.0) -> dict:
+    """``POST /v1/templates {name, warmup}``: the daemon runs ``sh -c warmup``
+    as root in a new sandbox of the default template (``cpus``, ``memory_mib``;
+    no network), and once it exits 0 saves that sandbox as the template
+    ``name`` and ends it.  ``timeout``: the warm-up's, in seconds (the
+    daemon's default: 600).  Returns the template as :func:`get_template`.
+
+    :class:`WarmupFailed` (422) when the warm-up exits non-zero or times out
+    (nothing is saved); :class:`Conflict` if the name exists or is being
+    built; :class:`BadRequest`, :class:`QuotaExceeded` and
+    :class:`ServiceUnavailable` as for a create."""
+    body = {"name": name, "warmup": warmup}
+    for k, v in (("cpus", cpus), ("memory_mib", memory_mib), ("timeout_s", timeout)):
+        if v is not None:
+            body[k] = v
+    return Client(socket_path).call("POST", "/templates", json_body=body, timeout=request_timeout)
 
 
 def get_template(name: str, socket_path: "str | None" = None) -> dict:

@@ -89,6 +89,11 @@ class SandboxExpired(TinyvmmError):
         self.end_reason = end_reason
 
 
+class WarmupFailed(TinyvmmError):
+    """422 ``warmup_failed``: a template's warm-up command exited non-zero
+    or timed out; the message ends with the end of its stderr."""
+
+
 class PayloadTooLarge(TinyvmmError):
     """413 ``payload_too_large``."""
 
@@ -168,6 +173,7 @@ _BY_ERROR = {
     "conflict": Conflict,
     "sandbox_expired": SandboxExpired,
     "payload_too_large": PayloadTooLarge,
+    "warmup_failed": WarmupFailed,
     "quota_exceeded": QuotaExceeded,
     "capacity": ServiceUnavailable,
     "not_implemented": NotImplementedByServer,
@@ -175,7 +181,7 @@ _BY_ERROR = {
     "insufficient_storage": InsufficientStorage,
 }
 _BY_STATUS = {400: BadRequest, 403: Forbidden, 404: NotFound, 409: Conflict, 410: SandboxExpired,
-              413: PayloadTooLarge, 429: QuotaExceeded, 501: NotImplementedByServer,
+              413: PayloadTooLarge, 422: WarmupFailed, 429: QuotaExceeded, 501: NotImplementedByServer,
               502: GuestError, 503: ServiceUnavailable, 507: InsufficientStorage}
 
 
