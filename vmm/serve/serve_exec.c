@@ -20,6 +20,7 @@
 #define MAX_OUT (64u << 20) /* max_output_bytes */
 #define KEEPALIVE_S 10
 #define CONNECT_MS 30000
+#define VMM_END_WAIT_MS 5000    /* see wait_vmm_end_locked */
 #define STDIN_PIECE (64u << 10) /* stdin sent per wake-up of the exec's thread */
 
 enum ex_state { EX_RUNNING, EX_EXITED, EX_FAILED };
@@ -244,6 +245,23 @@ static void on_control(void *ctx, struct tvm_agent *a)
 	free(q);
 }
 
+/* The agent's connection broke: when that is because the VMM is ending
+ * (killed, out of memory), its reaping (the supervisor, a few rounds of
+ * 250 ms; a jailed VMM's parent first checks its cgroup) decides the end
+ * reason, and the exec's error should name it, not "connection closed".
+ * Waits at most VMM_END_WAIT_MS for it; a VMM that runs on costs that
+ * once, on this failure path only. */
+static void wait_vmm_end_locked(struct srv *s, struct sandbox *sb)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += VMM_END_WAIT_MS / 1000;
+	while (!sb->exited && sb->state != SB_ENDED)
+		if (pthread_cond_timedwait(&s->cv, &s->mu, &ts) == ETIMEDOUT)
+			break;
+}
+
 static void *exec_thread(void *arg)
 {
 	struct exec *ex = arg;
@@ -276,6 +294,8 @@ static void *exec_thread(void *arg)
 	tvm_agent_close(a);
 
 	pthread_mutex_lock(&s->mu);
+	if (r)
+		wait_vmm_end_locked(s, ex->sb);
 	if (!r) {
 		ex->res = res;
 		ex->res.stdout_truncated |= ex->dropped[1];
