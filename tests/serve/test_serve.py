@@ -1850,6 +1850,12 @@ class T13Templates(ServeTest):
             # the warm-up's sandbox has ended: nothing of the build runs on
             build = wait_ended(UID_C, r.json["from_sandbox"])
             self.assertEqual(build["end_reason"], "killed")
+            # its audit log has the warm-up, as an exec's would be
+            logs = call(UID_C, "GET", "/v1/sandboxes/%s/logs" % build["id"])
+            recs = {x["event"]: x for x in map(json.loads, logs.body.decode().splitlines())}
+            self.assertEqual(recs["warmup_start"]["user"], "root", logs.body)
+            self.assertIn("setsid sh -c 'exec sleep 86408'", recs["warmup_start"]["command"])
+            self.assertEqual((recs["warmup_end"]["exit_code"], recs["warmup_end"]["timed_out"]), (0, False))
             wait_for(lambda: self.running(UID_C) == before, "the builds' sandboxes to end", WAIT)
             made = create(UID_C, {"template": "w"}).json["id"]
             out = self.sh(made, "cat /opt/w/ready; for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; "

@@ -131,6 +131,36 @@ static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup 
 		       : 0;
 }
 
+/* The warm-up in its sandbox's audit log, as an exec is: at its start
+ * the command (res NULL), at its end how it ended (why: it could not
+ * run). */
+static void audit_warmup(struct srv *s, struct sandbox *sb, const struct warmup *w, const struct tvm_job_result *res,
+			 const char *why)
+{
+	size_t cap = 6 * strlen(w->cmd) + 1024; /* every byte escaped at worst */
+	char *buf = malloc(cap);
+	struct json_w aw;
+
+	if (!buf)
+		return;
+	audit_begin(&aw, buf, cap, res || why ? "warmup_end" : "warmup_start");
+	if (!res && !why) {
+		json_w_kstr(&aw, "command", w->cmd);
+		json_w_kstr(&aw, "user", "root");
+		json_w_kuint(&aw, "timeout_s", w->timeout_s);
+	} else if (why) {
+		json_w_kstr(&aw, "error", why);
+	} else {
+		json_w_key(&aw, "exit_code", 9);
+		json_w_int(&aw, res->exit_code);
+		json_w_key(&aw, "timed_out", 9);
+		json_w_bool(&aw, res->timed_out);
+		json_w_kuint(&aw, "wall_ms", res->wall_ms);
+	}
+	audit_end(s, sb, &aw);
+	free(buf);
+}
+
 /* A new sandbox of the default template with w's shape, in which w's
  * command has run as root and exited 0: returned with a reference, or
  * NULL once c has its answer (422 warmup_failed with the exit and the end
@@ -158,7 +188,9 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
 	sb->timeout_s = w->timeout_s + WARMUP_SAVE_S;
 	if (!(sb = sb_start(c, sb, false, NULL)))
 		return NULL;
+	audit_warmup(s, sb, w, NULL, NULL);
 	rc = exec_simple(sb, argv, TVM_ID_ROOT, w->timeout_s * 1000u, WARMUP_OUT_CAP, &res, &out, &n, &err, &e);
+	audit_warmup(s, sb, w, rc ? NULL : &res, rc ? e.msg : NULL);
 	if (rc)
 		conn_error(c, 500, "internal", "the warm-up could not run in sandbox %s: %s", sb->id, e.msg);
 	else if (res.timed_out || res.exit_code)
