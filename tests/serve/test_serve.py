@@ -1871,35 +1871,58 @@ class T13Templates(ServeTest):
 
 # --- 14: the host's OOM killer --------------------------------------------
 
-def memory_cgroup_root():
-    """Where the memory controller's hierarchy is mounted, or None."""
+def own_cgroup_dirs():
+    """{controller ("" for cgroup v2): this process's cgroup directory in
+    the hierarchy that has it}."""
+    mounts = {}
     with open("/proc/self/mounts") as f:
         for ln in f:
-            dev, mnt, fs, opts = ln.split()[:4]
-            if fs == "cgroup" and "memory" in opts.split(","):
-                return mnt
-            if fs == "cgroup2" and os.path.exists(os.path.join(mnt, "cgroup.controllers")):
-                with open(os.path.join(mnt, "cgroup.controllers")) as c:
-                    if "memory" in c.read().split():
-                        return mnt
-    return None
+            mnt, fs, opts = ln.split()[1:4]
+            if fs == "cgroup":
+                for o in opts.split(","):
+                    mounts.setdefault(o, mnt)
+            elif fs == "cgroup2":
+                mounts.setdefault("", mnt)
+    dirs = {}
+    with open("/proc/self/cgroup") as f:
+        for ln in f:
+            _, ctrls, path = ln.rstrip("\n").split(":", 2)
+            for c in ctrls.split(",") if ctrls else [""]:
+                if c in mounts:
+                    dirs[c] = mounts[c] + path.rstrip("/")
+    return dirs
 
 
 class T14Oom(ServeTest):
     def test_a_vmm_past_its_cgroup_parents_memory_ends_oom(self):
         """--cgroup-parent: the VMMs' cgroups are made under it, so a
         limit there holds them; the one its OOM killer ends is "oom"."""
-        root = memory_cgroup_root()
-        if not root:
+        dirs = own_cgroup_dirs()
+        mem = dirs.get("memory")
+        if not mem and "" in dirs and os.path.exists(os.path.join(dirs[""], "cgroup.controllers")):
+            with open(os.path.join(dirs[""], "cgroup.controllers")) as f:
+                mem = dirs[""] if "memory" in f.read().split() else None
+        if not mem:
             self.skipTest("no memory cgroup controller on this host")
-        parent = "/tinyvmm-serve-oom-%d" % os.getpid()
-        mem = root + parent
+        # relative: below the daemon's own cgroup (the VMMs' default place)
+        parent = "tinyvmm-serve-oom-%d" % os.getpid()
+        mem = os.path.join(mem, parent)
         os.makedirs(mem, exist_ok=True)
         limit = os.path.join(mem, "memory.max")
         if not os.path.exists(limit):  # cgroup v1
             limit = os.path.join(mem, "memory.limit_in_bytes")
         with open(limit, "w") as f:
             f.write("%d\n" % (96 << 20))
+        # The template's memory file in the page cache, charged to this
+        # cgroup: the VMM maps it private, and its clean pages charged to
+        # the limited cgroup would be reclaimed and read again (a thrash
+        # until the sandbox's lifetime ends, not an OOM kill; what a host
+        # sees when it overcommits its parent's limit).
+        delete(UID_C, create(UID_C).json["id"])  # the template exists
+        for m in glob.glob(os.path.join(os.environ["TINYVMM_CACHE"], "**", "mem"), recursive=True):
+            with open(m, "rb") as f:
+                while f.read(1 << 20):
+                    pass
         sid = None
         try:
             restart_daemon("--cgroup-parent", parent)
@@ -1920,9 +1943,10 @@ class T14Oom(ServeTest):
             restart_daemon()
             # the VMM's own cgroup went with it; then the parent, in
             # every controller the VMM made it in
-            for d in glob.glob("/sys/fs/cgroup" + parent) + glob.glob("/sys/fs/cgroup/*" + parent):
-                wait_for(lambda: not os.path.isdir(d) or not glob.glob(d + "/*/"), "%s to empty" % d, WAIT)
-                os.rmdir(d)
+            for d in sorted(set(os.path.join(x, parent) for x in dirs.values())):
+                if os.path.isdir(d):
+                    wait_for(lambda: not glob.glob(d + "/*/"), "%s to empty" % d, WAIT)
+                    os.rmdir(d)
 
 
 if __name__ == "__main__":
