@@ -1830,10 +1830,11 @@ class T13Templates(ServeTest):
                         {"name": "w", "from_sandbox": "sbx_" + "0" * 32, "memory_mib": 512}):
                 self.expect_error(call(UID_C, "POST", "/v1/templates", json=bad, check="response"), 400,
                                   "bad_request")
-            # a failed warm-up says why (its stderr's end) and saves nothing
-            e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
-                                       json={"name": "w", "warmup": "echo no-such-package >&2; exit 3"}),
-                                  422, "warmup_failed")
+            # a failed warm-up says why (the end of its stderr, past 200 kB
+            # and a NUL) and saves nothing
+            e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT, json={
+                "name": "w", "warmup": "yes E | head -c 200000 >&2; printf 'x\\000' >&2; "
+                                       "echo no-such-package >&2; exit 3"}), 422, "warmup_failed")
             self.assertIn("exited with 3", e["message"])
             self.assertIn("no-such-package", e["message"])
             e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
@@ -1867,6 +1868,62 @@ class T13Templates(ServeTest):
             call(UID_C, "DELETE", "/v1/templates/w")
         if made:
             wait_ended(UID_C, made)
+
+    def build_in_background(self, name, script):
+        """POST /v1/templates {name, warmup: script} on a thread: (the
+        thread, a list that gets the response or the exception, the id
+        of the build's sandbox once it runs)."""
+        before = set(self.running(UID_C))
+        got = []
+
+        def build():
+            try:
+                got.append(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
+                                json={"name": name, "warmup": script}))
+            except Exception as x:  # noqa: BLE001 - the restart's broken connection
+                got.append(x)
+        th = threading.Thread(target=build)
+        th.start()
+        new = wait_for(lambda: set(self.running(UID_C)) - before, "the build's sandbox to run", CREATE_WAIT)
+        return th, got, new.pop()
+
+    def test_a_warmup_is_a_running_command(self):
+        """While it runs: no pause of its sandbox (409), no second build of
+        the name (409); a DELETE of it ends the build with 410."""
+        th, got, sid = self.build_in_background("busy", "sleep 600")
+        try:
+            # the sandbox has started: the warm-up runs, or is about to
+            wait_for(lambda: any(json.loads(x).get("event") == "warmup_start" for x in
+                                 call(UID_C, "GET", "/v1/sandboxes/%s/logs" % sid).body.decode().splitlines()),
+                     "the warm-up to start", WAIT)
+            e = self.expect_error(call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sid), 409, "conflict")
+            self.assertIn("running", e["message"])
+            e = self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "busy", "warmup": "true"}),
+                                  409, "conflict")
+            self.assertIn("being built", e["message"])
+            self.assertEqual(delete(UID_C, sid).status, 204)
+            th.join(WAIT)
+            e = self.expect_error(got[0], 410, "sandbox_expired")
+            self.assertEqual(e["end_reason"], "killed")
+            self.expect_error(call(UID_C, "GET", "/v1/templates/busy"), 404, "template_not_found")
+        finally:
+            delete(UID_C, sid)
+            th.join(WAIT)
+
+    def test_a_build_a_restart_interrupts_is_ended(self):
+        th, got, sid = self.build_in_background("cut", "sleep 600")
+        try:
+            restart_daemon()
+            th.join(WAIT)
+            sb = wait_ended(UID_C, sid)
+            self.assertEqual(sb["end_reason"], "killed")
+            wait_for(lambda: not vmm_pids(sid), "the VMM of %s to go" % sid)
+            self.expect_error(call(UID_C, "GET", "/v1/templates/cut"), 404, "template_not_found")
+            # the name is free again
+            self.assertNotIn("cut", [t["name"] for t in call(UID_C, "GET", "/v1/templates").json["templates"]])
+        finally:
+            delete(UID_C, sid)
+            th.join(WAIT)
 
 
 # --- 14: the host's OOM killer --------------------------------------------
@@ -1923,6 +1980,12 @@ class T14Oom(ServeTest):
             with open(m, "rb") as f:
                 while f.read(1 << 20):
                     pass
+        # a parent the VMM would refuse: the daemon does not start
+        bad = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "bad.sock"), "--cgroup-parent", "a/../b"],
+                             capture_output=True, timeout=WAIT)
+        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertEqual(len(bad.stderr.decode().strip().splitlines()), 1, bad.stderr)
+        self.assertIn("--cgroup-parent", bad.stderr.decode())
         sid = None
         try:
             restart_daemon("--cgroup-parent", parent)

@@ -54,7 +54,7 @@ struct srv_cfg {
 	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
 	unsigned pool_size;         /* warm sandboxes of the default template kept ready */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
-	char cgroup_parent[128];    /* the VMMs' --cgroup-parent; "": the VMM's default */
+	char cgroup_parent[256];    /* the VMMs' --cgroup-parent; "": the VMM's default */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 };
 
@@ -100,6 +100,7 @@ struct sandbox {
 	uint64_t cpu_base_ms;           /* CPU its VMM used in the pool, before its owner took it: not theirs */
 	bool cpu_counted;               /* cpu_ms is in the owner's day (the VMM was reaped) */
 	bool pooled;                    /* in the warm pool: no owner yet, invisible to every client */
+	bool template_build;            /* a template's warm-up runs in it: a restarted daemon ends it */
 	bool paused;                    /* saved into <dir>/paused-<pause_gen> and its VMM ended (POST .../pause) */
 	bool pausing;                   /* SIGUSR1 sent: its VMM's end is the pause, not a crash */
 	unsigned pause_gen;             /* the snapshot a resume restores; the next pause writes pause_gen + 1 */
@@ -330,13 +331,19 @@ void exec_free_all(struct sandbox *sb);
 /* POST .../execs/{eid}/stdin (stdin_route) or .../signal: queued for the
  * exec's thread, which sends them to the agent. */
 void exec_control(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid, bool stdin_route);
-/* Run argv in sb as uid for at most timeout_ms, output kept up to cap
- * bytes per stream (what comes after is dropped): 0 and *res, *out
- * (stdout, malloc'd, NUL-terminated), *err_out (stderr); -errno with e.
- * For the file routes that the agent has no message for, and a
+/* Run argv in sb as uid for at most timeout_ms: 0 and *res, *out (the
+ * first cap bytes of stdout, malloc'd, NUL-terminated, *out_len), *err_out
+ * (the last cap bytes of stderr, likewise; *err_len if not NULL); -errno
+ * with e. For the file routes that the agent has no message for, and a
  * template's warm-up. */
 int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t timeout_ms, uint32_t cap,
-		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, struct tvm_err *e);
+		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, size_t *err_len,
+		struct tvm_err *e);
+/* The agent's connection to sb broke: wait (under mu, at most 5 s) for
+ * the supervisor to reap its VMM if it is ending, so that the caller can
+ * tell a sandbox that ended (sb->state SB_ENDED, end_reason) from a
+ * guest that failed. */
+void wait_vmm_end_locked(struct srv *s, struct sandbox *sb);
 
 /* serve_files.c */
 void files_route(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *what);

@@ -245,13 +245,12 @@ static void on_control(void *ctx, struct tvm_agent *a)
 	free(q);
 }
 
-/* The agent's connection broke: when that is because the VMM is ending
- * (killed, out of memory), its reaping (the supervisor, a few rounds of
- * 250 ms; a jailed VMM's parent first checks its cgroup) decides the end
- * reason, and the exec's error should name it, not "connection closed".
- * Waits at most VMM_END_WAIT_MS for it; a VMM that runs on costs that
- * once, on this failure path only. */
-static void wait_vmm_end_locked(struct srv *s, struct sandbox *sb)
+/* When the connection broke because the VMM is ending (killed, out of
+ * memory), its reaping (the supervisor, a few rounds of 250 ms; a jailed
+ * VMM's parent first checks its cgroup) decides the end reason, and the
+ * error should name it, not "connection closed". A VMM that runs on costs
+ * VMM_END_WAIT_MS once, on this failure path only. */
+void wait_vmm_end_locked(struct srv *s, struct sandbox *sb)
 {
 	struct timespec ts;
 
@@ -948,7 +947,8 @@ void exec_events(struct conn *c, const struct http_request *r, struct sandbox *s
 	stream_events(c, ex, since);
 }
 
-/* For exec_simple: output kept up to cap per stream. */
+/* For exec_simple: stdout's first cap bytes (a listing's start), stderr's
+ * last cap bytes (where a failure says why). */
 struct capture {
 	char *buf[3];
 	size_t len[3], cap;
@@ -957,15 +957,27 @@ struct capture {
 static void capture_out(void *ctx, int stream, const void *p, size_t n)
 {
 	struct capture *k = ctx;
+	size_t keep;
 
-	if (stream < 1 || stream > 2 || k->len[stream] + n > k->cap)
-		return;
-	memcpy(k->buf[stream] + k->len[stream], p, n);
-	k->len[stream] += n;
+	if (stream == 1) {
+		n = n < k->cap - k->len[1] ? n : k->cap - k->len[1];
+		memcpy(k->buf[1] + k->len[1], p, n);
+		k->len[1] += n;
+	} else if (stream == 2) {
+		if (n >= k->cap) { /* this chunk's end is all that stays */
+			p = (const char *)p + (n - k->cap);
+			n = k->cap;
+		}
+		keep = k->len[2] + n <= k->cap ? k->len[2] : k->cap - n;
+		memmove(k->buf[2], k->buf[2] + (k->len[2] - keep), keep);
+		memcpy(k->buf[2] + keep, p, n);
+		k->len[2] = keep + n;
+	}
 }
 
 int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint32_t timeout_ms, uint32_t cap,
-		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, struct tvm_err *e)
+		struct tvm_job_result *res, char **out, size_t *out_len, char **err_out, size_t *err_len,
+		struct tvm_err *e)
 {
 	struct capture k = { .cap = cap };
 	struct tvm_agent *a = NULL;
@@ -982,7 +994,8 @@ int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint3
 	tvm_job_init(&j);
 	j.argv = argv;
 	j.uid = j.gid = uid;
-	j.stdout_cap = j.stderr_cap = cap;
+	j.stdout_cap = cap;
+	j.stderr_cap = MAX_OUT; /* forwarded, for its tail */
 	j.timeout_ms = timeout_ms;
 	j.on_output = capture_out;
 	j.ctx = &k;
@@ -995,5 +1008,7 @@ int exec_simple(struct sandbox *sb, const char *const *argv, uint32_t uid, uint3
 	*out = k.buf[1];
 	*out_len = k.len[1];
 	*err_out = k.buf[2];
+	if (err_len)
+		*err_len = k.len[2];
 	return r;
 }

@@ -95,7 +95,7 @@ static void file_put(struct conn *c, const struct http_request *r, struct sandbo
 		char *o = NULL, *er = NULL;
 		size_t n;
 
-		exec_simple(sb, argv, uid, FILE_OP_MS, 4096, &res, &o, &n, &er, &e2);
+		exec_simple(sb, argv, uid, FILE_OP_MS, 4096, &res, &o, &n, &er, NULL, &e2);
 		free(o);
 		free(er);
 	}
@@ -150,7 +150,7 @@ static void file_delete(struct conn *c, struct sandbox *sb, const char *path, ui
 	struct tvm_err e = { 0 };
 	char *out = NULL, *err = NULL;
 	size_t n;
-	int rc = exec_simple(sb, argv, uid, FILE_OP_MS, 4096, &res, &out, &n, &err, &e);
+	int rc = exec_simple(sb, argv, uid, FILE_OP_MS, 4096, &res, &out, &n, &err, NULL, &e);
 
 	if (rc)
 		conn_error(c, 502, "guest_error", "delete %s: %s", path, e.msg);
@@ -219,7 +219,7 @@ static void file_list(struct conn *c, struct sandbox *sb, const char *path, uint
 	char *out = NULL, *err = NULL, *buf = NULL;
 	size_t n = 0, cap;
 	struct json_w w;
-	int rc = exec_simple(sb, argv, uid, FILE_OP_MS, LIST_CAP, &res, &out, &n, &err, &e);
+	int rc = exec_simple(sb, argv, uid, FILE_OP_MS, LIST_CAP, &res, &out, &n, &err, NULL, &e);
 
 	if (rc) {
 		conn_error(c, 502, "guest_error", "list %s: %s", path, e.msg);

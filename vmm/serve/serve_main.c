@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "vmm/sandbox/cgroup.h"
 #include "vmm/serve/serve.h"
 
 #define CONN_STACK (256u << 10)
@@ -193,11 +194,12 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			}
 			snprintf(c->state_dir, sizeof(c->state_dir), "%s", v);
 		} else if (!strcmp(f, "--cgroup-parent")) {
-			/* Its form is the VMM's to check (one place): this
-			 * only keeps it one argument that fits. */
-			if (!*v || strlen(v) >= sizeof(c->cgroup_parent) || strchr(v, '\n')) {
-				fprintf(stderr, "tinyvmm serve: --cgroup-parent: 1 to %zu bytes, one line\n",
-					sizeof(c->cgroup_parent) - 1);
+			struct tvm_err e = { 0 };
+
+			/* The VMM's own check, here at start: a bad value
+			 * would fail every create. */
+			if (cg_check(v, &(struct cg_limits){ 0 }, &e)) {
+				fprintf(stderr, "tinyvmm serve: --cgroup-parent: %s\n", e.msg);
 				return -1;
 			}
 			snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", v);

@@ -268,6 +268,7 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_key(&w, "pooled", 6);
 	json_w_bool(&w, sb->pooled);
 	json_w_kbool(&w, "paused", sb->paused);
+	json_w_kbool(&w, "template_build", sb->template_build);
 	json_w_kuint(&w, "pause_gen", sb->pause_gen);
 	json_w_kuint(&w, "timeout_s", sb->timeout_s);
 	json_w_key(&w, "cpu_base_ms", 11);
@@ -861,19 +862,24 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	/* the lifetime a resume gives (state of an older daemon: the default) */
 	sb->timeout_s = !get_u64(&d, 0, "timeout_s", &v) && v && v <= s->cfg.max_timeout_s ? (unsigned)v
 											   : s->cfg.default_timeout_s;
+	/* A template build the previous daemon did not finish: its client
+	 * got no template, and nothing of the build runs on. */
+	bool build = false;
+	if ((i = json_find(&d, 0, "template_build")) >= 0)
+		json_get_bool(&d, i, &build);
 	i = json_find(&d, o, "state");
 	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
 	/* A daemon killed after the VMM saved a pause but before it said so:
 	 * the newer snapshot is whole, its VMM gone; paused, from it. */
 	bool recovered = false;
-	if (was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
+	if (!build && was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
 	    snapshot_complete(sb, sb->pause_gen + 1)) {
 		sb->pause_gen++;
 		recovered = true;
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its pause into paused-%u was done: paused\n", sb->id,
 			sb->pause_gen);
 	}
-	if (recovered || (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen)) {
+	if (!build && (recovered || (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen))) {
 		/* Its snapshot waits for a resume. A VMM a killed daemon was
 		 * starting from it (a resume, a fork's) is not ours to keep:
 		 * the sandbox is paused, nothing else may run as it. */
@@ -896,10 +902,12 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	sb->exited = true;
 	if ((i = json_find(&d, o, "end_reason")) >= 0 && json_get_string(&d, i, str, sizeof(str), NULL) == 0)
 		sb->end_reason = reason_const(str);
+	if (build && !sb->end_reason) /* paused by it, or still running */
+		was_running = true;
 	if (was_running) {
 		struct tvm_err e = { 0 };
 
-		if (sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
+		if (!build && sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
 		    sb_agent(sb, 5000, &sb->keeper, &e) == 0) {
 			sb->state = SB_RUNNING;
 			sb->exited = false;
@@ -912,12 +920,12 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 			if (sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) && sb->pid_start)
 				kill(sb->pid, SIGKILL);
 			sb->state = SB_RUNNING; /* for sb_end_locked */
-			sb_end_locked(s, sb, "crashed");
+			sb_end_locked(s, sb, build ? "killed" : "crashed");
 			sb->kill_at_ns = 0;
 			sb->exited = true;
 			unlink(sb->uds);
-			fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM did not survive the restart: ended\n",
-				sb->id);
+			fprintf(stderr, "tinyvmm serve: sandbox %s: %s: ended\n", sb->id,
+				build ? "its template build was not finished" : "its VMM did not survive the restart");
 		}
 		sb_persist_locked(s, sb);
 	}

@@ -26,6 +26,7 @@
 #define WARMUP_TIMEOUT_S 600 /* a warm-up's default timeout */
 #define WARMUP_SAVE_S 300    /* its sandbox's lifetime past the timeout */
 #define WARMUP_OUT_CAP 65536 /* bytes of its output kept per stream */
+#define WARMUP_TAIL 400      /* bytes of its stderr in a failure's message */
 
 static bool name_ok(const char *n)
 {
@@ -119,9 +120,10 @@ static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup 
 
 	w->cpus = 1;
 	w->memory_mib = 256;
-	w->timeout_s = WARMUP_TIMEOUT_S;
+	w->timeout_s = WARMUP_TIMEOUT_S < c->s->cfg.max_timeout_s ? WARMUP_TIMEOUT_S : c->s->cfg.max_timeout_s;
 	if (json_get_string(d, i, w->cmd, sizeof(w->cmd), &n) || !n) {
-		conn_error(c, 400, "bad_request", "warmup: a shell command, a string of 1 to %u bytes", WARMUP_MAX);
+		conn_error(c, 400, "bad_request", "warmup: a shell command, a string of 1 to %u bytes without NUL",
+			   WARMUP_MAX);
 		return -1;
 	}
 	return field_u32(c, d, 0, "cpus", 1, 8, &w->cpus) ||
@@ -172,8 +174,9 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	struct tvm_job_result res;
 	struct tvm_err e = { 0 };
-	char *out = NULL, *err = NULL;
-	size_t n;
+	char *out = NULL, *err = NULL, tail[WARMUP_TAIL + 1];
+	const char *reason = NULL;
+	size_t n, en = 0, t;
 	int rc;
 
 	if (!sb) {
@@ -188,25 +191,49 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
 	sb->timeout_s = w->timeout_s + WARMUP_SAVE_S;
 	if (!(sb = sb_start(c, sb, false, NULL)))
 		return NULL;
+	/* A running command, as an exec is: no pause, fork or template of
+	 * it meanwhile (409); marked so that a restarted daemon ends it. */
+	pthread_mutex_lock(&s->mu);
+	sb->running_execs++;
+	sb->template_build = true;
+	sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
 	audit_warmup(s, sb, w, NULL, NULL);
-	rc = exec_simple(sb, argv, TVM_ID_ROOT, w->timeout_s * 1000u, WARMUP_OUT_CAP, &res, &out, &n, &err, &e);
+	rc = exec_simple(sb, argv, TVM_ID_ROOT, w->timeout_s * 1000u, WARMUP_OUT_CAP, &res, &out, &n, &err, &en, &e);
 	audit_warmup(s, sb, w, rc ? NULL : &res, rc ? e.msg : NULL);
+	pthread_mutex_lock(&s->mu);
+	sb->running_execs--;
+	sb->last_active_ns = now_ns();
 	if (rc)
-		conn_error(c, 500, "internal", "the warm-up could not run in sandbox %s: %s", sb->id, e.msg);
+		wait_vmm_end_locked(s, sb);
+	if (sb->state == SB_ENDED)
+		reason = sb->end_reason ? sb->end_reason : "killed";
+	pthread_mutex_unlock(&s->mu);
+	/* The end of its stderr, where a failed build says why (a NUL in it
+	 * would end the message early). */
+	t = en > WARMUP_TAIL ? en - WARMUP_TAIL : 0;
+	for (size_t k = t; k < en; k++)
+		tail[k - t] = err[k] ? err[k] : ' ';
+	tail[en - t] = 0;
+	if (reason && (!strcmp(reason, "killed") || !strcmp(reason, "expired") || !strcmp(reason, "idle")))
+		conn_error_reason(c, 410, "sandbox_expired", reason, "the warm-up's sandbox %s ended (%s) during it",
+				  sb->id, reason);
+	else if (reason)
+		conn_error(c, 422, "warmup_failed", "the warm-up's VM ended (%s) while it ran: %s", reason, tail);
+	else if (rc)
+		conn_error(c, 422, "warmup_failed", "the warm-up did not finish: %s: %s", e.msg, tail);
 	else if (res.timed_out || res.exit_code)
-		/* The end of its stderr: where a failed build says why. */
 		conn_error(c, 422, "warmup_failed", "the warm-up %s %d%s: %s",
 			   res.timed_out ? "timed out after" : "exited with",
-			   res.timed_out ? (int)w->timeout_s : res.exit_code, res.timed_out ? " s" : "",
-			   strlen(err) > 400 ? err + strlen(err) - 400 : err);
+			   res.timed_out ? (int)w->timeout_s : res.exit_code, res.timed_out ? " s" : "", tail);
+	rc = rc || reason || res.timed_out || res.exit_code;
 	fprintf(stderr, "tinyvmm serve: uid %u: template warm-up in sandbox %s: %s\n", (unsigned)c->uid, sb->id,
-		rc              ? e.msg
-		: res.timed_out ? "timed out"
-		: res.exit_code ? "failed"
-				: "exit 0");
+		!rc      ? "exit 0"
+		: reason ? reason
+			 : "failed");
 	free(out);
 	free(err);
-	if (!rc && !res.timed_out && !res.exit_code)
+	if (!rc)
 		return sb;
 	pthread_mutex_lock(&s->mu);
 	sb_end_locked(s, sb, "killed");
@@ -283,7 +310,9 @@ static void api_template_create(struct conn *c)
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *o = s->templates; o; o = o->next)
 		mine += o->owner == c->uid;
-	code = tmpl_find_locked(s, c->uid, t->name) ? 409 : mine >= TEMPLATES_MAX ? 429 : 0;
+	const struct tmpl *had = tmpl_find_locked(s, c->uid, t->name);
+	bool building = had && !had->ready;
+	code = had ? 409 : mine >= TEMPLATES_MAX ? 429 : 0;
 	if (!code) {
 		/* The name is taken now (not ready: no create, list or GET
 		 * sees it), so that two builds of one name cannot race. */
@@ -294,8 +323,12 @@ static void api_template_create(struct conn *c)
 	}
 	pthread_mutex_unlock(&s->mu);
 	if (code == 409) {
-		conn_error(c, 409, "conflict", "template \"%s\" exists: DELETE /v1/templates/%s first", t->name,
-			   t->name);
+		if (building)
+			conn_error(c, 409, "conflict", "template \"%s\" is being built: try again once it is made",
+				   t->name);
+		else
+			conn_error(c, 409, "conflict", "template \"%s\" exists: DELETE /v1/templates/%s first", t->name,
+				   t->name);
 		goto out;
 	}
 	if (code) {
@@ -362,7 +395,7 @@ static void api_template_create(struct conn *c)
 	write_json(&w, t);
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: uid %u: template \"%s\" made from sandbox %s (%llu KiB of memory)\n",
-		(unsigned)c->uid, t->name, from, (unsigned long long)t->mem_kib);
+		(unsigned)c->uid, t->name, t->from, (unsigned long long)t->mem_kib);
 	t = NULL;
 	conn_json(c, 201, &w);
 out:

@@ -626,7 +626,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             v = body.get(k)
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
                 raise ApiError(400, "bad_request", f"{k}: must be an integer in {lo}..{hi}")
-        timeout = body.get("timeout_s", 600)
+        timeout = body.get("timeout_s", min(600, f.max_timeout_s))
         with f.lock:
             if (uid, name) in f.templates:
                 raise ApiError(409, "conflict", f"template \"{name}\" exists: DELETE /v1/templates/{name} first")
