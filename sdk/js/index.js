@@ -746,7 +746,7 @@ export async function templates({ socketPath } = {}) {
  * warm-up's, in seconds (the daemon's default 600). Resolves to the Template; WarmupFailedError (422) when
  * the warm-up exits non-zero or times out (nothing saved), ConflictError if the name exists or is being built.
  */
-export function buildTemplate(name, warmup, { cpus, memoryMib, timeout, socketPath, requestTimeoutMs = 1_800_000 } = {}) {
+export function buildTemplate(name, warmup, { cpus, memoryMib, timeout, socketPath, requestTimeoutMs = ((timeout ?? 600) + 900) * 1000 } = {}) {
   const json = { name, warmup };
   if (cpus !== undefined) json.cpus = cpus;
   if (memoryMib !== undefined) json.memory_mib = memoryMib;

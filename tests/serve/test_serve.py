@@ -1837,6 +1837,7 @@ class T13Templates(ServeTest):
                                        "echo no-such-package >&2; exit 3"}), 422, "warmup_failed")
             self.assertIn("exited with 3", e["message"])
             self.assertIn("no-such-package", e["message"])
+            self.assertNotIn("\n", e["message"])  # one line
             e = self.expect_error(call(UID_C, "POST", "/v1/templates", timeout=CREATE_WAIT,
                                        json={"name": "w", "warmup": "sleep 600", "timeout_s": 2}),
                                   422, "warmup_failed")
@@ -1850,7 +1851,7 @@ class T13Templates(ServeTest):
             self.assertEqual((r.json["name"], r.json["cpus"], r.json["memory_mib"]), ("w", 1, 256))
             # the warm-up's sandbox has ended: nothing of the build runs on
             build = wait_ended(UID_C, r.json["from_sandbox"])
-            self.assertEqual(build["end_reason"], "killed")
+            self.assertEqual((build["end_reason"], build["metadata"]), ("killed", {"template_build": "w"}))
             # its audit log has the warm-up, as an exec's would be
             logs = call(UID_C, "GET", "/v1/sandboxes/%s/logs" % build["id"])
             recs = {x["event"]: x for x in map(json.loads, logs.body.decode().splitlines())}

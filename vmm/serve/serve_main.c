@@ -34,7 +34,8 @@ static void usage(FILE *f)
 		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
-		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail\n"
+		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
+		   "                       cgroup_parent\n"
 		   "                       (flags given after it win)\n"
 		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
 		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
@@ -80,6 +81,20 @@ static int num(const char *flag, const char *s, unsigned long long max, unsigned
 		fprintf(stderr, "tinyvmm serve: %s: '%s' is not a number from 0 to %llu\n", flag, s, max);
 		return -1;
 	}
+	return 0;
+}
+
+/* The VMMs' --cgroup-parent, checked here at start by the VMM's own
+ * check (a bad one would fail every create); what: where it came from. */
+static int set_cgroup_parent(struct srv_cfg *c, const char *v, const char *what)
+{
+	struct tvm_err e = { 0 };
+
+	if (cg_check(v, &(struct cg_limits){ 0 }, &e)) {
+		fprintf(stderr, "tinyvmm serve: %s: %s\n", what, e.msg);
+		return -1;
+	}
+	snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", v);
 	return 0;
 }
 
@@ -144,6 +159,17 @@ static int load_config(struct srv_cfg *c, const char *path)
 				return -1;
 			}
 			c->max_file_bytes = (uint64_t)v;
+		} else if (json_str_eq(&d, k, "cgroup_parent", 13)) {
+			char v[sizeof(c->cgroup_parent)], what[300];
+
+			snprintf(what, sizeof(what), "--config %.200s: cgroup_parent", path);
+			if (json_get_string(&d, k + 1, v, sizeof(v), NULL)) {
+				fprintf(stderr, "tinyvmm serve: %s: a string of at most %zu bytes is expected\n", what,
+					sizeof(v) - 1);
+				return -1;
+			}
+			if (set_cgroup_parent(c, v, what))
+				return -1;
 		} else if (json_str_eq(&d, k, "jail", 4)) {
 			bool b;
 			if (json_get_bool(&d, k + 1, &b)) {
@@ -194,15 +220,8 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			}
 			snprintf(c->state_dir, sizeof(c->state_dir), "%s", v);
 		} else if (!strcmp(f, "--cgroup-parent")) {
-			struct tvm_err e = { 0 };
-
-			/* The VMM's own check, here at start: a bad value
-			 * would fail every create. */
-			if (cg_check(v, &(struct cg_limits){ 0 }, &e)) {
-				fprintf(stderr, "tinyvmm serve: --cgroup-parent: %s\n", e.msg);
+			if (set_cgroup_parent(c, v, "--cgroup-parent"))
 				return -1;
-			}
-			snprintf(c->cgroup_parent, sizeof(c->cgroup_parent), "%s", v);
 		} else if (!strcmp(f, "--config")) {
 			if (load_config(c, v))
 				return -1;

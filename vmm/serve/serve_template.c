@@ -167,16 +167,16 @@ static void audit_warmup(struct srv *s, struct sandbox *sb, const struct warmup 
  * command has run as root and exited 0: returned with a reference, or
  * NULL once c has its answer (422 warmup_failed with the exit and the end
  * of its stderr; the create's own errors). */
-static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
+static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const char *name)
 {
 	const char *argv[] = { "/bin/sh", "-c", w->cmd, NULL };
 	struct srv *s = c->s;
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	struct tvm_job_result res;
 	struct tvm_err e = { 0 };
-	char *out = NULL, *err = NULL, tail[WARMUP_TAIL + 1];
+	char *out = NULL, *err = NULL, line[3 * WARMUP_TAIL + 1], tail[WARMUP_TAIL + 8];
 	const char *reason = NULL;
-	size_t n, en = 0, t;
+	size_t n, en = 0, t, o;
 	int rc;
 
 	if (!sb) {
@@ -186,6 +186,10 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
 	snprintf(sb->template, sizeof(sb->template), "default");
 	sb->cpus = w->cpus;
 	sb->memory_mib = w->memory_mib;
+	/* What it is, in its owner's listing: metadata template_build=name */
+	sb->meta = calloc(1, sizeof(*sb->meta));
+	if (sb->meta && (sb->meta[0].key = strdup("template_build")) && (sb->meta[0].value = strdup(name)))
+		sb->nmeta = 1;
 	/* Its lifetime covers the warm-up and the save: a daemon that dies
 	 * meanwhile leaves nothing running for long. */
 	sb->timeout_s = w->timeout_s + WARMUP_SAVE_S;
@@ -209,21 +213,37 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w)
 	if (sb->state == SB_ENDED)
 		reason = sb->end_reason ? sb->end_reason : "killed";
 	pthread_mutex_unlock(&s->mu);
-	/* The end of its stderr, where a failed build says why (a NUL in it
-	 * would end the message early). */
+	/* The end of its stderr, where a failed build says why, on one line
+	 * (a NUL would end the message early; lines joined with " | "): its
+	 * last WARMUP_TAIL bytes so written. */
 	t = en > WARMUP_TAIL ? en - WARMUP_TAIL : 0;
+	while (en > t && (err[en - 1] == '\n' || err[en - 1] == '\r'))
+		en--;
+	o = 0;
 	for (size_t k = t; k < en; k++)
-		tail[k - t] = err[k] ? err[k] : ' ';
-	tail[en - t] = 0;
+		if (err[k] == '\n' || err[k] == '\r') {
+			memcpy(line + o, " | ", 3);
+			o += 3;
+		} else {
+			line[o++] = err[k] ? err[k] : ' ';
+		}
+	line[o] = 0;
+	snprintf(tail, sizeof(tail), "%s%s",
+		 !o                     ? ""
+		 : t || o > WARMUP_TAIL ? ": ..."
+					: ": ",
+		 o > WARMUP_TAIL ? line + o - WARMUP_TAIL : line);
 	if (reason && (!strcmp(reason, "killed") || !strcmp(reason, "expired") || !strcmp(reason, "idle")))
 		conn_error_reason(c, 410, "sandbox_expired", reason, "the warm-up's sandbox %s ended (%s) during it",
 				  sb->id, reason);
 	else if (reason)
-		conn_error(c, 422, "warmup_failed", "the warm-up's VM ended (%s) while it ran: %s", reason, tail);
+		conn_error(c, 422, "warmup_failed", "the warm-up in sandbox %s: its VM ended (%s) while it ran%s",
+			   sb->id, reason, tail);
 	else if (rc)
-		conn_error(c, 422, "warmup_failed", "the warm-up did not finish: %s: %s", e.msg, tail);
+		conn_error(c, 422, "warmup_failed", "the warm-up in sandbox %s did not finish: %s%s", sb->id, e.msg,
+			   tail);
 	else if (res.timed_out || res.exit_code)
-		conn_error(c, 422, "warmup_failed", "the warm-up %s %d%s: %s",
+		conn_error(c, 422, "warmup_failed", "the warm-up in sandbox %s %s %d%s%s", sb->id,
 			   res.timed_out ? "timed out after" : "exited with",
 			   res.timed_out ? (int)w->timeout_s : res.exit_code, res.timed_out ? " s" : "", tail);
 	rc = rc || reason || res.timed_out || res.exit_code;
@@ -337,7 +357,7 @@ static void api_template_create(struct conn *c)
 	}
 	/* The name is held while the warm-up runs: a second build of it
 	 * answers 409 at once. */
-	if (wu && !(sb = warm_up(c, wu)))
+	if (wu && !(sb = warm_up(c, wu, t->name)))
 		goto out;
 	if ((code = sb_pause(s, sb, true, err, sizeof(err)))) {
 		if (code == 410)

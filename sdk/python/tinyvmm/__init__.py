@@ -69,17 +69,22 @@ def templates(socket_path: "str | None" = None) -> list:
 
 def build_template(name: str, warmup: str, *, cpus: "int | None" = None, memory_mib: "int | None" = None,
                    timeout: "int | None" = None, socket_path: "str | None" = None,
-                   request_timeout: "float | None" = 1800.0) -> dict:
+                   request_timeout: "float | None" = None) -> dict:
     """``POST /v1/templates {name, warmup}``: the daemon runs ``sh -c warmup``
     as root in a new sandbox of the default template (``cpus``, ``memory_mib``;
     no network), and once it exits 0 saves that sandbox as the template
     ``name`` and ends it.  ``timeout``: the warm-up's, in seconds (the
-    daemon's default: 600).  Returns the template as :func:`get_template`.
+    daemon's default: 600); ``request_timeout`` (default ``timeout`` + 900 s)
+    bounds the wait for the answer.  The warm-up runs as root in ``/root``:
+    ``chown`` what the sandbox user should own, and wait in it until a
+    server it starts answers.  Returns the template as :func:`get_template`.
 
     :class:`WarmupFailed` (422) when the warm-up exits non-zero or times out
     (nothing is saved); :class:`Conflict` if the name exists or is being
     built; :class:`BadRequest`, :class:`QuotaExceeded` and
     :class:`ServiceUnavailable` as for a create."""
+    if request_timeout is None:  # the warm-up's, a create and the save
+        request_timeout = (timeout or 600) + 900.0
     body = {"name": name, "warmup": warmup}
     for k, v in (("cpus", cpus), ("memory_mib", memory_mib), ("timeout_s", timeout)):
         if v is not None:
