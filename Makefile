@@ -162,11 +162,15 @@ unit: $(UNIT_BINS) $(BUILD)/examples/cxx
 integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
 	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
 	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
-	for t in $(IT_BINS); do echo "== $$t"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
-	  ASAN_OPTIONS=quarantine_size_mb=4 $$t; done; \
+	run() { rm -f $(BUILD)/it/asan.*; \
+	  env ASAN_OPTIONS=quarantine_size_mb=4:log_path=$(BUILD)/it/asan "$$@" && return 0; st=$$?; \
+	  for f in $(BUILD)/it/asan.*; do [ -f "$$f" ] || continue; \
+	    echo "== $$f: the sanitizer's report (its head; the end of a log is what CI shows)"; head -n 30 "$$f"; done; \
+	  return $$st; }; \
+	for t in $(IT_BINS); do echo "== $$t"; run env TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs $$t; done; \
 	for t in test_jobs test_snapshot; do echo "== $(BUILD)/it/$$t, every VM jailed"; \
-	  TINYVMM_IT_JAIL=1 TINYVMM_IT_RESTORES=3 TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
-	  ASAN_OPTIONS=quarantine_size_mb=4 $(BUILD)/it/$$t; done; \
+	  run env TINYVMM_IT_JAIL=1 TINYVMM_IT_RESTORES=3 TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
+	  $(BUILD)/it/$$t; done; \
 	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
 	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
 	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
