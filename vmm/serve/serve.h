@@ -58,6 +58,11 @@ struct srv_cfg {
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 };
 
+/* A sandbox's shape: what a create (or a warm-up) may ask for. */
+#define SB_CPUS_MAX 8
+#define SB_MEM_MIB_MIN 64
+#define SB_MEM_MIB_MAX 16384
+
 enum sb_state { SB_STARTING, SB_RUNNING, SB_ENDED };
 
 struct kv {

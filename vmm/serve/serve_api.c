@@ -402,8 +402,8 @@ void api_create(struct conn *c, const struct http_request *r)
 	}
 	if (field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s) ||
 	    field_u32(c, &b.d, 0, "idle_timeout_s", 0, s->cfg.max_timeout_s, &sb->idle_timeout_s) ||
-	    field_u32(c, &b.d, 0, "cpus", 1, 8, &sb->cpus) ||
-	    field_u32(c, &b.d, 0, "memory_mib", 64, 16384, &sb->memory_mib))
+	    field_u32(c, &b.d, 0, "cpus", 1, SB_CPUS_MAX, &sb->cpus) ||
+	    field_u32(c, &b.d, 0, "memory_mib", SB_MEM_MIB_MIN, SB_MEM_MIB_MAX, &sb->memory_mib))
 		goto out;
 	if (custom && (sb->cpus != tcpus || sb->memory_mib != tmem)) {
 		conn_error(c, 400, "bad_request", "%s: template \"%s\" has cpus %u and memory_mib %u: leave them out",

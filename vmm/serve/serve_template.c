@@ -126,8 +126,8 @@ static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup 
 			   WARMUP_MAX);
 		return -1;
 	}
-	return field_u32(c, d, 0, "cpus", 1, 8, &w->cpus) ||
-			       field_u32(c, d, 0, "memory_mib", 64, 16384, &w->memory_mib) ||
+	return field_u32(c, d, 0, "cpus", 1, SB_CPUS_MAX, &w->cpus) ||
+			       field_u32(c, d, 0, "memory_mib", SB_MEM_MIB_MIN, SB_MEM_MIB_MAX, &w->memory_mib) ||
 			       field_u32(c, d, 0, "timeout_s", 1, c->s->cfg.max_timeout_s, &w->timeout_s)
 		       ? -1
 		       : 0;
@@ -163,6 +163,32 @@ static void audit_warmup(struct srv *s, struct sandbox *sb, const struct warmup 
 	free(buf);
 }
 
+/* The end of a warm-up's stderr (err, len bytes), where a failed build
+ * says why, as the end of a one-line message into tail: ": " and its last
+ * WARMUP_TAIL bytes with lines joined by " | " and NULs as spaces (one
+ * would end the message early), "..." first when cut; "" when empty. */
+static void stderr_tail(const char *err, size_t en, char *tail, size_t cap)
+{
+	char line[3 * WARMUP_TAIL + 1];
+	size_t t = en > WARMUP_TAIL ? en - WARMUP_TAIL : 0, o = 0;
+
+	while (en > t && (err[en - 1] == '\n' || err[en - 1] == '\r'))
+		en--;
+	for (size_t k = t; k < en; k++)
+		if (err[k] == '\n' || err[k] == '\r') {
+			memcpy(line + o, " | ", 3);
+			o += 3;
+		} else {
+			line[o++] = err[k] ? err[k] : ' ';
+		}
+	line[o] = 0;
+	snprintf(tail, cap, "%s%s",
+		 !o                     ? ""
+		 : t || o > WARMUP_TAIL ? ": ..."
+					: ": ",
+		 o > WARMUP_TAIL ? line + o - WARMUP_TAIL : line);
+}
+
 /* A new sandbox of the default template with w's shape, in which w's
  * command has run as root and exited 0: returned with a reference, or
  * NULL once c has its answer (422 warmup_failed with the exit and the end
@@ -174,9 +200,9 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const cha
 	struct sandbox *sb = calloc(1, sizeof(*sb));
 	struct tvm_job_result res;
 	struct tvm_err e = { 0 };
-	char *out = NULL, *err = NULL, line[3 * WARMUP_TAIL + 1], tail[WARMUP_TAIL + 8];
+	char *out = NULL, *err = NULL, tail[WARMUP_TAIL + 8];
 	const char *reason = NULL;
-	size_t n, en = 0, t, o;
+	size_t n, en = 0;
 	int rc;
 
 	if (!sb) {
@@ -213,26 +239,7 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const cha
 	if (sb->state == SB_ENDED)
 		reason = sb->end_reason ? sb->end_reason : "killed";
 	pthread_mutex_unlock(&s->mu);
-	/* The end of its stderr, where a failed build says why, on one line
-	 * (a NUL would end the message early; lines joined with " | "): its
-	 * last WARMUP_TAIL bytes so written. */
-	t = en > WARMUP_TAIL ? en - WARMUP_TAIL : 0;
-	while (en > t && (err[en - 1] == '\n' || err[en - 1] == '\r'))
-		en--;
-	o = 0;
-	for (size_t k = t; k < en; k++)
-		if (err[k] == '\n' || err[k] == '\r') {
-			memcpy(line + o, " | ", 3);
-			o += 3;
-		} else {
-			line[o++] = err[k] ? err[k] : ' ';
-		}
-	line[o] = 0;
-	snprintf(tail, sizeof(tail), "%s%s",
-		 !o                     ? ""
-		 : t || o > WARMUP_TAIL ? ": ..."
-					: ": ",
-		 o > WARMUP_TAIL ? line + o - WARMUP_TAIL : line);
+	stderr_tail(err, en, tail, sizeof(tail));
 	if (reason && (!strcmp(reason, "killed") || !strcmp(reason, "expired") || !strcmp(reason, "idle")))
 		conn_error_reason(c, 410, "sandbox_expired", reason, "the warm-up's sandbox %s ended (%s) during it",
 				  sb->id, reason);
@@ -578,7 +585,8 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 	    (o = json_find(&d, 0, "template")) < 0 || (i = json_find(&d, o, "name")) < 0 ||
 	    json_get_string(&d, i, t->name, sizeof(t->name), NULL) || strcmp(t->name, name) || !name_ok(name) ||
 	    (i = json_find(&d, o, "from_sandbox")) < 0 || json_get_string(&d, i, t->from, sizeof(t->from), NULL) ||
-	    get_range(&d, o, "cpus", 1, 8, &t->cpus) || get_range(&d, o, "memory_mib", 64, 16384, &t->memory_mib)) {
+	    get_range(&d, o, "cpus", 1, SB_CPUS_MAX, &t->cpus) ||
+	    get_range(&d, o, "memory_mib", SB_MEM_MIB_MIN, SB_MEM_MIB_MAX, &t->memory_mib)) {
 		fprintf(stderr, "tinyvmm serve: %s: unreadable template: skipped\n", dir);
 		free(t);
 		return;
