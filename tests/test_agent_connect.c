@@ -9,6 +9,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,13 @@
 
 /* What the fake VMM does with one connection, after reading its CONNECT. */
 enum act {
-	REFUSE,    /* close: the guest refused the port */
-	SILENT,    /* no answer until the client hangs up */
-	NOT_AGENT, /* a line that is not "OK <port>" */
-	ANSWER,    /* "OK", the agent's READY, then OK to each SEED */
+	REFUSE,     /* close: the guest refused the port */
+	SILENT,     /* no answer until the client hangs up */
+	NOT_AGENT,  /* a line that is not "OK <port>" */
+	ANSWER,     /* "OK", the agent's READY, then OK to each SEED */
+	SEED_RESET, /* as ANSWER, but the SEED finds the connection closed: a
+		     * restored guest's vsock transport reset ends the
+		     * connections it accepted before it saw the reset */
 };
 
 struct vmm {
@@ -51,7 +55,7 @@ static void send_msg(int fd, const struct tvp_msg *m)
 }
 
 /* The agent's side of a connection, until the client closes it. */
-static void serve_agent(struct vmm *v, int fd)
+static void serve_agent(struct vmm *v, int fd, bool reset_at_seed)
 {
 	struct tvp_msg m = { .type = TVP_READY };
 	struct tvp_decoder d;
@@ -77,6 +81,8 @@ static void serve_agent(struct vmm *v, int fd)
 			continue;
 		}
 		ck_assert_int_eq(tvp_parse(&f, &m, NULL, 0), 0);
+		if (m.type == TVP_SEED && reset_at_seed)
+			break;
 		if (m.type == TVP_SEED) {
 			struct tvp_msg ok = { .type = TVP_OK, .id = m.id, .ok = { TVP_SEED, 1 } };
 
@@ -119,8 +125,8 @@ static void *vmm_main(void *arg)
 			poll(&pf, 1, WAIT_MS); /* readable when the client hangs up */
 		} else if (act == NOT_AGENT) {
 			send(fd, "NO\n", 3, MSG_NOSIGNAL);
-		} else if (act == ANSWER) {
-			serve_agent(v, fd);
+		} else if (act == ANSWER || act == SEED_RESET) {
+			serve_agent(v, fd, act == SEED_RESET);
 		}
 		close(fd);
 	}
@@ -195,6 +201,15 @@ START_TEST(seeds_when_asked)
 }
 END_TEST
 
+START_TEST(a_connection_closed_at_its_seed_is_made_again)
+{
+	/* The first connection is reset as its SEED arrives: the client
+	 * connects again and seeds that one (CI saw "agent: connection
+	 * closed" from four restores at once). */
+	expect_connected(0, SCRIPT(SEED_RESET, ANSWER), TVM_AGENT_SEED, 2, 1);
+}
+END_TEST
+
 START_TEST(not_an_agent_is_not_retried)
 {
 	struct vmm v = { 0 };
@@ -248,6 +263,7 @@ static Suite *agent_connect_suite(void)
 	tcase_add_test(tc, waits_through_refusal_and_unanswered_connect);
 	tcase_add_test(tc, waits_for_the_socket_to_appear);
 	tcase_add_test(tc, seeds_when_asked);
+	tcase_add_test(tc, a_connection_closed_at_its_seed_is_made_again);
 	tcase_add_test(tc, not_an_agent_is_not_retried);
 	tcase_add_test(tc, gives_up_at_the_deadline_saying_why);
 	tcase_add_test(tc, one_address_exactly);

@@ -62,8 +62,21 @@ int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned 
 		 * even while the guest is too busy to answer, and a CONNECT
 		 * lost in a device reset is sent again. */
 		r = agent_try(to, left < AGENT_TRY_MS ? left : AGENT_TRY_MS, out, e);
-		if (!r)
+		/* A restored guest shares its RNG state and a stale clock with
+		 * every other restore of the snapshot: its first connection
+		 * seeds it, whatever the caller asked. Seeding is part of the
+		 * try: the guest's vsock transport reset after a restore can
+		 * close a connection it had just accepted (ECONNRESET: again). */
+		seed = vm ? atomic_load(&vm->needs_seed) : false;
+		if (!r && (seed || (flags & TVM_AGENT_SEED)) && (r = tvm_agent_seed(*out, e))) {
+			tvm_agent_close(*out);
+			*out = NULL;
+		}
+		if (!r) {
+			if (seed)
+				atomic_store(&vm->needs_seed, false);
 			break;
+		}
 		if (!not_yet(to, r, (now - start) / 1000000))
 			return r;
 		if (clock_mono_ns() + RETRY_MS * 1000000u >= deadline) {
@@ -74,18 +87,6 @@ int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned 
 			return -ETIMEDOUT;
 		}
 		usleep(RETRY_MS * 1000);
-	}
-	/* A restored guest shares its RNG state and a stale clock with every
-	 * other restore of the snapshot: its first connection seeds it,
-	 * whatever the caller asked. */
-	seed = vm && atomic_exchange(&vm->needs_seed, false);
-	if (seed || (flags & TVM_AGENT_SEED)) {
-		r = tvm_agent_seed(*out, e);
-		if (r) {
-			tvm_agent_close(*out);
-			*out = NULL;
-			return r;
-		}
 	}
 	return 0;
 }
