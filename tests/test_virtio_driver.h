@@ -229,6 +229,16 @@ static inline void td_vq_post(struct td *d, struct td_vq *q, uint16_t head)
 	td_post_at(d, q->avail, q->size, &q->avail_idx, head);
 }
 
+/* Whether a driver (EVENT_IDX negotiated) that moved q's avail->idx from
+ * old to where it is now must notify: the device's avail_event lies in
+ * [old, now) (spec 2.7.10, Linux's vring_need_event). */
+static inline bool td_vq_needs_notify(struct td *d, const struct td_vq *q, uint16_t old)
+{
+	uint16_t ev = td_get16(d, q->used + 4 + 8ull * q->size);
+
+	return (uint16_t)(q->avail_idx - ev - 1) < (uint16_t)(q->avail_idx - old);
+}
+
 /* Take the next used entry, if the device published one. */
 static inline bool td_vq_take(struct td *d, struct td_vq *q, uint32_t *id, uint32_t *len)
 {

@@ -401,6 +401,50 @@ START_TEST(transport_reset_waits_for_buffer)
 }
 END_TEST
 
+/* Host connections made after a reset was posted reach the guest only
+ * once its driver gives an event buffer back, i.e. has handled the reset,
+ * which drops every connected socket: a restored guest cut the agent
+ * connection of a `tinyvmm exec` that had connected at once. */
+START_TEST(transport_reset_holds_new_connections)
+{
+	uint32_t id, len, ports[2];
+	uint16_t old;
+	struct tpkt r;
+	char want[32], line[32];
+	int c, fd;
+
+	virtio_vsock_transport_reset(g.v);
+	ck_assert(td_vq_take(&g.d, &g.ev, &id, &len));
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 72, &c, NULL), 0);
+	fd = unix_connect(g.path);
+	write_all(fd, "CONNECT 73\n", 11);
+	tw_settle(&g.w);
+	tg_expect_none(&g);
+	virtio_mmio_notify(&g.t, VSOCK_EVQ); /* a notify without a new buffer is no answer */
+	tg_expect_none(&g);
+	old = g.ev.avail_idx;
+	tg_post_ev(&g, id);
+	/* Linux gives the buffer back with EVENT_IDX: it notifies only if asked */
+	ck_assert(td_vq_needs_notify(&g.d, &g.ev, old));
+	virtio_mmio_notify(&g.t, VSOCK_EVQ);
+	tw_settle(&g.w);
+	for (int i = 0; i < 2; i++) {
+		tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+		ports[i] = r.dst_port;
+		tg_send(&g, VIRTIO_VSOCK_OP_RESPONSE, r.dst_port, r.src_port, NULL, 0);
+		if (r.dst_port == 73)
+			snprintf(want, sizeof(want), "OK %u\n", r.src_port);
+	}
+	ck_assert_uint_eq(ports[0] * ports[1], 72 * 73); /* one REQUEST each */
+	set_nonblock(fd);
+	ck_assert_int_eq(read_now(fd, line, sizeof(line)), (long)strlen(want));
+	ck_assert(memcmp(line, want, strlen(want)) == 0);
+	tg_expect_none(&g);
+	close(c);
+	close(fd);
+}
+END_TEST
+
 START_TEST(device_reset_drops_all)
 {
 	struct vsock_stats s;
@@ -599,6 +643,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, host_close_then_guest_writes);
 	tcase_add_test(tc, transport_reset);
 	tcase_add_test(tc, transport_reset_waits_for_buffer);
+	tcase_add_test(tc, transport_reset_holds_new_connections);
 	tcase_add_test(tc, device_reset_drops_all);
 	tcase_add_test(tc, any_layout);
 	tcase_add_test(tc, listener_out_of_fds);

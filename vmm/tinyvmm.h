@@ -173,9 +173,9 @@ TVM_API int tvm_vm_snapshot_diff(struct tvm_vm *vm, const char *dir, const char 
  * private overlay holding the snapshot's blocks. Memory, vCPUs, command
  * line, vsock CID and drive modes come from the snapshot; other fields of
  * overrides are ignored. Then tvm_vm_start() runs it as a fresh VM: the
- * vsock device posts TRANSPORT_RESET and tvm_vm_start() returns once the
- * guest has handled it (at most 3 s; a connection opened before would be
- * dropped by the guest), and the first tvm_agent_connect() sends SEED
+ * vsock device posts TRANSPORT_RESET and holds host connections back
+ * until the guest has handled it (one that reached the guest before would
+ * be dropped by it), and the first tvm_agent_connect() sends SEED
  * (fresh entropy, host wall clock). Returns 0 and *out, or
  * -errno: -EINVAL (damaged, truncated, inconsistent), -EPROTONOSUPPORT
  * (other format version), -ENOENT, -ESTALE (a diff's base changed), or a

@@ -107,21 +107,6 @@ void vdev_kick(struct vdev *d)
 		virtio_mmio_notify(&d->t, q);
 }
 
-int vdev_avail_idx(struct vdev *d, unsigned q)
-{
-	const struct virtqueue *vq;
-	int idx = -1;
-
-	if (q >= d->t.ops->num_queues)
-		return -1;
-	vq = &d->t.vqs[q];
-	pthread_mutex_lock(&d->t.lock);
-	if (d->t.active && vq->ready && !vq->broken)
-		idx = le16toh(__atomic_load_n(&vq->avail->idx, __ATOMIC_ACQUIRE));
-	pthread_mutex_unlock(&d->t.lock);
-	return idx;
-}
-
 static int fd_watch(void *ctx, int fd, uint32_t events, fd_watch_cb cb, void *arg)
 {
 	return ev_add(((struct vdev *)ctx)->loop, fd, events, cb, arg, NULL);

@@ -90,10 +90,6 @@ void vdev_destroy(struct vdev *d, struct event_loop *loop);
  * harmless when spurious. */
 void vdev_kick(struct vdev *d);
 
-/* The driver's available index of queue q, or -1 when the device is not
- * running or the queue is not usable. Any thread. */
-int vdev_avail_idx(struct vdev *d, unsigned q);
-
 /* Append ,"devices":[{"name":NAME,"needs_reset":N},...] for d[0..n) to
  * the metrics JSON f (names are ours: no escaping needed). A device with
  * a rate limit adds "limiters":{"io"|"rx"|"tx":{"throttled":REQUESTS,

@@ -90,8 +90,7 @@ int vm_build(const struct tvm_config *c, const char *mem_path, bool need_kernel,
 void vm_end(void *ctx, int reason, const char *msg);
 
 /* Called by tvm_vm_start on a restored VM once its threads run
- * (vm_restore.c): every queue kicked, vsock transport reset, and a wait
- * (at most 3 s) until the guest has handled the reset. */
+ * (vm_restore.c): every queue kicked and the vsock transport reset. */
 void vm_restored_started(struct tvm_vm *vm);
 
 /* Device fd watching on the VM's event loop, for devices' injected

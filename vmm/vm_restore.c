@@ -297,8 +297,6 @@ int tvm_vm_restore(const struct tvm_config *overrides, const char *dir, struct t
 	return 0;
 }
 
-#define RESET_WAIT_MS 3000 /* longest wait for the guest to take TRANSPORT_RESET */
-
 void vm_restored_started(struct tvm_vm *vm)
 {
 	/* Work the driver queued just before the snapshot, and an interrupt
@@ -307,19 +305,8 @@ void vm_restored_started(struct tvm_vm *vm)
 	for (unsigned i = 0; i < vm->nr_vdevs; i++)
 		vdev_kick(&vm->vdevs[i]);
 	/* The guest's connections ended with the snapshot's process. The
-	 * event queue's available index is -1 without a running driver:
-	 * nothing to wait for. */
-	if (vm->vsock) {
-		int before = vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ);
-
+	 * device holds back host connections until the guest has handled
+	 * the reset (a client of the socket may connect already). */
+	if (vm->vsock)
 		virtio_vsock_transport_reset(vm->vsock);
-		/* The guest drops every connected socket when it handles the
-		 * reset, including one a host client opened meanwhile (it
-		 * would wait for an answer that never comes). It gives the
-		 * event buffer back once handled: wait for that, bounded. */
-		for (int i = 0; before >= 0 && i < RESET_WAIT_MS && !atomic_load(&vm->stopping) &&
-				vdev_avail_idx(vm->vsock_dev, VSOCK_EVQ) == before;
-		     i++)
-			usleep(1000);
-	}
 }

@@ -210,6 +210,20 @@ broken:
 	return -EIO;
 }
 
+uint16_t vq_watch_avail(struct virtqueue *vq)
+{
+	uint16_t idx;
+
+	if (!vq->ready)
+		return 0;
+	idx = load16(&vq->avail->idx, __ATOMIC_ACQUIRE);
+	if (vq->event_idx) {
+		__atomic_store_n(avail_event(vq), htole16(idx), __ATOMIC_RELAXED);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	}
+	return idx;
+}
+
 void vq_unpop(struct virtqueue *vq, uint16_t n)
 {
 	vq->last_avail = (uint16_t)(vq->last_avail - n);

@@ -107,6 +107,14 @@ void vq_unpop(struct virtqueue *vq, uint16_t n);
  * from the first writable byte). Publishes used->idx with release order. */
 void vq_push(struct virtqueue *vq, uint16_t head, uint32_t len);
 
+/* The driver's avail->idx as it is now (free-running; 0 when the queue is
+ * not ready), and a request for a notification once it moves on, whatever
+ * the device has popped (EVENT_IDX: avail_event set to it, spec 2.7.10;
+ * without EVENT_IDX the driver notifies anyway). For a device that waits
+ * for the driver to give buffers back. The guest may change the index at
+ * any time: a hint, never an index to use. */
+uint16_t vq_watch_avail(struct virtqueue *vq);
+
 /* Whether the driver wants an interrupt for the entries pushed since the
  * previous call (spec 2.7.10: used_event with EVENT_IDX, else
  * VRING_AVAIL_F_NO_INTERRUPT). False when nothing was pushed. */

@@ -56,17 +56,19 @@ static void kick_cb(void *arg, uint32_t events)
 		v->io.kick(v->io.ctx, VSOCK_RXQ);
 }
 
-/* Post TRANSPORT_RESET into the first event buffer big enough. */
+/* Post TRANSPORT_RESET into the first event buffer big enough. The guest
+ * drops every connected socket when it handles the event, including one
+ * a host client opened after the reset was posted: a REQUEST to the guest
+ * waits until the driver gives an event buffer back (Linux refills the
+ * queue once it has handled the events it took), so a host connection
+ * made right after a restore is never cut by that restore's reset. */
 static int event_run(struct virtio_vsock *v, struct virtqueue *vq)
 {
 	const struct virtio_vsock_event ev = { htole32(VIRTIO_VSOCK_EVENT_TRANSPORT_RESET) };
 	struct vq_chain *ch = &v->chain;
+	int r = 0;
 
-	while (v->event_pending) {
-		int r = vq_pop(vq, ch);
-
-		if (r <= 0)
-			return r;
+	while (v->event_pending && (r = vq_pop(vq, ch)) > 0) {
 		if (ch->writable_len < sizeof(ev)) {
 			vq_push(vq, ch->head, 0);
 			continue;
@@ -74,8 +76,16 @@ static int event_run(struct virtio_vsock *v, struct virtqueue *vq)
 		iov_from_buf(ch->iov + ch->nreadable, ch->n - ch->nreadable, 0, &ev, sizeof(ev));
 		vq_push(vq, ch->head, sizeof(ev));
 		v->event_pending = false;
+		v->reset_unacked = true;
+		v->reset_avail = vq_watch_avail(vq);
 	}
-	return 0;
+	/* Read again after asking for the notification: a buffer given back
+	 * before the driver could see the request comes without one. */
+	if (v->reset_unacked && vq_watch_avail(vq) != v->reset_avail) {
+		v->reset_unacked = false;
+		v->rx_wanted = true; /* the REQUESTs held back */
+	}
+	return r < 0 ? r : 0;
 }
 
 static int tx_run(struct virtio_vsock *v, struct virtqueue *vq)
@@ -143,6 +153,7 @@ static void vsock_reset(void *dev)
 	pthread_mutex_lock(&v->lock);
 	v->vqs = NULL;
 	v->event_pending = false;
+	v->reset_unacked = false;
 	vsock_conn_drop_all(v);
 	v->rx_wanted = false;
 	pthread_mutex_unlock(&v->lock);

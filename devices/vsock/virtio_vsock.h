@@ -101,7 +101,10 @@ int virtio_vsock_connect(struct virtio_vsock *v, uint32_t guest_port, int *fd_ou
 
 /* Drop every connection (host sockets closed, no RST sent) and post
  * VIRTIO_VSOCK_EVENT_TRANSPORT_RESET on the event queue (spec 5.10.6.7),
- * e.g. after a snapshot restore. Any thread, no locks held. */
+ * e.g. after a snapshot restore. Host connections made from then on
+ * (virtio_vsock_connect, hybrid clients) reach the guest once its driver
+ * has handled the event (has given an event buffer back), so the reset
+ * cannot cut them. Any thread, no locks held. */
 void virtio_vsock_transport_reset(struct virtio_vsock *v);
 
 /* Snapshot of the counters. Any thread. */

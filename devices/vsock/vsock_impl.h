@@ -96,6 +96,8 @@ struct virtio_vsock {
 	bool rx_wanted;        /* something may now be sendable on rx */
 	struct virtqueue *vqs; /* [3] while the driver runs the device, else NULL */
 	bool event_pending;    /* TRANSPORT_RESET not yet posted */
+	bool reset_unacked;    /* posted, and the driver has not given a buffer back since */
+	uint16_t reset_avail;  /* the event queue's avail->idx when it was posted */
 	uint32_t next_host_port;
 	unsigned rr;     /* rx round robin: slot to try first */
 	unsigned nconns; /* slots not FREE */

@@ -146,12 +146,15 @@ static uint32_t conn_emit(struct virtio_vsock *v, struct vsock_conn *c, struct v
 }
 
 /* Whether c has a packet to send now. For data, ask the socket (a peek)
- * rather than take an rx buffer that a read might then leave empty. */
+ * rather than take an rx buffer that a read might then leave empty. A
+ * REQUEST waits while a transport reset is unhandled (see event_run). */
 static bool conn_ready(struct virtio_vsock *v, struct vsock_conn *c)
 {
 	uint8_t b;
 	ssize_t r;
 
+	if (v->reset_unacked && (c->owe & OWE_REQUEST) && !(c->owe & OWE_RST))
+		return false;
 	if (c->owe)
 		return true;
 	if (!vsock_conn_can_read(c))

@@ -15,12 +15,16 @@ bool host_quirks_detect(void)
  * string copies run 8% faster in the emulator. nofsgsbase: with FSGSBASE an
  * SMP kernel's paranoid entry (NMI, #DB, #MC) finds its CPU's per-CPU base
  * with LSL, which is not emulated either (KVM_EXIT_INTERNAL_ERROR on a
- * second vCPU); without it the entry reads MSR_GS_BASE. GLIBC_TUNABLES reaches init's
+ * second vCPU); without it the entry reads MSR_GS_BASE. clocksource:
+ * the guest's TSC is the host's here (a restore cannot set it back), so
+ * a TSC clock would jump by the time a snapshot was stored (RCU stall
+ * reports, every timer due at once); kvm-clock is set back with the
+ * snapshot (KVM_SET_CLOCK). GLIBC_TUNABLES reaches init's
  * environment and keeps glibc off AVX, whose state the guest kernel cannot
  * switch between processes on this host. */
 const char *host_quirks_cmdline(void)
 {
-	return "noxsave nofsgsbase no_int3_selftest clearcpuid=smap,popcnt,erms,fsrm "
+	return "noxsave nofsgsbase no_int3_selftest clearcpuid=smap,popcnt,erms,fsrm clocksource=kvm-clock "
 	       "GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX,-AVX2,-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX_Usable,-AVX2_Usable,-AVX512F_Usable,-AVX512VL_Usable,-AVX_Fast_Unaligned_Load,-ERMS,-FSRM,-XSAVE,-XSAVEC";
 }
 
