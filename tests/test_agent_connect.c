@@ -32,6 +32,7 @@ enum act {
 	SEED_RESET, /* as ANSWER, but the SEED finds the connection closed: a
 		     * restored guest's vsock transport reset ends the
 		     * connections it accepted before it saw the reset */
+	BUSY,       /* "OK", then the agent's ERROR LIMIT: its connections are all in use */
 };
 
 struct vmm {
@@ -125,6 +126,12 @@ static void *vmm_main(void *arg)
 			poll(&pf, 1, WAIT_MS); /* readable when the client hangs up */
 		} else if (act == NOT_AGENT) {
 			send(fd, "NO\n", 3, MSG_NOSIGNAL);
+		} else if (act == BUSY) {
+			struct tvp_msg m = { .type = TVP_ERROR,
+					     .error = { TVP_ERR_LIMIT, 0, tvp_cstr("too many connections") } };
+
+			send(fd, "OK 5\n", 5, MSG_NOSIGNAL);
+			send_msg(fd, &m);
 		} else if (act == ANSWER || act == SEED_RESET) {
 			serve_agent(v, fd, act == SEED_RESET);
 		}
@@ -210,6 +217,15 @@ START_TEST(a_connection_closed_at_its_seed_is_made_again)
 }
 END_TEST
 
+START_TEST(an_agent_with_no_connection_to_spare_is_asked_again)
+{
+	/* The agent takes 16 connections; a 17th client gets ERROR LIMIT
+	 * instead of READY and waits for one to end (a hostile helper's idle
+	 * clients locked `tinyvmm exec` out at once). */
+	expect_connected(0, SCRIPT(BUSY, BUSY, ANSWER), 0, 3, 0);
+}
+END_TEST
+
 START_TEST(not_an_agent_is_not_retried)
 {
 	struct vmm v = { 0 };
@@ -264,6 +280,7 @@ static Suite *agent_connect_suite(void)
 	tcase_add_test(tc, waits_for_the_socket_to_appear);
 	tcase_add_test(tc, seeds_when_asked);
 	tcase_add_test(tc, a_connection_closed_at_its_seed_is_made_again);
+	tcase_add_test(tc, an_agent_with_no_connection_to_spare_is_asked_again);
 	tcase_add_test(tc, not_an_agent_is_not_retried);
 	tcase_add_test(tc, gives_up_at_the_deadline_saying_why);
 	tcase_add_test(tc, one_address_exactly);

@@ -162,7 +162,9 @@ int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_er
 	a->fd = fd;
 	tvp_decoder_init(&a->dec, 0);
 	r = recv_msg(a, &m, timeout_ms, e);
-	if (!r && m.type != TVP_READY)
+	if (!r && m.type == TVP_ERROR && m.error.code == TVP_ERR_LIMIT)
+		r = tvm_errf(e, EBUSY, "agent: every connection it takes is in use");
+	else if (!r && m.type != TVP_READY)
 		r = tvm_errf(e, EPROTO, "agent: expected READY, got %s", tvp_type_name(m.type));
 	if (r) {
 		tvm_agent_close(a);

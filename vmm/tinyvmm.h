@@ -264,7 +264,9 @@ struct tvm_agent;
 
 /* Take ownership of fd (connected to the agent's vsock port, in-process or
  * through the hybrid Unix socket after "OK") and wait up to timeout_ms for
- * the agent's READY. -ETIMEDOUT, -ECONNRESET or -EPROTO with e set. */
+ * the agent's READY. -ETIMEDOUT, -ECONNRESET, -EBUSY (the agent's
+ * connections are all in use: it answered ERROR LIMIT) or -EPROTO with e
+ * set. */
 TVM_API int tvm_agent_open(int fd, int timeout_ms, struct tvm_agent **out, struct tvm_err *e);
 
 /* Where tvm_agent_connect() finds the guest agent: exactly one of these. */
@@ -280,7 +282,7 @@ struct tvm_agent_addr {
  * exist yet (its first 5 s only: a path missing longer is wrong), while the
  * socket or the guest refuses (the agent does not listen yet), and while a
  * CONNECT or the agent's READY gets no answer (the guest's vsock driver is
- * not up yet); a VM of this process that stops ends the wait. Then SEED
+ * not up yet), and while the agent has no connection to spare; a VM of this process that stops ends the wait. Then SEED
  * (fresh entropy, host wall clock) when flags has TVM_AGENT_SEED, and
  * always on the first connection to a restored VM of this process; a
  * failed SEED fails the call. Returns 0 and *out (the caller closes it),

@@ -33,7 +33,8 @@ static bool not_yet(const struct tvm_agent_addr *to, int r, uint64_t waited_ms)
 	switch (-r) {
 	case ECONNREFUSED: /* the guest refuses the port until the agent listens */
 	case ECONNRESET:
-	case ETIMEDOUT: /* no answer to CONNECT until the guest's vsock driver is up */ return true;
+	case ETIMEDOUT: /* no answer to CONNECT until the guest's vsock driver is up */
+	case EBUSY: /* the agent's connections are all taken: one may end */ return true;
 	case ENOENT: /* the VMM creates its socket as the VM is built */ return !to->vm && waited_ms < UDS_APPEAR_MS;
 	}
 	return false;
