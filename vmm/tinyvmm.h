@@ -282,7 +282,8 @@ struct tvm_agent_addr {
  * exist yet (its first 5 s only: a path missing longer is wrong), while the
  * socket or the guest refuses (the agent does not listen yet), and while a
  * CONNECT or the agent's READY gets no answer (the guest's vsock driver is
- * not up yet), and while the agent has no connection to spare; a VM of this process that stops ends the wait. Then SEED
+ * not up yet), and while the agent has no connection to spare; a VM of
+ * this process that stops ends the wait. Then SEED
  * (fresh entropy, host wall clock) when flags has TVM_AGENT_SEED, and
  * always on the first connection to a restored VM of this process; a
  * failed SEED fails the call. Returns 0 and *out (the caller closes it),

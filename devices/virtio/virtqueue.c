@@ -177,6 +177,15 @@ static int read_chain(const struct virtqueue *vq, uint16_t head, struct vq_chain
 	}
 }
 
+/* EVENT_IDX: ask the driver to notify once avail->idx passes idx. The
+ * fence orders the request before the caller's next read of avail->idx
+ * (an entry added before the driver could see it comes without one). */
+static void want_notify_after(struct virtqueue *vq, uint16_t idx)
+{
+	__atomic_store_n(avail_event(vq), htole16(idx), __ATOMIC_RELAXED);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+
 int vq_pop(struct virtqueue *vq, struct vq_chain *c)
 {
 	uint16_t avail_idx, head;
@@ -192,8 +201,7 @@ int vq_pop(struct virtqueue *vq, struct vq_chain *c)
 		/* Ask for a notification at the next entry, then look again:
 		 * an entry added before the driver could see avail_event
 		 * would otherwise come without a notification (2.7.10). */
-		__atomic_store_n(avail_event(vq), htole16(vq->last_avail), __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		want_notify_after(vq, vq->last_avail);
 		avail_idx = load16(&vq->avail->idx, __ATOMIC_ACQUIRE);
 		if (avail_idx == vq->last_avail)
 			return 0;
@@ -217,10 +225,8 @@ uint16_t vq_watch_avail(struct virtqueue *vq)
 	if (!vq->ready)
 		return 0;
 	idx = load16(&vq->avail->idx, __ATOMIC_ACQUIRE);
-	if (vq->event_idx) {
-		__atomic_store_n(avail_event(vq), htole16(idx), __ATOMIC_RELAXED);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	}
+	if (vq->event_idx)
+		want_notify_after(vq, idx);
 	return idx;
 }
 
