@@ -445,6 +445,49 @@ START_TEST(transport_reset_holds_new_connections)
 }
 END_TEST
 
+/* Clients that leave while their REQUEST is held behind a transport
+ * reset free their slots at once, and the guest never hears of them
+ * (a flood of departed clients would otherwise reach it all at once);
+ * one that left after its REQUEST went gets an RST to the guest. */
+START_TEST(departed_clients_free_their_slots)
+{
+	struct vsock_stats st;
+	uint32_t id, len;
+	struct tpkt r;
+	int c, fd, gone;
+
+	virtio_vsock_transport_reset(g.v);
+	ck_assert(td_vq_take(&g.d, &g.ev, &id, &len));
+	gone = unix_connect(g.path);
+	write_all(gone, "CONNECT 74\n", 11);
+	ck_assert_int_eq(virtio_vsock_connect(g.v, 75, &c, NULL), 0);
+	fd = unix_connect(g.path);
+	write_all(fd, "CONNECT 76\n", 11);
+	tw_settle(&g.w);
+	virtio_vsock_stats(g.v, &st);
+	ck_assert_uint_eq(st.conns, 3);
+	close(gone);
+	close(c);
+	tw_settle(&g.w);
+	virtio_vsock_stats(g.v, &st);
+	ck_assert_uint_eq(st.conns, 1);
+	tg_post_ev(&g, id);
+	virtio_mmio_notify(&g.t, VSOCK_EVQ);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
+	ck_assert_uint_eq(r.dst_port, 76);
+	tg_expect_none(&g);
+	/* Its REQUEST has gone: the guest is told the client left. */
+	close(fd);
+	tw_settle(&g.w);
+	tg_expect(&g, &r, VIRTIO_VSOCK_OP_RST);
+	ck_assert_uint_eq(r.dst_port, 76);
+	tg_expect_none(&g);
+	virtio_vsock_stats(g.v, &st);
+	ck_assert_uint_eq(st.conns, 0);
+}
+END_TEST
+
 START_TEST(device_reset_drops_all)
 {
 	struct vsock_stats s;
@@ -513,7 +556,7 @@ START_TEST(listener_out_of_fds)
 	ck_assert_int_eq(virtio_vsock_connect(g.v, 5, &in, NULL), 0);
 	tw_settle(&g.w);
 	tg_expect(&g, &r, VIRTIO_VSOCK_OP_REQUEST);
-	ck_assert_int_eq(g.w.n, 2); /* eventfd, listener */
+	ck_assert_int_eq(g.w.n, 3); /* eventfd, listener, the connection (for a hang-up) */
 	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, &old), 0);
 	spare = dup(0);
 	close(spare);
@@ -522,7 +565,7 @@ START_TEST(listener_out_of_fds)
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &lim), 0);
 	fd = unix_connect(g.path);
 	tw_settle(&g.w); /* accept fails: EMFILE */
-	ck_assert_int_eq(g.w.n, 1);
+	ck_assert_int_eq(g.w.n, 2);
 	tg_send(&g, VIRTIO_VSOCK_OP_RST, 5, r.src_port, NULL, 0); /* frees the device's end */
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
 	write_all(fd, "CONNECT 6\n", 10);
@@ -644,6 +687,7 @@ static Suite *suite(void)
 	tcase_add_test(tc, transport_reset);
 	tcase_add_test(tc, transport_reset_waits_for_buffer);
 	tcase_add_test(tc, transport_reset_holds_new_connections);
+	tcase_add_test(tc, departed_clients_free_their_slots);
 	tcase_add_test(tc, device_reset_drops_all);
 	tcase_add_test(tc, any_layout);
 	tcase_add_test(tc, listener_out_of_fds);

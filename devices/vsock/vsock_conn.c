@@ -80,8 +80,10 @@ void vsock_conn_start(struct virtio_vsock *v, struct vsock_conn *c, uint32_t gue
 	c->guest_port = guest_port;
 	c->host_port = alloc_host_port(v, guest_port);
 	c->state = CONN_CONNECTING;
-	vsock_conn_watch(v, c);
+	/* REQUEST owed first: a watch that fails then drops a connection
+	 * the guest never heard of, rather than owing it an RST. */
 	vsock_conn_owe(v, c, OWE_REQUEST);
+	vsock_conn_watch(v, c);
 }
 
 static void close_fd(struct virtio_vsock *v, struct vsock_conn *c)
@@ -139,6 +141,12 @@ void vsock_conn_watch(struct virtio_vsock *v, struct vsock_conn *c)
 		return;
 	if (c->state == CONN_HANDSHAKE)
 		want = EPOLLIN;
+	/* Awaiting the guest (or held behind a transport reset): only a
+	 * hang-up, so a client that left frees its slot now and its REQUEST,
+	 * if still held, never reaches the guest. EPOLLHUP is a full close:
+	 * a client that only shut its write side still waits for its OK. */
+	if (c->state == CONN_CONNECTING)
+		want = EPOLLHUP;
 	if (c->state == CONN_ESTABLISHED) {
 		/* Not while readable: level-triggered readiness would fire
 		 * again and again while credit or rx buffers are missing. */
@@ -269,6 +277,8 @@ void vsock_conn_cb(void *arg, uint32_t events)
 	if (c->fd >= 0 && c->watching) {
 		if (c->state == CONN_HANDSHAKE) {
 			vsock_uds_handshake(v, c);
+		} else if (c->state == CONN_CONNECTING && (events & (EPOLLHUP | EPOLLERR))) {
+			vsock_conn_reset(v, c);
 		} else if (c->state == CONN_ESTABLISHED && (events & EPOLLERR)) {
 			vsock_conn_reset(v, c);
 		} else if (c->state == CONN_ESTABLISHED) {
