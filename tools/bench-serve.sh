@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Sandbox service benchmark (issue 14): what `tinyvmm serve` adds to a
 # restore.
+#   - N times, in turns, `true` through POST .../execs and through
+#     `tinyvmm exec` on the same sandbox's vsock socket: what the service
+#     adds to an exec (the pairs' differences);
 #   - N times (default 5): POST /v1/sandboxes then POST .../execs `true`,
 #     create -> 201 and create -> first result, next to N of
 #     `tinyvmm run -- true` (the same template snapshot, restored by the
@@ -62,6 +65,25 @@ call("DELETE", "/v1/sandboxes/" + sb["id"])
 def pct(v, p):
     v = sorted(v)
     return v[max(0, min(len(v) - 1, int(len(v) * p + 0.999) - 1))]
+
+# What the service adds to one exec: `true` through the API and through
+# `tinyvmm exec` on the same sandbox's vsock socket, taken in turns (the
+# same guest doing the same work; the guest's own fork+exec, which varies
+# by tens of ms on this host, is in both and cancels in the pairs).
+st, sb = call("POST", "/v1/sandboxes", {"timeout_s": 3600})
+assert st == 201, sb
+uds = os.path.join(os.path.dirname(sock), "state", "sandboxes", sb["id"], "vsock.sock")
+api_exec, cli_exec = [], []
+for _ in range(N):
+    t0 = time.monotonic()
+    st, res = call("POST", "/v1/sandboxes/%s/execs" % sb["id"], {"cmd": ["true"]})
+    api_exec.append((time.monotonic() - t0) * 1000)
+    assert st == 200 and res["exit_code"] == 0, res
+    t0 = time.monotonic()
+    subprocess.run(["./tinyvmm", "exec", "--vsock-uds", uds, "--", "true"], check=True)
+    cli_exec.append((time.monotonic() - t0) * 1000)
+call("DELETE", "/v1/sandboxes/" + sb["id"])
+exec_diff = [a - c for a, c in zip(api_exec, cli_exec)]
 
 create, first = [], []
 for _ in range(N):
@@ -202,6 +224,9 @@ print("%-56s %10s %10s" % ("sandbox service, %d runs (kvm_pvm host: guest kernel
 rows = [("API create -> 201 (ms)", create), ("API create -> result of `true` (ms)", first),
         ("tinyvmm run -- true: start -> result (ms)", cli),
         ("tinyvmm run --jail -- true: start -> result (ms)", cli_jail),
+        ("exec `true` on one sandbox: through the API (ms)", api_exec),
+        ("  the same: tinyvmm exec on its vsock socket (ms)", cli_exec),
+        ("  service adds: API - tinyvmm exec, in pairs (ms)", exec_diff),
         ("%d concurrent creates: create -> 201 (ms, %d ok)" % (C, len(ok)), ok),
         ("pool: API create -> 201 (ms, %d of %d from the pool)" % (phits, N), pcreate),
         ("pool: API create -> result of `true` (ms)", pfirst),
@@ -221,6 +246,7 @@ print("%-56s %10.2f" % ("density: their processes' PSS per sandbox (MiB)" % (), 
 # Series lines for tools/bench-json.py.
 with open(os.environ["OUT"], "w") as f:
     for name, v in [("api_create_ms", create), ("api_first_result_ms", first), ("cli_run_true_ms", cli), ("cli_run_jail_true_ms", cli_jail),
+                    ("api_exec_ms", api_exec), ("cli_exec_ms", cli_exec), ("exec_service_adds_ms", exec_diff),
                     ("concurrent_create_ms", ok), ("concurrent_wall_ms", [wall]),
                     ("pool_create_ms", pcreate), ("pool_first_result_ms", pfirst),
                     ("pool_concurrent_create_ms", pok), ("pool_concurrent_wall_ms", [pwall]),
