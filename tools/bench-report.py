@@ -235,6 +235,8 @@ def main(argv):
                 [("API create -> 201", "tinyvmm", "api_create_ms"),
                  ("API create -> result of true", "tinyvmm", "api_first_result_ms"),
                  ("tinyvmm run -- true", "tinyvmm", "cli_run_true_ms"),
+                 ("exec true through the API", "tinyvmm", "api_exec_ms"),
+                 ("tinyvmm exec, same sandbox", "tinyvmm", "cli_exec_ms"),
                  ("%s concurrent creates -> 201" % c, "tinyvmm", "concurrent_create_ms")])
 
     for p in r.written:
