@@ -1285,6 +1285,43 @@ class T09Budget(ServeTest):
         delete(UID_C, create_ok)
 
 
+# --- 09b: a long-lived sandbox's exec history -------------------------
+
+class T09bKeptExecs(ServeTest):
+    def test_the_oldest_ended_exec_is_forgotten_never_a_running_one(self):
+        cfg = os.path.join(DIR, "kept-execs.json")
+        with open(cfg, "w") as f:
+            json.dump({"kept_execs": 2}, f)
+        restart_daemon("--config", cfg)
+        try:
+            sid = self.a()["id"]
+            base = "/v1/sandboxes/%s/execs/" % sid
+
+            def ran(word):
+                r = run_exec(UID_A, sid, {"cmd": ["echo", word]})
+                self.assertEqual((r.status, r.json["stdout"]), (200, word + "\n"), r.body)
+                return r.json["exec_id"]
+
+            r = run_exec(UID_A, sid, {"cmd": ["sleep", "600"], "background": True})
+            self.assertEqual(r.status, 201, r.body)
+            bg = r.json["exec_id"]
+            one = ran("one")
+            two = ran("two")  # two kept already: "one" goes, the running one stays
+            self.expect_error(call(UID_A, "GET", base + one), 404, "exec_not_found")
+            self.assertEqual(call(UID_A, "GET", base + bg).json["state"], "running")
+            self.assertEqual(call(UID_A, "GET", base + two).json["result"]["stdout"], "two\n")
+            three = ran("three")
+            self.expect_error(call(UID_A, "GET", base + two), 404, "exec_not_found")
+            self.assertEqual(call(UID_A, "POST", base + bg + "/signal", json={"signal": "SIGKILL"}).status, 204)
+            wait_for(lambda: call(UID_A, "GET", base + bg).json["state"] == "exited", "the sleep to end")
+            four = ran("four")  # now the ended background one is the oldest
+            self.expect_error(call(UID_A, "GET", base + bg), 404, "exec_not_found")
+            for eid, word in ((three, "three"), (four, "four")):
+                self.assertEqual(call(UID_A, "GET", base + eid).json["result"]["stdout"], word + "\n")
+        finally:
+            restart_daemon()
+
+
 # --- 10: the warm pool --------------------------------------------------
 
 POOL = "/v1/templates/default/pool"

@@ -53,6 +53,7 @@ struct srv_cfg {
 	uint64_t max_file_bytes;    /* one PUT */
 	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
 	unsigned pool_size;         /* warm sandboxes of the default template kept ready */
+	unsigned kept_execs;        /* execs a sandbox keeps for GET (the oldest ended one goes first) */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
 	char cgroup_parent[256];    /* the VMMs' --cgroup-parent; "": the VMM's default */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */

@@ -15,7 +15,6 @@
 #include "vmm/core/err.h"
 #include "vmm/serve/serve.h"
 
-#define MAX_EXECS 256       /* kept per sandbox */
 #define MAX_RUNNING 12      /* at once per sandbox: the agent serves 16 connections */
 #define MAX_OUT (64u << 20) /* max_output_bytes */
 #define KEEPALIVE_S 10
@@ -33,6 +32,9 @@ struct ev {
 
 struct exec {
 	struct exec *next;
+	/* Its thread and the HTTP handlers that hold it (under mu): only
+	 * an exec nobody holds (so one that has ended) is forgotten. */
+	unsigned users;
 	char id[24]; /* "ex_" + 16 hex digits */
 	struct srv *s;
 	struct sandbox *sb;
@@ -85,6 +87,33 @@ static void exec_free(struct exec *ex)
 	free(ex);
 }
 
+/* Forget the oldest exec nobody holds (its record and kept output), so
+ * a long-lived sandbox keeps running commands: the cost of the history is
+ * bounded, not the number of commands. Under mu. false: none to forget. */
+static bool forget_oldest_locked(struct sandbox *sb)
+{
+	struct exec **pp, **old = NULL;
+
+	for (pp = &sb->execs; *pp; pp = &(*pp)->next) /* newest first */
+		if (!(*pp)->users)
+			old = pp;
+	if (!old)
+		return false;
+	struct exec *ex = *old;
+	*old = ex->next;
+	sb->nexecs--;
+	sb->kept_bytes -= ex->len;
+	exec_free(ex);
+	return true;
+}
+
+static void exec_put(struct srv *s, struct exec *ex)
+{
+	pthread_mutex_lock(&s->mu);
+	ex->users--;
+	pthread_mutex_unlock(&s->mu);
+}
+
 void exec_free_all(struct sandbox *sb)
 {
 	while (sb->execs) {
@@ -101,6 +130,8 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 	struct srv *s = ex->s;
 
 	pthread_mutex_lock(&s->mu);
+	while (ex->sb->kept_bytes + len > SB_OUTPUT_BUDGET && forget_oldest_locked(ex->sb))
+		;
 	if (ex->sb->kept_bytes + len > SB_OUTPUT_BUDGET) {
 		ex->dropped[stream == 1 ? 1 : 2] = true;
 		goto out;
@@ -316,6 +347,7 @@ static void *exec_thread(void *arg)
 	pthread_cond_broadcast(&s->cv);
 	pthread_mutex_unlock(&s->mu);
 	audit_exec(ex, "exec_end");
+	exec_put(s, ex);
 	sb_put(s, ex->sb);
 	return NULL;
 }
@@ -698,9 +730,11 @@ void exec_create(struct conn *c, const struct http_request *r, struct sandbox *s
 	random_hex(ex->id + 3, 8);
 
 	pthread_mutex_lock(&s->mu);
-	if (sb->state != SB_RUNNING || sb->running_execs >= MAX_RUNNING || sb->nexecs >= MAX_EXECS) {
+	while (sb->state == SB_RUNNING && sb->nexecs >= s->cfg.kept_execs && forget_oldest_locked(sb))
+		;
+	if (sb->state != SB_RUNNING || sb->running_execs >= MAX_RUNNING || sb->nexecs >= s->cfg.kept_execs) {
 		bool ended = sb->state == SB_ENDED;
-		unsigned running = sb->running_execs;
+		unsigned running = sb->running_execs, kept = sb->nexecs;
 		pthread_mutex_unlock(&s->mu);
 		exec_free(ex);
 		if (ended)
@@ -709,9 +743,11 @@ void exec_create(struct conn *c, const struct http_request *r, struct sandbox *s
 			conn_error(c, 429, "quota_exceeded", "%u execs already run in this sandbox (the limit)",
 				   running);
 		else
-			conn_error(c, 409, "conflict", "this sandbox has had %u execs, the limit", MAX_EXECS);
+			conn_error(c, 429, "quota_exceeded",
+				   "the %u execs this sandbox keeps are all in use (read by a request)", kept);
 		return;
 	}
+	ex->users = 2; /* its thread's and ours */
 	ex->next = sb->execs;
 	sb->execs = ex;
 	sb->nexecs++;
@@ -730,6 +766,7 @@ void exec_create(struct conn *c, const struct http_request *r, struct sandbox *s
 		snprintf(ex->err_msg, sizeof(ex->err_msg), "no thread for the exec");
 		sb->running_execs--;
 		sb->refs--;
+		ex->users--;
 		pthread_mutex_unlock(&s->mu);
 	}
 	pthread_attr_destroy(&at);
@@ -744,41 +781,41 @@ void exec_create(struct conn *c, const struct http_request *r, struct sandbox *s
 		json_w_string(&w, ex->id, strlen(ex->id));
 		json_w_obj_end(&w);
 		conn_json(c, 201, &w);
-		return;
-	}
-	if (stream) {
+	} else if (stream) {
 		stream_events(c, ex, 0);
-		return;
+	} else {
+		pthread_mutex_lock(&s->mu);
+		while (ex->state == EX_RUNNING)
+			pthread_cond_wait(&s->cv, &s->mu);
+		pthread_mutex_unlock(&s->mu);
+		send_result(c, ex);
 	}
-	pthread_mutex_lock(&s->mu);
-	while (ex->state == EX_RUNNING)
-		pthread_cond_wait(&s->cv, &s->mu);
-	pthread_mutex_unlock(&s->mu);
-	send_result(c, ex);
+	exec_put(s, ex);
 }
 
-static struct exec *find_exec(struct srv *s, struct sandbox *sb, const char *eid)
+/* The exec eid of sb, held (exec_put), or NULL after a 404 answer. */
+static struct exec *find_exec(struct conn *c, struct sandbox *sb, const char *eid)
 {
 	struct exec *ex;
 
-	pthread_mutex_lock(&s->mu);
+	pthread_mutex_lock(&c->s->mu);
 	for (ex = sb->execs; ex && strcmp(ex->id, eid); ex = ex->next)
 		;
-	pthread_mutex_unlock(&s->mu);
+	if (ex)
+		ex->users++;
+	pthread_mutex_unlock(&c->s->mu);
+	if (!ex)
+		conn_error(c, 404, "exec_not_found", "no exec %s in this sandbox (or one so old it was forgotten)",
+			   eid);
 	return ex;
 }
 
-void exec_get(struct conn *c, struct sandbox *sb, const char *eid)
+static void get_held(struct conn *c, struct exec *ex)
 {
-	struct exec *ex = find_exec(c->s, sb, eid);
 	char *buf;
 	size_t cap;
 	struct json_w w;
 
-	if (!ex) {
-		conn_error(c, 404, "exec_not_found", "no exec %s in this sandbox", eid);
-		return;
-	}
 	/* Once it has exited its log no longer changes (and lives as long
 	 * as the sandbox we hold): the output is encoded without the lock. */
 	pthread_mutex_lock(&c->s->mu);
@@ -847,18 +884,24 @@ static int signal_number(const struct json_doc *d, int i)
 	return -1;
 }
 
-void exec_control(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid, bool stdin_route)
+void exec_get(struct conn *c, struct sandbox *sb, const char *eid)
+{
+	struct exec *ex = find_exec(c, sb, eid);
+
+	if (ex) {
+		get_held(c, ex);
+		exec_put(c->s, ex);
+	}
+}
+
+static void control_held(struct conn *c, const struct http_request *r, struct exec *ex, const char *eid,
+			 bool stdin_route)
 {
 	struct srv *s = c->s;
-	struct exec *ex = find_exec(s, sb, eid);
 	char *data = NULL, flag[8] = "";
 	size_t len = 0;
 	int sig = 0, eof = 0;
 
-	if (!ex) {
-		conn_error(c, 404, "exec_not_found", "no exec %s in this sandbox", eid);
-		return;
-	}
 	if (stdin_route) {
 		int q = query_get(r, "eof", flag, sizeof(flag));
 		if (q < 0 || (q > 0 && strcmp(flag, "1") && strcmp(flag, "0") && strcmp(flag, "true") &&
@@ -927,24 +970,32 @@ void exec_control(struct conn *c, const struct http_request *r, struct sandbox *
 	conn_respond(c, 204, NULL, NULL, 0, NULL);
 }
 
+void exec_control(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid, bool stdin_route)
+{
+	struct exec *ex = find_exec(c, sb, eid);
+
+	if (ex) {
+		control_held(c, r, ex, eid, stdin_route);
+		exec_put(c->s, ex);
+	}
+}
+
 void exec_events(struct conn *c, const struct http_request *r, struct sandbox *sb, const char *eid)
 {
-	struct exec *ex = find_exec(c->s, sb, eid);
+	struct exec *ex = find_exec(c, sb, eid);
 	char num[32];
 	unsigned long long since = 0;
 	char *end;
 	int q;
 
-	if (!ex) {
-		conn_error(c, 404, "exec_not_found", "no exec %s in this sandbox", eid);
+	if (!ex)
 		return;
-	}
 	q = query_get(r, "since", num, sizeof(num));
-	if (q < 0 || (q > 0 && (!*num || (since = strtoull(num, &end, 10), *end) || *num == '-'))) {
+	if (q < 0 || (q > 0 && (!*num || (since = strtoull(num, &end, 10), *end) || *num == '-')))
 		conn_error(c, 400, "bad_request", "since: a byte offset (a decimal number) is expected");
-		return;
-	}
-	stream_events(c, ex, since);
+	else
+		stream_events(c, ex, since);
+	exec_put(c->s, ex);
 }
 
 /* For exec_simple: stdout's first cap bytes (a listing's start), stderr's

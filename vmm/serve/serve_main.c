@@ -35,7 +35,8 @@ static void usage(FILE *f)
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
 		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
-		   "                       cgroup_parent\n"
+		   "                       cgroup_parent, kept_execs (execs each sandbox keeps for GET,\n"
+		   "                       default 256: beyond it the oldest ended one is forgotten)\n"
 		   "                       (flags given after it win)\n"
 		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
 		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
@@ -66,6 +67,7 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .retention_s = 600,
 			       .orphan_timeout_s = 600,
 			       .max_file_bytes = 1ull << 30,
+			       .kept_execs = 256,
 			       .jail = -1 };
 	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
@@ -115,6 +117,7 @@ static int load_config(struct srv_cfg *c, const char *path)
 		{ "orphan_timeout_s", offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
 		{ "cpu_budget_s", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
 		{ "pool_size", offsetof(struct srv_cfg, pool_size), 4096 },
+		{ "kept_execs", offsetof(struct srv_cfg, kept_execs), 65536 },
 	};
 	char buf[65536];
 	struct json_tok tok[512];
@@ -262,9 +265,10 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			return -1;
 		}
 	}
-	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid) {
-		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections and "
-				"max_connections_per_uid must not be 0\n");
+	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid ||
+	    !c->kept_execs) {
+		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections, "
+				"max_connections_per_uid and kept_execs must not be 0\n");
 		return -1;
 	}
 	if (c->pool_size > c->max_sandboxes) {
