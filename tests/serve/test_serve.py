@@ -1291,7 +1291,7 @@ class T09bKeptExecs(ServeTest):
     def test_the_oldest_ended_exec_is_forgotten_never_a_running_one(self):
         cfg = os.path.join(DIR, "kept-execs.json")
         with open(cfg, "w") as f:
-            json.dump({"kept_execs": 2}, f)
+            json.dump({"kept_execs": 2, "kept_output_mib": 1}, f)
         restart_daemon("--config", cfg)
         try:
             sid = self.a()["id"]
@@ -1318,6 +1318,12 @@ class T09bKeptExecs(ServeTest):
             self.expect_error(call(UID_A, "GET", base + bg), 404, "exec_not_found")
             for eid, word in ((three, "three"), (four, "four")):
                 self.assertEqual(call(UID_A, "GET", base + eid).json["result"]["stdout"], word + "\n")
+            # 1 MiB of output kept: the second 700 KiB makes the first go
+            big = {"shell": "head -c 716800 /dev/zero | tr '\\0' x", "max_output_bytes": 1 << 20}
+            first = run_exec(UID_A, sid, big).json
+            second = run_exec(UID_A, sid, big).json
+            self.assertEqual((len(second["stdout"]), second["stdout_truncated"]), (716800, False))
+            self.expect_error(call(UID_A, "GET", base + first["exec_id"]), 404, "exec_not_found")
         finally:
             restart_daemon()
 

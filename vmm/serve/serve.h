@@ -54,6 +54,7 @@ struct srv_cfg {
 	unsigned cpu_budget_s;      /* CPU seconds per owner per UTC day; 0: none */
 	unsigned pool_size;         /* warm sandboxes of the default template kept ready */
 	unsigned kept_execs;        /* execs a sandbox keeps for GET (the oldest ended one goes first) */
+	unsigned kept_output_mib;   /* and their output it keeps in memory, all together */
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
 	char cgroup_parent[256];    /* the VMMs' --cgroup-parent; "": the VMM's default */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
@@ -101,7 +102,7 @@ struct sandbox {
 	struct tvm_agent *keeper; /* held open: the VMM's --idle-timeout runs only without us */
 	struct exec *execs;
 	unsigned nexecs, running_execs;
-	uint64_t kept_bytes;            /* output of its execs kept in memory, at most SB_OUTPUT_BUDGET */
+	uint64_t kept_bytes;            /* output of its execs kept in memory, at most cfg.kept_output_mib */
 	uint64_t cpu_ms;                /* its VMM's CPU time so far (serve_quota.c) */
 	uint64_t cpu_base_ms;           /* CPU its VMM used in the pool, before its owner took it: not theirs */
 	bool cpu_counted;               /* cpu_ms is in the owner's day (the VMM was reaped) */
@@ -122,7 +123,6 @@ struct sandbox {
 
 /* Exec output a sandbox keeps in memory, all its execs together; beyond
  * it output is dropped and flagged truncated. */
-#define SB_OUTPUT_BUDGET (128ull << 20)
 
 /* A custom template (serve_template.c): <state>/templates/<owner>/<name>. */
 struct tmpl {

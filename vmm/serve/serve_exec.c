@@ -129,10 +129,12 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 	struct exec *ex = ctx;
 	struct srv *s = ex->s;
 
+	uint64_t budget = (uint64_t)s->cfg.kept_output_mib << 20;
+
 	pthread_mutex_lock(&s->mu);
-	while (ex->sb->kept_bytes + len > SB_OUTPUT_BUDGET && forget_oldest_locked(ex->sb))
+	while (ex->sb->kept_bytes + len > budget && forget_oldest_locked(ex->sb))
 		;
-	if (ex->sb->kept_bytes + len > SB_OUTPUT_BUDGET) {
+	if (ex->sb->kept_bytes + len > budget) {
 		ex->dropped[stream == 1 ? 1 : 2] = true;
 		goto out;
 	}

@@ -35,8 +35,9 @@ static void usage(FILE *f)
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
 		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
-		   "                       cgroup_parent, kept_execs (execs each sandbox keeps for GET,\n"
-		   "                       default 256: beyond it the oldest ended one is forgotten)\n"
+		   "                       cgroup_parent, kept_execs and kept_output_mib (execs each\n"
+		   "                       sandbox keeps for GET and their output, default 256 and 128:\n"
+		   "                       beyond either the oldest ended one is forgotten)\n"
 		   "                       (flags given after it win)\n"
 		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
 		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
@@ -68,6 +69,7 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .orphan_timeout_s = 600,
 			       .max_file_bytes = 1ull << 30,
 			       .kept_execs = 256,
+			       .kept_output_mib = 128,
 			       .jail = -1 };
 	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
@@ -118,6 +120,7 @@ static int load_config(struct srv_cfg *c, const char *path)
 		{ "cpu_budget_s", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
 		{ "pool_size", offsetof(struct srv_cfg, pool_size), 4096 },
 		{ "kept_execs", offsetof(struct srv_cfg, kept_execs), 65536 },
+		{ "kept_output_mib", offsetof(struct srv_cfg, kept_output_mib), 65536 },
 	};
 	char buf[65536];
 	struct json_tok tok[512];
@@ -266,9 +269,9 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 		}
 	}
 	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid ||
-	    !c->kept_execs) {
+	    !c->kept_execs || !c->kept_output_mib) {
 		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections, "
-				"max_connections_per_uid and kept_execs must not be 0\n");
+				"max_connections_per_uid, kept_execs and kept_output_mib must not be 0\n");
 		return -1;
 	}
 	if (c->pool_size > c->max_sandboxes) {
