@@ -1,6 +1,9 @@
 #include <check.h>
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -61,6 +64,70 @@ START_TEST(dispatches_and_removes)
 }
 END_TEST
 
+/* Two ready handlers in one epoll_wait batch: the first to run removes
+ * the other and adds a third, which takes the freed slot. The removed
+ * one's event, still in the batch, must not reach the third (whose fd
+ * is never ready): a vsock connection would be reset by a hang-up that
+ * belonged to a client gone before it. */
+struct swap {
+	struct event_loop *l;
+	int fds[2];
+	struct counter third;
+	_Atomic int first;
+	_Atomic int ran;
+	_Atomic bool added;
+};
+
+static struct swap sw;
+
+static void on_swap(void *opaque, uint32_t events)
+{
+	int me = (int)(intptr_t)opaque;
+	eventfd_t v;
+
+	(void)events;
+	eventfd_read(sw.fds[me], &v);
+	if (atomic_exchange(&sw.first, 1) == 0) {
+		ev_del(sw.l, sw.fds[!me]);
+		sw.added = ev_add(sw.l, sw.third.fd, EPOLLIN, on_event, &sw.third, NULL) == 0;
+	}
+	atomic_fetch_add(&sw.ran, 1);
+}
+
+START_TEST(a_stale_event_never_reaches_a_reused_slot)
+{
+	struct event_loop l;
+	struct tvm_err e = { 0 };
+	struct counter marker = { .fd = eventfd(0, EFD_NONBLOCK) };
+
+	memset(&sw, 0, sizeof(sw));
+	sw.l = &l;
+	sw.third.fd = eventfd(0, EFD_NONBLOCK);
+	ck_assert_int_eq(ev_init(&l, &e), 0);
+	for (int i = 0; i < 2; i++) {
+		sw.fds[i] = eventfd(1, EFD_NONBLOCK); /* ready before the loop runs: one batch */
+		ck_assert_int_eq(ev_add(&l, sw.fds[i], EPOLLIN, on_swap, (void *)(intptr_t)i, &e), 0);
+	}
+	ck_assert_int_eq(ev_start(&l, &e), 0);
+	for (int i = 0; i < 2000 && !atomic_load(&sw.ran); i++)
+		usleep(1000);
+	/* An event after the batch: once it is seen, the batch is over. */
+	ck_assert_int_eq(ev_add(&l, marker.fd, EPOLLIN, on_event, &marker, &e), 0);
+	eventfd_write(marker.fd, 1);
+	wait_sum(&marker, 1);
+	ck_assert_uint_eq(atomic_load(&marker.sum), 1);
+	int ran = atomic_load(&sw.ran), stale = atomic_load(&sw.third.calls);
+	ck_assert(atomic_load(&sw.added));
+	ck_assert_int_eq(ran, 1);
+	ck_assert_int_eq(stale, 0);
+	ev_destroy(&l);
+	close(marker.fd);
+	close(sw.third.fd);
+	close(sw.fds[0]);
+	close(sw.fds[1]);
+}
+END_TEST
+
 START_TEST(bad_fd_and_full)
 {
 	struct event_loop l;
@@ -88,6 +155,7 @@ int main(void)
 	TCase *tc = tcase_create("event_loop");
 
 	tcase_add_test(tc, dispatches_and_removes);
+	tcase_add_test(tc, a_stale_event_never_reaches_a_reused_slot);
 	tcase_add_test(tc, bad_fd_and_full);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);

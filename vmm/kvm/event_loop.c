@@ -7,6 +7,18 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+/* An event names its slot and the slot's generation at ev_add: a slot
+ * freed and taken again (by another thread, or by a handler earlier in
+ * the same epoll_wait batch) is a new generation, and an event still in
+ * the batch for the old one is dropped, not given to the new handler
+ * (level-triggered: a condition that still holds is reported again). */
+#define STOP_EVENT UINT64_MAX
+
+static uint64_t ev_data(const struct event_loop *l, const struct ev_handler *slot)
+{
+	return (uint64_t)(slot - l->h) << 32 | slot->gen;
+}
+
 int ev_init(struct event_loop *l, struct tvm_err *e)
 {
 	memset(l, 0, sizeof(*l));
@@ -18,7 +30,7 @@ int ev_init(struct event_loop *l, struct tvm_err *e)
 	l->stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	if (l->stop_fd < 0)
 		return tvm_errf(e, errno, "event loop: eventfd: %s", strerror(errno));
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = NULL };
+	struct epoll_event ev = { .events = EPOLLIN, .data.u64 = STOP_EVENT };
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->stop_fd, &ev) < 0)
 		return tvm_errf(e, errno, "event loop: epoll_ctl: %s", strerror(errno));
 	return 0;
@@ -37,8 +49,8 @@ int ev_add(struct event_loop *l, int fd, uint32_t events, ev_fn fn, void *opaque
 		pthread_mutex_unlock(&l->lock);
 		return tvm_errf(e, ENOSPC, "event loop: more than %d handlers", EV_MAX_HANDLERS);
 	}
-	*slot = (struct ev_handler){ .fd = fd, .fn = fn, .opaque = opaque, .used = true };
-	ev.data.ptr = slot;
+	*slot = (struct ev_handler){ .fd = fd, .fn = fn, .opaque = opaque, .used = true, .gen = slot->gen + 1 };
+	ev.data.u64 = ev_data(l, slot);
 	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0) {
 		int err = errno;
 		slot->used = false;
@@ -78,16 +90,17 @@ static void *loop_thread(void *arg)
 		if (n < 0 && errno != EINTR)
 			break;
 		for (int i = 0; i < n; i++) {
-			struct ev_handler *h = evs[i].data.ptr, copy;
+			uint64_t d = evs[i].data.u64;
+			struct ev_handler copy;
 
-			if (!h)
-				return NULL; /* stop_fd */
+			if (d == STOP_EVENT)
+				return NULL;
 			/* A handler may remove itself or others; read the slot
-			 * under the lock and skip slots freed meanwhile. */
+			 * under the lock and skip slots freed or reused meanwhile. */
 			pthread_mutex_lock(&l->lock);
-			copy = *h;
+			copy = l->h[d >> 32];
 			pthread_mutex_unlock(&l->lock);
-			if (copy.used)
+			if (copy.used && copy.gen == (uint32_t)d)
 				copy.fn(copy.opaque, evs[i].events);
 		}
 	}

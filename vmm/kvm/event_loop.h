@@ -20,6 +20,7 @@ struct ev_handler {
 	ev_fn fn;
 	void *opaque;
 	bool used;
+	uint32_t gen; /* bumped by each ev_add of this slot: its epoll events carry it */
 };
 
 struct event_loop {
