@@ -901,6 +901,12 @@ class T05Files(ServeTest):
                                check="response"), 400, "bad_request")
         self.expect_error(call(UID_A, "PUT", "/v1/sandboxes/%s/files" % sid, body=b"x", check="response"),
                           400, "bad_request")
+        # a broken chunk size is the client's fault: 400 naming it, not the guest's 502
+        raw = ("PUT /v1/sandboxes/%s/files?path=/tmp/badchunk HTTP/1.1\r\nHost: x\r\n"
+               "Transfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n-5\r\nxxxxx\r\n0\r\n\r\n" % sid).encode()
+        e = self.expect_error(client.raw_exchange(SOCK, raw), 400, "bad_request")
+        self.assertIn("chunk-size", e["message"])
+        self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/files?path=/tmp/badchunk" % sid), 404, "not_found")
 
     def test_fs_list_and_delete(self):
         sid = self.a()["id"]

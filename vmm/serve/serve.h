@@ -178,7 +178,8 @@ struct conn {
 	size_t in_len, in_off, in_cap;
 	/* the current request's body */
 	bool body_chunked, body_done, body_started;
-	uint64_t body_left; /* Content-Length bytes left */
+	const char *body_fault; /* why its body could not be read: the client's fault (a 4xx), static */
+	uint64_t body_left;     /* Content-Length bytes left */
 	struct http_chunked chunk;
 	bool keep_alive;
 	bool head_sent;         /* a streamed response has begun: errors can only close */

@@ -243,8 +243,10 @@ ssize_t conn_body_read(struct conn *c, void *buf, size_t cap)
 			size_t take = avail < cap ? avail : cap, used = 0, out = 0;
 			enum http_result hr = http_chunked_decode(&c->chunk, c->in + c->in_off, take, &used, &out);
 
-			if (hr == HTTP_ERROR)
+			if (hr == HTTP_ERROR) {
+				c->body_fault = c->chunk.reason;
 				return c->chunk.status == 413 ? -EFBIG : -EPROTO;
+			}
 			memcpy(buf, c->in + c->in_off, out);
 			c->in_off += used;
 			if (hr == HTTP_DONE)
@@ -254,8 +256,10 @@ ssize_t conn_body_read(struct conn *c, void *buf, size_t cap)
 			continue;
 		}
 		ssize_t n = fill(c, BODY_TIMEOUT_MS);
-		if (n == 0)
-			return -EPROTO; /* the client closed in the middle of its body */
+		if (n == 0) {
+			c->body_fault = "the client closed the connection in the middle of its body";
+			return -EPROTO;
+		}
 		if (n < 0)
 			return n;
 	}
@@ -340,6 +344,7 @@ void conn_serve(struct conn *c)
 		http_req_init(&c->p, &lim, c->store, store_cap);
 		c->head_sent = c->raw_stream = false;
 		c->body_started = c->body_done = false;
+		c->body_fault = NULL;
 		while (hr == HTTP_NEED_MORE) {
 			size_t used = 0;
 

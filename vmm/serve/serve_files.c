@@ -39,6 +39,8 @@ static void refused(struct conn *c, int r, const char *what, const char *path, c
 	else if (r == -EFBIG)
 		conn_error(c, 413, "payload_too_large", "%s %s: over the limit of %llu bytes", what, path,
 			   (unsigned long long)c->s->cfg.max_file_bytes);
+	else if (c->body_fault)
+		conn_error(c, 400, "bad_request", "%s %s: the request body: %s", what, path, c->body_fault);
 	else
 		conn_error(c, 502, "guest_error", "%s", e->msg);
 }
