@@ -121,9 +121,6 @@ struct sandbox {
 #define SB_NET_RULES_MAX 32
 #define SB_NET_ARGS_MAX (2 + 4 * SB_NET_RULES_MAX + 1)
 
-/* Exec output a sandbox keeps in memory, all its execs together; beyond
- * it output is dropped and flagged truncated. */
-
 /* A custom template (serve_template.c): <state>/templates/<owner>/<name>. */
 struct tmpl {
 	struct tmpl *next;

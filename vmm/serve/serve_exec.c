@@ -128,7 +128,6 @@ static void on_output(void *ctx, int stream, const void *buf, size_t len)
 {
 	struct exec *ex = ctx;
 	struct srv *s = ex->s;
-
 	uint64_t budget = (uint64_t)s->cfg.kept_output_mib << 20;
 
 	pthread_mutex_lock(&s->mu);
@@ -583,8 +582,8 @@ static void send_result(struct conn *c, struct exec *ex)
 			conn_error(c, 502, code, "%s", msg);
 		return;
 	}
-	/* Exited: its log no longer changes and lives as long as the
-	 * sandbox (we hold a reference): encoded without the lock. */
+	/* Exited: its log no longer changes and lives while we hold it
+	 * (users): encoded without the lock. */
 	pthread_mutex_unlock(&s->mu);
 	/* Escaped text is at most 6 bytes per byte (\u00XX). */
 	cap = 6 * ex->len + 4096;
@@ -818,8 +817,8 @@ static void get_held(struct conn *c, struct exec *ex)
 	size_t cap;
 	struct json_w w;
 
-	/* Once it has exited its log no longer changes (and lives as long
-	 * as the sandbox we hold): the output is encoded without the lock. */
+	/* Once it has exited its log no longer changes (and lives while we
+	 * hold it): the output is encoded without the lock. */
 	pthread_mutex_lock(&c->s->mu);
 	enum ex_state st = ex->state;
 	char code[32], msg[300];
