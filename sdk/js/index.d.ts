@@ -160,6 +160,8 @@ export interface SandboxInfo {
   fromPool: boolean | null;
   /** the id of the sandbox it was forked from (Sandbox.fork), or null */
   forkedFrom: string | null;
+  /** with a network: its TAP on the host, the host's end of its /30 and its eth0's address (each null while it has none); null without a network */
+  network: { tap: string | null; hostAddress: string | null; address: string | null } | null;
   metadata: Record<string, string>;
 }
 

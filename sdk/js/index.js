@@ -562,6 +562,8 @@ function infoFromJson(d) {
     endReason: d.end_reason ?? null, cpus: d.cpus ?? null, memoryMib: d.memory_mib ?? null,
     idleTimeoutS: d.idle_timeout_s ?? null, fromPool: d.from_pool ?? null,
     forkedFrom: d.forked_from ?? null, metadata: { ...(d.metadata || {}) },
+    // with a network: { tap, hostAddress, address } (its TAP, the host's end of its /30, its eth0)
+    network: d.network ? { tap: d.network.tap, hostAddress: d.network.host_address, address: d.network.address } : null,
   };
 }
 

@@ -21,7 +21,7 @@ SANDBOX = {
     "id": SBX, "state": "running", "template": "default",
     "created_at": "2026-12-01T21:00:00Z", "expires_at": "2026-12-01T21:05:00Z",
     "ended_at": None, "end_reason": None, "cpus": 1, "memory_mib": 256,
-    "idle_timeout_s": 0, "from_pool": False, "forked_from": None, "metadata": {"k": "v"},
+    "idle_timeout_s": 0, "from_pool": False, "forked_from": None, "network": None, "metadata": {"k": "v"},
 }
 CREATED = dict(SANDBOX, access_token=TOKEN)
 RESULT = {

@@ -25,6 +25,7 @@ import base64
 import datetime
 import glob
 import hashlib
+import ipaddress
 import json
 import os
 import re
@@ -182,6 +183,9 @@ def leaks(running=()):
             if any(sid[4:] in name for sid in CREATED if sid not in running):
                 found.append("jail dir %s/%s" % (jails, name))
     ended_ids = [sid[4:] for sid in CREATED if sid not in running]
+    for sid in ended_ids:  # a networked sandbox's TAP: "tvs" + 8 hex digits of its id
+        if os.path.exists("/sys/class/net/tvs" + sid[:8]):
+            found.append("TAP tvs" + sid[:8])
     if ended_ids and os.path.isdir("/sys/fs/cgroup"):
         for top, dirs, _ in os.walk("/sys/fs/cgroup"):
             if top.count("/") > 7:
@@ -2060,6 +2064,85 @@ class T14Oom(ServeTest):
                 if os.path.isdir(d):
                     wait_for(lambda: not glob.glob(d + "/*/"), "%s to empty" % d, WAIT)
                     os.rmdir(d)
+
+
+# --- 15: networked sandboxes --------------------------------------------
+
+def tap_addrs(name):
+    """The IPv4 addresses (CIDR) on a host interface, [] when it is gone."""
+    r = subprocess.run(["ip", "-4", "-o", "addr", "show", "dev", name], capture_output=True, text=True)
+    return [w for ln in r.stdout.splitlines() for i, w in enumerate(ln.split()) if ln.split()[i - 1] == "inet"]
+
+
+class T15Network(ServeTest):
+    def test_the_daemon_gives_each_a_tap_and_a_30_and_removes_it(self):
+        """network.enabled: a TAP of its own made by the daemon with the
+        host end of a /30 of --net-range; the guest's eth0 has the other
+        end; its allow_out is enforced; the TAP outlives a daemon restart
+        while its VMM runs and goes with the VMM (DELETE, or a VMM gone
+        while the daemon was down)."""
+        lsn = socket.socket()
+        lsn.bind(("0.0.0.0", 0))
+        lsn.listen(4)
+        lsn.settimeout(EXEC_WAIT)
+        port = lsn.getsockname()[1]
+        got = {}
+
+        def serve_one():
+            try:
+                c, peer = lsn.accept()
+                with c:
+                    got["peer"], got["data"] = peer[0], c.recv(100)
+                    c.sendall(b"hello guest")
+            except OSError as e:
+                got["error"] = repr(e)
+        t = threading.Thread(target=serve_one)
+        t.start()
+        try:
+            sb = create(UID_C, {"network": {"enabled": True, "allow_out": ["10.211.0.0/16:%d/tcp" % port]},
+                                "timeout_s": 1800}).json
+            net = sb["network"]
+            tap, host, guest = net["tap"], net["host_address"], net["address"]
+            self.assertEqual(tap, "tvs" + sb["id"][4:12])
+            self.assertEqual(ipaddress.ip_network(host + "/30", strict=False),
+                             ipaddress.ip_network(guest + "/30", strict=False))
+            self.assertIn(ipaddress.ip_address(host), ipaddress.ip_network("10.211.0.0/16"))
+            self.assertEqual(tap_addrs(tap), [host + "/30"])
+            # one python: the allowed port answers, another port of the host is dropped
+            code = ("import socket\n"
+                    "s = socket.create_connection((%r, %d), 20); s.sendall(b'from the guest'); print(s.recv(100))\n"
+                    "try:\n socket.create_connection((%r, %d), 3); print('reached')\n"
+                    "except OSError as e:\n print('blocked', type(e).__name__)\n" % (host, port, host, port + 1))
+            r = run_exec(UID_C, sb["id"], {"cmd": ["python3", "-c", code]})
+            self.assertEqual((r.status, r.json["exit_code"]), (200, 0), r.body)
+            self.assertEqual(r.json["stdout"].splitlines(), ["b'hello guest'", "blocked TimeoutError"])
+            t.join(30)
+            self.assertEqual((got.get("peer"), got.get("data")), (guest, b"from the guest"), got)
+            # a restart re-adopts it: its TAP stays, as it was
+            restart_daemon()
+            again = call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json
+            self.assertEqual((again["state"], again["network"]), ("running", net))
+            self.assertEqual(tap_addrs(tap), [host + "/30"])
+            # its VMM gone while the daemon is down: the next one removes the TAP
+            self.assertTrue(stop_daemon(), log_tail())
+            for pid in vmm_pids(sb["id"]):
+                os.kill(pid, signal.SIGKILL)
+            wait_for(lambda: not vmm_pids(sb["id"]), "the VMM to go")
+            self.assertTrue(os.path.exists("/sys/class/net/" + tap), "the TAP went with its VMM: not the daemon's")
+            start_daemon()
+            self.assertEqual(call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json["end_reason"], "crashed")
+            self.assertFalse(os.path.exists("/sys/class/net/" + tap), "a restarted daemon left the TAP of " + sb["id"])
+            # its /30 is free again: the next networked sandbox takes it; a DELETE removes its TAP
+            sb2 = create(UID_C, {"network": {"enabled": True}}).json
+            self.assertEqual((sb2["network"]["host_address"], sb2["network"]["address"]), (host, guest))
+            self.assertEqual(tap_addrs(sb2["network"]["tap"]), [host + "/30"])
+            self.assertEqual(delete(UID_C, sb2["id"]).status, 204)
+            wait_ended(UID_C, sb2["id"])
+            wait_for(lambda: not os.path.exists("/sys/class/net/" + sb2["network"]["tap"]),
+                     "the TAP of deleted %s to go" % sb2["id"], timeout=30)
+        finally:
+            lsn.close()
+            t.join(5)
 
 
 if __name__ == "__main__":

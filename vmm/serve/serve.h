@@ -18,6 +18,7 @@
  *   serve_pause.c    pause (the VM saved, its VMM ended) and resume
  *   serve_fork.c     fork: new sandboxes from a paused one's snapshot
  *   serve_template.c custom templates: a sandbox's snapshot, named
+ *   serve_net.c      a networked sandbox's TAP and /30, made and removed
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -58,6 +59,8 @@ struct srv_cfg {
 	int jail;                   /* 1: sandboxes run --jail; 0 not; -1: when root */
 	char cgroup_parent[256];    /* the VMMs' --cgroup-parent; "": the VMM's default */
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
+	uint32_t net_base;          /* net_range: networked sandboxes' /30s, host byte order */
+	unsigned net_prefix;        /* its prefix length, 8..30 */
 };
 
 /* A sandbox's shape: what a create (or a warm-up) may ask for. */
@@ -89,7 +92,10 @@ struct sandbox {
 	struct kv *meta;
 	unsigned nmeta;
 	bool net_enabled;
-	unsigned refs; /* handlers and exec threads using it */
+	bool net_claimed;  /* holds net_slot, and its TAP may exist (serve_net.c) */
+	unsigned net_slot; /* its /30 in cfg.net_range */
+	uint32_t net_host; /* that /30's host end (host byte order); the guest's is the next */
+	unsigned refs;     /* handlers and exec threads using it */
 	enum sb_state state;
 	const char *end_reason; /* static string once ended */
 	pid_t pid;
@@ -183,6 +189,22 @@ struct conn {
 	bool raw_stream;        /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
 	unsigned retry_after_s; /* the next error answer's Retry-After (RFC 9110 §10.2.3); 503s say 5 */
 };
+
+/* serve_net.c: a networked sandbox's TAP and addresses. */
+/* "A.B.C.D/P" (P 8..30) into base (host order, host bits cleared) and P;
+ * -EINVAL. */
+int net_range_parse(const char *v, uint32_t *base, unsigned *prefix);
+/* Its TAP's name: "tvs" and 8 hex digits of its id. */
+void net_tap_name(const struct sandbox *sb, char out[16]);
+/* The host's and the guest's address of its /30, dotted. */
+void net_addrs(const struct sandbox *sb, char host[16], char guest[16]);
+/* The lowest /30 no other sandbox holds; -ENOSPC when all are held. */
+int net_claim_locked(struct srv *s, struct sandbox *sb);
+/* Make its TAP (persistent), address the host end and bring it up; on
+ * failure nothing is left and err says what (-errno). */
+int net_setup(struct sandbox *sb, char *err, size_t cap);
+/* Remove its TAP (its VMM must be gone) and give back its slot. */
+void net_release(struct sandbox *sb);
 
 /* serve_conn.c */
 void conn_serve(struct conn *c);

@@ -157,8 +157,9 @@ static bool rule_ok(const char *s)
 	return true;
 }
 
-/* network: {enabled, allow_out, dns} into tinyvmm run flags (strings in
- * store). 0, or -1 after answering. */
+/* network: {enabled, allow_out, dns} into tinyvmm run's egress flags
+ * (strings in store; the TAP and addresses are sb_create's). 0, or -1
+ * after answering. */
 static int parse_network(struct conn *c, const struct json_doc *d, const char **args, char store[][72], bool *on)
 {
 	static const char *const known[] = { "enabled", "allow_out", "dns", NULL };
@@ -182,8 +183,6 @@ static int parse_network(struct conn *c, const struct json_doc *d, const char **
 	}
 	if (!en)
 		return 0;
-	args[n++] = "--net";
-	args[n++] = "auto";
 	static const char *const lists[2] = { "allow_out", "dns" };
 	static const char *const flags[2] = { "--net-allow", "--net-dns" };
 	for (int l = 0; l < 2; l++) {

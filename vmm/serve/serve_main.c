@@ -28,14 +28,14 @@ static void usage(FILE *f)
 	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
 		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
 		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
-		   "                     [--cgroup-parent PATH] [--no-jail]\n"
+		   "                     [--cgroup-parent PATH] [--net-range CIDR] [--no-jail]\n"
 		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
 		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
 		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
 		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
-		   "                       cgroup_parent, kept_execs and kept_output_mib (execs each\n"
+		   "                       cgroup_parent, net_range, kept_execs and kept_output_mib (execs each\n"
 		   "                       sandbox keeps for GET and their output, default 256 and 128:\n"
 		   "                       beyond either the oldest ended one is forgotten)\n"
 		   "                       (flags given after it win)\n"
@@ -52,6 +52,10 @@ static void usage(FILE *f)
 		   "  --cgroup-parent PATH each sandbox's VMM's cgroup is made under PATH (as tinyvmm run\n"
 		   "                       --cgroup-parent; default tinyvmm): a limit set on PATH holds\n"
 		   "                       them all, and a VMM its OOM killer ends is end_reason oom\n"
+		   "  --net-range CIDR     a networked sandbox gets a /30 of it (default 10.211.0.0/16): the\n"
+		   "                       host end on its TAP (tvs + 8 hex digits of its id), the other\n"
+		   "                       its guest's eth0 and default route; forwarding and NAT beyond\n"
+		   "                       the host are the host's (README: Service)\n"
 		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
 }
 
@@ -70,6 +74,8 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .max_file_bytes = 1ull << 30,
 			       .kept_execs = 256,
 			       .kept_output_mib = 128,
+			       .net_base = 0x0ad30000, /* 10.211.0.0/16 */
+			       .net_prefix = 16,
 			       .jail = -1 };
 	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
@@ -176,6 +182,16 @@ static int load_config(struct srv_cfg *c, const char *path)
 			}
 			if (set_cgroup_parent(c, v, what))
 				return -1;
+		} else if (json_str_eq(&d, k, "net_range", 9)) {
+			char v[32] = "";
+
+			if (json_get_string(&d, k + 1, v, sizeof(v), NULL) ||
+			    net_range_parse(v, &c->net_base, &c->net_prefix)) {
+				fprintf(stderr,
+					"tinyvmm serve: --config %s: net_range: an IPv4 CIDR of prefix 8..30 is expected\n",
+					path);
+				return -1;
+			}
 		} else if (json_str_eq(&d, k, "jail", 4)) {
 			bool b;
 			if (json_get_bool(&d, k + 1, &b)) {
@@ -228,6 +244,12 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 		} else if (!strcmp(f, "--cgroup-parent")) {
 			if (set_cgroup_parent(c, v, "--cgroup-parent"))
 				return -1;
+		} else if (!strcmp(f, "--net-range")) {
+			if (net_range_parse(v, &c->net_base, &c->net_prefix)) {
+				fprintf(stderr,
+					"tinyvmm serve: --net-range: '%s' is not an IPv4 CIDR of prefix 8..30\n", v);
+				return -1;
+			}
 		} else if (!strcmp(f, "--config")) {
 			if (load_config(c, v))
 				return -1;

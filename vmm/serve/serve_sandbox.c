@@ -27,8 +27,9 @@
 #define STOP_GRACE_NS (5ull * 1000000000ull) /* SIGTERM, then SIGKILL */
 #define READY_TIMEOUT_S 900                  /* the first sandbox may wait for the template to be made */
 #define STATE_MAX (1u << 20)
-/* run, its fixed flags and their values, and what net_args holds at most
- * (--net auto, then a flag and a value per rule) */
+/* run, its fixed flags and their values (--net, --net-ip and --net-gw
+ * among them), and what net_args holds at most (a flag and a value per
+ * rule) */
 #define VMM_ARGV_MAX (32 + SB_NET_ARGS_MAX)
 
 uint64_t now_ns(void)
@@ -222,6 +223,31 @@ void sb_write_json(struct json_w *w, const struct sandbox *sb, bool with_token)
 		json_w_string(w, sb->forked_from, strlen(sb->forked_from));
 	else
 		json_w_null(w);
+	json_w_key(w, "network", 7);
+	if (sb->net_enabled) {
+		char tap[16], host[16], guest[16];
+
+		json_w_obj_begin(w);
+		json_w_key(w, "tap", 3);
+		if (sb->net_claimed) {
+			net_tap_name(sb, tap);
+			net_addrs(sb, host, guest);
+			json_w_string(w, tap, strlen(tap));
+			json_w_key(w, "host_address", 12);
+			json_w_string(w, host, strlen(host));
+			json_w_key(w, "address", 7);
+			json_w_string(w, guest, strlen(guest));
+		} else {
+			json_w_null(w);
+			json_w_key(w, "host_address", 12);
+			json_w_null(w);
+			json_w_key(w, "address", 7);
+			json_w_null(w);
+		}
+		json_w_obj_end(w);
+	} else {
+		json_w_null(w);
+	}
 	json_w_key(w, "metadata", 8);
 	json_w_obj_begin(w);
 	for (unsigned i = 0; i < sb->nmeta; i++) {
@@ -265,6 +291,10 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_uint(&w, sb->pid_start);
 	json_w_key(&w, "net", 3);
 	json_w_bool(&w, sb->net_enabled);
+	if (sb->net_claimed) {
+		json_w_kuint(&w, "net_slot", sb->net_slot);
+		json_w_kuint(&w, "net_host", sb->net_host);
+	}
 	json_w_key(&w, "pooled", 6);
 	json_w_bool(&w, sb->pooled);
 	json_w_kbool(&w, "paused", sb->paused);
@@ -393,6 +423,7 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	unlink(sb->uds);
 	tvm_agent_close(sb->keeper);
 	sb->keeper = NULL;
+	net_release(sb);
 	/* A VMM killed before it could clean up leaves its jail. */
 	if (status < 0 || WIFSIGNALED(status)) {
 		char jd[300];
@@ -473,7 +504,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 		    char num[][24])
 {
 	size_t n = 0;
-	static __thread char jd[300], pause_to[600], resume_from[600];
+	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16];
 
 #define ADD(x)                           \
 	do {                             \
@@ -515,6 +546,19 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 		ADD("--jail");
 		ADD("--jail-dir");
 		ADD(jd);
+	}
+	if (sb->net_claimed) {
+		char guest[16];
+
+		net_tap_name(sb, tap);
+		net_addrs(sb, gw, guest);
+		snprintf(ip, sizeof(ip), "%s/30", guest);
+		ADD("--net");
+		ADD(tap);
+		ADD("--net-ip");
+		ADD(ip);
+		ADD("--net-gw");
+		ADD(gw);
 	}
 	for (size_t i = 0; net_args && net_args[i]; i++)
 		ADD(net_args[i]);
@@ -563,15 +607,32 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
+	if (sb->net_enabled && !sb->net_claimed) {
+		pthread_mutex_lock(&s->mu);
+		r = net_claim_locked(s, sb);
+		pthread_mutex_unlock(&s->mu);
+		if (r) {
+			snprintf(err, errcap, "network: all %u addresses of net_range are taken",
+				 1u << (30 - s->cfg.net_prefix));
+			return r;
+		}
+		if ((r = net_setup(sb, err, errcap))) {
+			sb->net_claimed = false;
+			return r;
+		}
+	}
 	if ((r = vmm_argv(s, sb, net_args, argv, VMM_ARGV_MAX, num))) {
 		snprintf(err, errcap, "too many network rules");
+		net_release(sb);
 		return r;
 	}
 	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
 	int logfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (logfd < 0) {
 		snprintf(err, errcap, "%s: %s", log, strerror(errno));
-		return -errno;
+		r = -errno;
+		net_release(sb);
+		return r;
 	}
 	pid = fork();
 	if (pid == 0) {
@@ -594,7 +655,9 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	close(logfd);
 	if (pid < 0) {
 		snprintf(err, errcap, "fork: %s", strerror(errno));
-		return -errno;
+		r = -errno;
+		net_release(sb);
+		return r;
 	}
 	pthread_mutex_lock(&s->mu);
 	sb->pid = pid;
@@ -765,6 +828,18 @@ static const char *reason_const(const char *r)
 
 /* One sandbox directory of a previous daemon: into the table (ended or
  * re-adopted), or removed when it cannot be read. */
+/* SIGKILL to a previous daemon's VMM we do not re-adopt, if that pid still
+ * runs it, and wait (2 s at most) for it to go: then jail_gc removes its
+ * jail, and its TAP is free to remove. */
+static void kill_wait(const struct sandbox *sb)
+{
+	if (sb->pid <= 0 || !sb->pid_start || !jail_owner_alive(sb->pid, sb->pid_start))
+		return;
+	kill(sb->pid, SIGKILL);
+	for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
+		usleep(20000);
+}
+
 static void load_one(struct srv *s, const char *dir, const char *name)
 {
 	char path[600], str[256];
@@ -840,17 +915,21 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		sb->nsecret_from = sb->nenv;
 	if (!get_u64(&d, 0, "cpu_base_ms", &v))
 		sb->cpu_base_ms = v;
+	if ((i = json_find(&d, 0, "net")) >= 0)
+		json_get_bool(&d, i, &sb->net_enabled);
+	/* Its TAP may be there: ours to remove once its VMM is gone. */
+	if (!get_u64(&d, 0, "net_slot", &v) && v < (1u << 22)) {
+		sb->net_slot = (unsigned)v;
+		sb->net_claimed = !get_u64(&d, 0, "net_host", &v) && v <= UINT32_MAX - 2;
+		sb->net_host = (uint32_t)v;
+	}
 	if ((i = json_find(&d, o, "from_pool")) >= 0)
 		json_get_bool(&d, i, &sb->from_pool);
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
 		/* A previous daemon's pool: nobody's, not worth re-adopting
 		 * (the new pool is made by its own settings). */
-		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start)) {
-			kill(sb->pid, SIGKILL);
-			/* gone before jail_gc runs, which then removes its jail */
-			for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
-				usleep(20000);
-		}
+		kill_wait(sb);
+		net_release(sb);
 		sb_remove_dir(dir);
 		free(text);
 		free(tok);
@@ -917,8 +996,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		} else {
 			/* Not provably ours and alive: ended, and its process
 			 * (if that pid still runs the VMM we started) stopped. */
-			if (sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) && sb->pid_start)
-				kill(sb->pid, SIGKILL);
+			kill_wait(sb);
 			sb->state = SB_RUNNING; /* for sb_end_locked */
 			sb_end_locked(s, sb, build ? "killed" : "crashed");
 			sb->kill_at_ns = 0;
@@ -929,6 +1007,8 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		}
 		sb_persist_locked(s, sb);
 	}
+	if (sb->state == SB_ENDED)
+		net_release(sb); /* its VMM is gone; the daemon that saw it end may not have removed it */
 	if (!sb->ended_at)
 		sb->ended_at = time(NULL);
 	sb->next = s->sandboxes;

@@ -94,7 +94,7 @@ export class FakeDaemon {
   sbJson(sb) {
     return { id: sb.id, state: sb.endedAt ? 'ended' : sb.paused ? 'paused' : 'running', template: sb.template, created_at: iso(sb.created),
       expires_at: iso(sb.expires), ended_at: iso(sb.endedAt), end_reason: sb.endReason, cpus: sb.cpus,
-      memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, forked_from: sb.forkedFrom, metadata: sb.metadata };
+      memory_mib: sb.memory, idle_timeout_s: 0, from_pool: false, forked_from: sb.forkedFrom, network: null, metadata: sb.metadata };
   }
 
   /** A new sandbox (a copy of parent's directory for a fork, of filesFrom for a create from a template). */

@@ -150,7 +150,7 @@ class FakeSandbox:
                 "created_at": _rfc3339(self.created), "expires_at": _rfc3339(self.expires),
                 "ended_at": _rfc3339(self.ended_at), "end_reason": self.end_reason,
                 "cpus": self.cpus, "memory_mib": self.memory, "idle_timeout_s": self.idle,
-                "from_pool": False, "forked_from": self.forked_from, "metadata": self.metadata}
+                "from_pool": False, "forked_from": self.forked_from, "network": None, "metadata": self.metadata}
 
     def gpath(self, p: str) -> str:
         if not p.startswith("/"):

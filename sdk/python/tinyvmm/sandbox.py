@@ -29,6 +29,9 @@ class SandboxInfo:
     idle_timeout_s: Optional[int] = None
     from_pool: Optional[bool] = None  # its create took a sandbox of the daemon's warm pool
     forked_from: Optional[str] = None  # the id of the sandbox it was forked from (Sandbox.fork), or None
+    # with network.enabled: {"tap", "host_address", "address"}: its TAP on the host,
+    # the host's end of its /30 and its eth0's address; None without a network
+    network: Optional[Dict[str, Optional[str]]] = None
     metadata: Dict[str, str] = field(default_factory=dict)
     raw: Dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -39,6 +42,7 @@ class SandboxInfo:
                    ended_at=d.get("ended_at"), end_reason=d.get("end_reason"), cpus=d.get("cpus"),
                    memory_mib=d.get("memory_mib"), idle_timeout_s=d.get("idle_timeout_s"),
                    from_pool=d.get("from_pool"), forked_from=d.get("forked_from"),
+                   network=dict(d["network"]) if d.get("network") else None,
                    metadata=dict(d.get("metadata") or {}),
                    raw={k: v for k, v in d.items() if k != "access_token"})
 

@@ -1,0 +1,177 @@
+/* The host side of a networked sandbox. Each one gets a TAP of its own,
+ * made here persistent (it outlives a VMM that crashed, until the daemon
+ * removes it) and given the host end of a /30 out of cfg.net_range; its VMM
+ * attaches to that TAP and hands the guest the other end (--net-ip,
+ * --net-gw). The guest thus reaches the host at once; routing beyond it
+ * (ip_forward, NAT) is the host admin's, as for Docker's userland-less
+ * bridges. Ownership: a sandbox holds its slot while its VMM may run; the
+ * TAP goes when the VMM is reaped or when a restarted daemon does not
+ * re-adopt it. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <linux/if_tun.h>
+
+#include "vmm/serve/serve.h"
+
+#define TAP_FLAGS (IFF_TAP | IFF_NO_PI | IFF_VNET_HDR) /* as the VMM opens it (devices/net/net_tap.c) */
+
+int net_range_parse(const char *v, uint32_t *base, unsigned *prefix)
+{
+	char addr[INET_ADDRSTRLEN];
+	const char *slash = strchr(v, '/');
+	struct in_addr a;
+	char *end;
+	unsigned long p;
+
+	if (!slash || (size_t)(slash - v) >= sizeof(addr))
+		return -EINVAL;
+	memcpy(addr, v, (size_t)(slash - v));
+	addr[slash - v] = 0;
+	errno = 0;
+	p = strtoul(slash + 1, &end, 10);
+	if (inet_pton(AF_INET, addr, &a) != 1 || !slash[1] || *end || errno || p < 8 || p > 30)
+		return -EINVAL;
+	*prefix = (unsigned)p;
+	*base = ntohl(a.s_addr) & ~((1u << (32 - p)) - 1);
+	return 0;
+}
+
+void net_tap_name(const struct sandbox *sb, char out[IFNAMSIZ])
+{
+	/* "sbx_" + 32 random hex digits: 8 of them name it, unlike any other
+	 * daemon's (and short of IFNAMSIZ) */
+	snprintf(out, IFNAMSIZ, "tvs%.8s", sb->id + 4);
+}
+
+static void addr_str(uint32_t a, char out[INET_ADDRSTRLEN])
+{
+	struct in_addr in = { .s_addr = htonl(a) };
+
+	inet_ntop(AF_INET, &in, out, INET_ADDRSTRLEN);
+}
+
+void net_addrs(const struct sandbox *sb, char host[INET_ADDRSTRLEN], char guest[INET_ADDRSTRLEN])
+{
+	addr_str(sb->net_host, host);
+	addr_str(sb->net_host + 1, guest);
+}
+
+int net_claim_locked(struct srv *s, struct sandbox *sb)
+{
+	unsigned nslots = 1u << (30 - s->cfg.net_prefix);
+
+	for (unsigned n = 0; n < nslots; n++) {
+		bool used = false;
+
+		for (struct sandbox *o = s->sandboxes; o && !used; o = o->next)
+			used = o != sb && o->net_claimed && o->net_slot == n;
+		if (!used) {
+			sb->net_slot = n;
+			sb->net_host = s->cfg.net_base + 4 * n + 1;
+			sb->net_claimed = true;
+			return 0;
+		}
+	}
+	return -ENOSPC;
+}
+
+/* A TUNSETIFF on name (which makes it if absent): the fd, or -errno. */
+static int tap_attach(const char *name)
+{
+	struct ifreq ifr = { .ifr_flags = TAP_FLAGS };
+	int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	if (ioctl(fd, TUNSETIFF, &ifr) < 0) {
+		int err = errno;
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static int set_addr(int sock, const char *name, unsigned long req, uint32_t a)
+{
+	struct ifreq ifr = { 0 };
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ifr.ifr_addr;
+
+	snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+	sin->sin_family = AF_INET;
+	sin->sin_addr.s_addr = htonl(a);
+	return ioctl(sock, req, &ifr);
+}
+
+int net_setup(struct sandbox *sb, char *err, size_t cap)
+{
+	char name[IFNAMSIZ];
+	const char *what = "/dev/net/tun";
+	int fd, sock = -1, r = 0;
+
+	net_tap_name(sb, name);
+	fd = tap_attach(name);
+	if (fd < 0) {
+		snprintf(err, cap, "network: TAP %s: %s", name, strerror(-fd));
+		return fd;
+	}
+	if (ioctl(fd, TUNSETPERSIST, 1L) < 0) {
+		what = "TUNSETPERSIST";
+		r = -errno;
+	} else if ((sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0)) < 0) {
+		what = "socket";
+		r = -errno;
+	} else {
+		struct ifreq ifr = { 0 };
+
+		snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
+		if (set_addr(sock, name, SIOCSIFADDR, sb->net_host) < 0)
+			what = "its address", r = -errno;
+		else if (set_addr(sock, name, SIOCSIFNETMASK, ~3u) < 0)
+			what = "its netmask", r = -errno;
+		else if (ioctl(sock, SIOCGIFFLAGS, &ifr) < 0)
+			what = "its flags", r = -errno;
+		else if ((ifr.ifr_flags |= IFF_UP), ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)
+			what = "up", r = -errno;
+	}
+	if (sock >= 0)
+		close(sock);
+	if (r < 0) {
+		ioctl(fd, TUNSETPERSIST, 0L); /* gone at the close */
+		snprintf(err, cap, "network: TAP %s: %s: %s", name, what, strerror(-r));
+	}
+	close(fd);
+	return r;
+}
+
+void net_release(struct sandbox *sb)
+{
+	char name[IFNAMSIZ];
+	int fd;
+
+	if (!sb->net_claimed)
+		return;
+	net_tap_name(sb, name);
+	/* Absent already: a TUNSETIFF would make it. */
+	if (if_nametoindex(name) == 0) {
+		sb->net_claimed = false;
+		return;
+	}
+	fd = tap_attach(name);
+	if (fd < 0 || ioctl(fd, TUNSETPERSIST, 0L) < 0)
+		fprintf(stderr, "tinyvmm serve: sandbox %s: TAP %s not removed: %s\n", sb->id, name,
+			strerror(fd < 0 ? -fd : errno));
+	else
+		sb->net_claimed = false;
+	if (fd >= 0)
+		close(fd);
+}
