@@ -585,6 +585,10 @@ class T02Sandboxes(ServeTest):
                  (b'{"cpus": 99}', "cpus"), (b'{"memory_mib": "lots"}', "memory_mib"),
                  (b'{"envs": {"A": 1}}', "envs"), (b'{"metadata": [1]}', "metadata"),
                  (b'{"network": {"enabled": "yes"}}', "enabled"), (b'{"timeout_s": 1e999}', None),
+                 # rules the VMM would refuse: the create's 400, not a sandbox that dies starting
+                 (b'{"network": {"enabled": true, "allow_out": ["bogus"]}}', "network.allow_out: net-allow bogus"),
+                 (b'{"network": {"enabled": true, "allow_out": ["10.0.0.0/33"]}}', "prefix length over 32"),
+                 (b'{"network": {"enabled": true, "dns": ["10.0.0.0/8"]}}', "network.dns: net-dns"),
                  (b'{"template": 5}', "template"), (b'\xff\xfe{}', None)]
         try:
             for body, field in cases:
@@ -2132,14 +2136,47 @@ class T15Network(ServeTest):
             start_daemon()
             self.assertEqual(call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json["end_reason"], "crashed")
             self.assertFalse(os.path.exists("/sys/class/net/" + tap), "a restarted daemon left the TAP of " + sb["id"])
-            # its /30 is free again: the next networked sandbox takes it; a DELETE removes its TAP
+            # its /30 is free again, but an interface of the host has it (a
+            # TAP some crash left, another daemon's): the next sandbox skips it
+            subprocess.run(["ip", "tuntap", "add", "dev", "tvstest0", "mode", "tap"], check=True)
+            self.addCleanup(subprocess.run, ["ip", "link", "del", "tvstest0"])
+            subprocess.run(["ip", "addr", "add", host + "/30", "dev", "tvstest0"], check=True)
+            # no allow_out: everything but the range goes out, and its own host end
             sb2 = create(UID_C, {"network": {"enabled": True}}).json
-            self.assertEqual((sb2["network"]["host_address"], sb2["network"]["address"]), (host, guest))
-            self.assertEqual(tap_addrs(sb2["network"]["tap"]), [host + "/30"])
+            tap2, host2 = sb2["network"]["tap"], sb2["network"]["host_address"]
+            self.assertNotEqual(ipaddress.ip_network(host2 + "/30", strict=False),
+                                ipaddress.ip_network(host + "/30", strict=False))
+            self.assertEqual(tap_addrs(tap2), [host2 + "/30"])
+            with open("/proc/sys/net/ipv4/conf/%s/rp_filter" % tap2) as f:
+                self.assertEqual(f.read().strip(), "1", "a spoofed source would pass the host")
+            with open("/proc/%d/cmdline" % vmm_pids(sb2["id"])[0], "rb") as f:
+                argv = f.read().decode().split("\0")
+            allowed = {argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"}
+            want = {str(n) for n in ipaddress.ip_network("0.0.0.0/0").address_exclude(
+                ipaddress.ip_network("10.211.0.0/16"))} | {host2 + "/32", "::/0"}
+            self.assertEqual(allowed, want)
+            # deleted, and the daemon stopped at once: its stop waits for
+            # that VMM to end and removes the TAP
             self.assertEqual(delete(UID_C, sb2["id"]).status, 204)
-            wait_ended(UID_C, sb2["id"])
-            wait_for(lambda: not os.path.exists("/sys/class/net/" + sb2["network"]["tap"]),
-                     "the TAP of deleted %s to go" % sb2["id"], timeout=30)
+            self.assertTrue(stop_daemon(), log_tail())
+            self.assertFalse(os.path.exists("/sys/class/net/" + tap2), "a stopped daemon left the TAP of " + sb2["id"])
+            start_daemon()
+            self.assertEqual(wait_ended(UID_C, sb2["id"])["end_reason"], "killed")
+            # a daemon killed after making a TAP, before the sandbox's state
+            # was whole: the next one removes the TAP by the sandbox's name
+            self.assertTrue(stop_daemon(), log_tail())
+            lost = "sbx_" + secrets.token_hex(16)
+            os.makedirs(os.path.join(STATE, "sandboxes", lost))
+            with open(os.path.join(STATE, "sandboxes", lost, "state.json"), "w") as f:
+                f.write('{"sandbox": {"id": "' + lost)  # cut short
+            subprocess.run(["ip", "tuntap", "add", "dev", "tvs" + lost[4:12], "mode", "tap", "vnet_hdr"], check=True)
+            start_daemon()
+            self.assertFalse(os.path.exists("/sys/class/net/tvs" + lost[4:12]), "the TAP of unreadable " + lost)
+            # ranges no TAP may take: refused at start, one line
+            for bad in ("127.0.0.0/8", "0.0.0.0/8", "224.0.0.0/24", "10.0.0.0/ 24", "10.0.0.0/31", "10.0.0.0"):
+                r = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "bad.sock"), "--net-range", bad],
+                                   capture_output=True, timeout=WAIT)
+                self.assertEqual((r.returncode, len(r.stderr.splitlines())), (2, 1), (bad, r.stderr))
         finally:
             lsn.close()
             t.join(5)

@@ -92,8 +92,8 @@ struct sandbox {
 	struct kv *meta;
 	unsigned nmeta;
 	bool net_enabled;
-	bool net_claimed;  /* holds net_slot, and its TAP may exist (serve_net.c) */
-	unsigned net_slot; /* its /30 in cfg.net_range */
+	bool net_claimed;  /* holds the /30 of net_host (serve_net.c) */
+	bool net_warned;   /* its TAP's removal failed once: said, and tried again quietly */
 	uint32_t net_host; /* that /30's host end (host byte order); the guest's is the next */
 	unsigned refs;     /* handlers and exec threads using it */
 	enum sb_state state;
@@ -198,12 +198,22 @@ int net_range_parse(const char *v, uint32_t *base, unsigned *prefix);
 void net_tap_name(const struct sandbox *sb, char out[16]);
 /* The host's and the guest's address of its /30, dotted. */
 void net_addrs(const struct sandbox *sb, char host[16], char guest[16]);
-/* The lowest /30 no other sandbox holds; -ENOSPC when all are held. */
+/* The lowest /30 of the range that no other sandbox holds and no host
+ * interface has an address in; -ENOSPC when there is none. */
 int net_claim_locked(struct srv *s, struct sandbox *sb);
+/* Its egress allow-list when its create gave none: all but the range,
+ * except its own host end (so no sandbox reaches another's /30 through
+ * a forwarding host), and IPv6. Rules into rules[cap]: their count, or
+ * -E2BIG. */
+int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[][32], size_t cap);
+/* Remove the TAP of sandbox id if it is there: 0, or -errno (-EBUSY while
+ * a VMM holds it). */
+int net_remove_tap(const char *id);
 /* Make its TAP (persistent), address the host end and bring it up; on
  * failure nothing is left and err says what (-errno). */
 int net_setup(struct sandbox *sb, char *err, size_t cap);
-/* Remove its TAP (its VMM must be gone) and give back its slot. */
+/* Remove its TAP (its VMM must be gone) and give back its /30; on failure
+ * it keeps both and the supervisor tries again. */
 void net_release(struct sandbox *sb);
 
 /* serve_conn.c */
@@ -234,6 +244,11 @@ int query_get(const struct http_request *r, const char *name, char *out, size_t 
 /* serve_sandbox.c */
 int srv_state_init(struct srv *s);
 void *srv_supervisor(void *arg);
+/* At the daemon's stop, the supervisor gone: wait (the stop grace and a
+ * second at most) for the VMMs of ended sandboxes to go, SIGKILL at their
+ * time, and reap them, so that their TAPs are removed. Running ones
+ * stay for the next daemon. */
+void sb_drain_ended(struct srv *s);
 /* Find id for a caller (uid, Authorization header): a reference, or NULL
  * (missing, another owner's, or a wrong token: the same to the caller). */
 struct sandbox *sb_get(struct srv *s, const char *id, uid_t uid, const struct http_str *authz);

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devices/net/net_filter.h"
 #include "vmm/serve/serve.h"
 
 #define BODY_MAX (1u << 20)
@@ -195,9 +196,19 @@ static int parse_network(struct conn *c, const struct json_doc *d, const char **
 			return -1;
 		}
 		for (int k = json_first(d, a); k >= 0; k = json_next(d, a, k)) {
+			static const char *const want[2] = { "CIDR[:PORT[/tcp|udp]]", "an IPv4 or IPv6 address" };
+			struct tvm_err e = { 0 };
+			struct net_rule r;
+			struct net_policy p = { 0 };
+
 			if (json_get_string(d, k, store[ns], 72, NULL) || !rule_ok(store[ns])) {
-				conn_error(c, 400, "bad_request",
-					   "network.%s: CIDR[:PORT[/tcp|udp]] or an address is expected", lists[l]);
+				conn_error(c, 400, "bad_request", "network.%s: %s is expected", lists[l], want[l]);
+				return -1;
+			}
+			/* the VMM's own parser: a rule it would refuse is the
+			 * client's 400 now, not a sandbox that dies starting */
+			if (l ? net_policy_add_dns(&p, store[ns], &e) : net_rule_parse(store[ns], &r, &e)) {
+				conn_error(c, 400, "bad_request", "network.%s: %s", lists[l], e.msg);
 				return -1;
 			}
 			args[n++] = flags[l];

@@ -531,6 +531,7 @@ int serve_main(int argc, char **argv)
 	pthread_mutex_unlock(&s->mu);
 	pthread_join(sup, NULL);
 	pool_stop(s);
+	sb_drain_ended(s);
 	fprintf(stderr, "tinyvmm serve: stopped; running sandboxes are left for the next daemon\n");
 	return 0;
 }

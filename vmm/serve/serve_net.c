@@ -10,6 +10,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ifaddrs.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,10 +39,14 @@ int net_range_parse(const char *v, uint32_t *base, unsigned *prefix)
 	addr[slash - v] = 0;
 	errno = 0;
 	p = strtoul(slash + 1, &end, 10);
-	if (inet_pton(AF_INET, addr, &a) != 1 || !slash[1] || *end || errno || p < 8 || p > 30)
+	if (inet_pton(AF_INET, addr, &a) != 1 || slash[1] < '0' || slash[1] > '9' || *end || errno || p < 8 || p > 30)
 		return -EINVAL;
 	*prefix = (unsigned)p;
 	*base = ntohl(a.s_addr) & ~((1u << (32 - p)) - 1);
+	/* not "this network" (0/8), loopback (127/8), multicast and above
+	 * (224/3): no host end of a TAP may be there */
+	if ((*base >> 24) == 0 || (*base >> 24) == 127 || (*base >> 24) >= 224)
+		return -EINVAL;
 	return 0;
 }
 
@@ -65,23 +70,64 @@ void net_addrs(const struct sandbox *sb, char host[INET_ADDRSTRLEN], char guest[
 	addr_str(sb->net_host + 1, guest);
 }
 
+int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[][32], size_t cap)
+{
+	size_t n = 0;
+
+	/* the complement of the range, a CIDR per prefix bit: the address
+	 * with that bit flipped, the bits after it cleared */
+	for (unsigned i = 0; i < s->cfg.net_prefix && n < cap; i++) {
+		uint32_t mask = ~0u << (31 - i);
+		char a[INET_ADDRSTRLEN];
+
+		addr_str((s->cfg.net_base ^ (1u << (31 - i))) & mask, a);
+		snprintf(rules[n++], 32, "%s/%u", a, i + 1);
+	}
+	if (n + 2 > cap)
+		return -E2BIG;
+	char host[INET_ADDRSTRLEN], guest[INET_ADDRSTRLEN];
+	net_addrs(sb, host, guest);
+	snprintf(rules[n++], 32, "%s/32", host);
+	snprintf(rules[n++], 32, "::/0");
+	return (int)n;
+}
+
+/* Whether addr (host order) is on one of the host's interfaces: a TAP a
+ * crashed daemon left, or another daemon's range. */
+static bool on_host(const struct ifaddrs *ifs, uint32_t addr)
+{
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == addr)
+			return true;
+	return false;
+}
+
 int net_claim_locked(struct srv *s, struct sandbox *sb)
 {
 	unsigned nslots = 1u << (30 - s->cfg.net_prefix);
+	struct ifaddrs *ifs = NULL;
+	int r = -ENOSPC;
 
-	for (unsigned n = 0; n < nslots; n++) {
-		bool used = false;
+	if (getifaddrs(&ifs) < 0)
+		ifs = NULL;
+	for (unsigned n = 0; n < nslots && r; n++) {
+		uint32_t host = s->cfg.net_base + 4 * n + 1;
+		bool used = on_host(ifs, host) || on_host(ifs, host + 1);
 
+		/* by address, not by slot: a sandbox re-adopted from a
+		 * daemon with another range keeps what it has */
 		for (struct sandbox *o = s->sandboxes; o && !used; o = o->next)
-			used = o != sb && o->net_claimed && o->net_slot == n;
+			used = o != sb && o->net_claimed && (o->net_host >> 2) == (host >> 2);
 		if (!used) {
-			sb->net_slot = n;
-			sb->net_host = s->cfg.net_base + 4 * n + 1;
+			sb->net_host = host;
 			sb->net_claimed = true;
-			return 0;
+			r = 0;
 		}
 	}
-	return -ENOSPC;
+	if (ifs)
+		freeifaddrs(ifs);
+	return r;
 }
 
 /* A TUNSETIFF on name (which makes it if absent): the fd, or -errno. */
@@ -110,6 +156,25 @@ static int set_addr(int sock, const char *name, unsigned long req, uint32_t a)
 	sin->sin_family = AF_INET;
 	sin->sin_addr.s_addr = htonl(a);
 	return ioctl(sock, req, &ifr);
+}
+
+/* Strict reverse-path filtering on the TAP: the host drops what the guest
+ * sends from an address not routed back through its own TAP (another
+ * sandbox's, or anyone's), so no host service or forwarded peer can be
+ * fooled by a spoofed source. */
+static int strict_rp_filter(const char *name)
+{
+	char path[80];
+	int fd, r = 0;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, "1\n", 2) != 2)
+		r = -errno;
+	close(fd);
+	return r;
 }
 
 int net_setup(struct sandbox *sb, char *err, size_t cap)
@@ -142,6 +207,8 @@ int net_setup(struct sandbox *sb, char *err, size_t cap)
 			what = "its flags", r = -errno;
 		else if ((ifr.ifr_flags |= IFF_UP), ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)
 			what = "up", r = -errno;
+		else if ((r = strict_rp_filter(name)) < 0)
+			what = "rp_filter";
 	}
 	if (sock >= 0)
 		close(sock);
@@ -153,25 +220,38 @@ int net_setup(struct sandbox *sb, char *err, size_t cap)
 	return r;
 }
 
-void net_release(struct sandbox *sb)
+int net_remove_tap(const char *id)
 {
 	char name[IFNAMSIZ];
-	int fd;
+	int fd, r = 0;
 
-	if (!sb->net_claimed)
-		return;
-	net_tap_name(sb, name);
+	snprintf(name, sizeof(name), "tvs%.8s", id + 4);
 	/* Absent already: a TUNSETIFF would make it. */
-	if (if_nametoindex(name) == 0) {
-		sb->net_claimed = false;
-		return;
-	}
+	if (if_nametoindex(name) == 0)
+		return 0;
 	fd = tap_attach(name);
-	if (fd < 0 || ioctl(fd, TUNSETPERSIST, 0L) < 0)
-		fprintf(stderr, "tinyvmm serve: sandbox %s: TAP %s not removed: %s\n", sb->id, name,
-			strerror(fd < 0 ? -fd : errno));
-	else
+	if (fd < 0)
+		return fd;
+	if (ioctl(fd, TUNSETPERSIST, 0L) < 0)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+void net_release(struct sandbox *sb)
+{
+	int r;
+
+	if (!sb->net_enabled)
+		return;
+	r = net_remove_tap(sb->id);
+	if (!r) {
 		sb->net_claimed = false;
-	if (fd >= 0)
-		close(fd);
+	} else if (!sb->net_warned) { /* the supervisor tries again */
+		char name[IFNAMSIZ];
+
+		net_tap_name(sb, name);
+		fprintf(stderr, "tinyvmm serve: sandbox %s: TAP %s not removed yet: %s\n", sb->id, name, strerror(-r));
+		sb->net_warned = true;
+	}
 }

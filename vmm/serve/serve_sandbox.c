@@ -30,7 +30,8 @@
 /* run, its fixed flags and their values (--net, --net-ip and --net-gw
  * among them), and what net_args holds at most (a flag and a value per
  * rule) */
-#define VMM_ARGV_MAX (32 + SB_NET_ARGS_MAX)
+#define SB_NET_DEFAULT_RULES 32 /* net_egress_rules: 30 at most */
+#define VMM_ARGV_MAX (32 + SB_NET_ARGS_MAX + 2 * SB_NET_DEFAULT_RULES)
 
 uint64_t now_ns(void)
 {
@@ -291,10 +292,8 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_uint(&w, sb->pid_start);
 	json_w_key(&w, "net", 3);
 	json_w_bool(&w, sb->net_enabled);
-	if (sb->net_claimed) {
-		json_w_kuint(&w, "net_slot", sb->net_slot);
+	if (sb->net_claimed)
 		json_w_kuint(&w, "net_host", sb->net_host);
-	}
 	json_w_key(&w, "pooled", 6);
 	json_w_bool(&w, sb->pooled);
 	json_w_kbool(&w, "paused", sb->paused);
@@ -434,6 +433,53 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	pthread_cond_broadcast(&s->cv);
 }
 
+/* Reap its VMM if that has ended. */
+static void reap_locked(struct srv *s, struct sandbox *sb)
+{
+	struct rusage ru;
+	int st = 0;
+
+	if (sb->exited || sb->pid <= 0)
+		return;
+	quota_sample_locked(s, sb);
+	if (sb->own_child) {
+		if (wait4(sb->pid, &st, WNOHANG, &ru) == sb->pid)
+			reaped_locked(s, sb, st,
+				      (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
+					      (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
+	} else if (!jail_owner_alive(sb->pid, sb->pid_start)) {
+		reaped_locked(s, sb, -1, 0);
+	}
+}
+
+void sb_drain_ended(struct srv *s)
+{
+	uint64_t deadline = now_ns() + STOP_GRACE_NS + 1000000000ull;
+
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		bool left = false;
+
+		for (struct sandbox *sb = s->sandboxes; sb; sb = sb->next) {
+			if (sb->state != SB_ENDED)
+				continue;
+			reap_locked(s, sb);
+			if (!sb->exited && sb->kill_at_ns && now_ns() >= sb->kill_at_ns) {
+				if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
+					kill(sb->pid, SIGKILL);
+				sb->kill_at_ns = 0;
+			}
+			left |= !sb->exited || sb->net_claimed;
+		}
+		if (!left || now_ns() >= deadline)
+			break;
+		pthread_mutex_unlock(&s->mu);
+		usleep(50000);
+		pthread_mutex_lock(&s->mu);
+	}
+	pthread_mutex_unlock(&s->mu);
+}
+
 void *srv_supervisor(void *arg)
 {
 	struct srv *s = arg;
@@ -446,23 +492,8 @@ void *srv_supervisor(void *arg)
 
 		while (*pp) {
 			struct sandbox *sb = *pp;
-			int st = 0;
 
-			if (!sb->exited && sb->pid > 0) {
-				struct rusage ru;
-
-				quota_sample_locked(s, sb);
-				if (sb->own_child) {
-					if (wait4(sb->pid, &st, WNOHANG, &ru) == sb->pid)
-						reaped_locked(
-							s, sb, st,
-							(uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
-								(uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) /
-									1000);
-				} else if (!jail_owner_alive(sb->pid, sb->pid_start)) {
-					reaped_locked(s, sb, -1, 0);
-				}
-			}
+			reap_locked(s, sb);
 			if (sb->state == SB_RUNNING && !sb->pooled && !sb->paused) {
 				if (real >= sb->expires_at)
 					sb_end_locked(s, sb, "expired");
@@ -477,6 +508,8 @@ void *srv_supervisor(void *arg)
 					kill(sb->pid, SIGKILL);
 				sb->kill_at_ns = 0;
 			}
+			if (sb->exited && sb->net_claimed)
+				net_release(sb); /* a removal that failed (a VMM slow to let go) */
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
@@ -505,6 +538,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 {
 	size_t n = 0;
 	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16];
+	static __thread char rules[SB_NET_DEFAULT_RULES][32];
 
 #define ADD(x)                           \
 	do {                             \
@@ -559,6 +593,14 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 		ADD(ip);
 		ADD("--net-gw");
 		ADD(gw);
+		if (!net_args || !net_args[0]) { /* no allow_out, no dns */
+			int nr = net_egress_rules(s, sb, rules, SB_NET_DEFAULT_RULES);
+
+			for (int i = 0; i < nr; i++) {
+				ADD("--net-allow");
+				ADD(rules[i]);
+			}
+		}
 	}
 	for (size_t i = 0; net_args && net_args[i]; i++)
 		ADD(net_args[i]);
@@ -610,6 +652,8 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 	if (sb->net_enabled && !sb->net_claimed) {
 		pthread_mutex_lock(&s->mu);
 		r = net_claim_locked(s, sb);
+		if (!r) /* before its TAP exists: a daemon killed now still finds it */
+			sb_persist_locked(s, sb);
 		pthread_mutex_unlock(&s->mu);
 		if (r) {
 			snprintf(err, errcap, "network: all %u addresses of net_range are taken",
@@ -917,11 +961,11 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		sb->cpu_base_ms = v;
 	if ((i = json_find(&d, 0, "net")) >= 0)
 		json_get_bool(&d, i, &sb->net_enabled);
-	/* Its TAP may be there: ours to remove once its VMM is gone. */
-	if (!get_u64(&d, 0, "net_slot", &v) && v < (1u << 22)) {
-		sb->net_slot = (unsigned)v;
-		sb->net_claimed = !get_u64(&d, 0, "net_host", &v) && v <= UINT32_MAX - 2;
+	/* Its /30, held while its VMM runs (whatever this daemon's range);
+	 * its TAP is found by its name (net_release), not by this. */
+	if (sb->net_enabled && !get_u64(&d, 0, "net_host", &v) && v <= UINT32_MAX - 2 && (v & 3) == 1) {
 		sb->net_host = (uint32_t)v;
+		sb->net_claimed = true;
 	}
 	if ((i = json_find(&d, o, "from_pool")) >= 0)
 		json_get_bool(&d, i, &sb->from_pool);
@@ -1018,6 +1062,10 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	return;
 bad:
 	fprintf(stderr, "tinyvmm serve: %s: unreadable sandbox state: removed\n", dir);
+	/* A daemon killed between making its TAP and saving its state (or a
+	 * damaged state): its TAP, if any, goes by name; an unreadable state
+	 * proves no VMM of ours holds it. */
+	net_remove_tap(name);
 	sb_remove_dir(dir);
 	free(text);
 	free(tok);
