@@ -92,13 +92,13 @@ int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[]
 	return (int)n;
 }
 
-/* Whether addr (host order) is on one of the host's interfaces: a TAP a
- * crashed daemon left, or another daemon's range. */
-static bool on_host(const struct ifaddrs *ifs, uint32_t addr)
+/* Whether one of the host's interfaces has an address in the /30 of host
+ * (host order): a TAP a crashed daemon left, another daemon's range. */
+static bool on_host(const struct ifaddrs *ifs, uint32_t host)
 {
 	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next)
 		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) == addr)
+		    (ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) >> 2) == (host >> 2))
 			return true;
 	return false;
 }
@@ -113,7 +113,7 @@ int net_claim_locked(struct srv *s, struct sandbox *sb)
 		ifs = NULL;
 	for (unsigned n = 0; n < nslots && r; n++) {
 		uint32_t host = s->cfg.net_base + 4 * n + 1;
-		bool used = on_host(ifs, host) || on_host(ifs, host + 1);
+		bool used = on_host(ifs, host);
 
 		/* by address, not by slot: a sandbox re-adopted from a
 		 * daemon with another range keeps what it has */
