@@ -452,6 +452,21 @@ static void reap_locked(struct srv *s, struct sandbox *sb)
 	}
 }
 
+/* An ended sandbox's VMM past its stop grace gets SIGKILL; a TAP whose
+ * removal failed (a VMM slow to let go) is tried again. */
+static void ended_chores_locked(struct sandbox *sb, uint64_t mono)
+{
+	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
+		/* Still that process (a re-adopted pid is not our child and
+		 * could have been reused). */
+		if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
+			kill(sb->pid, SIGKILL);
+		sb->kill_at_ns = 0;
+	}
+	if (sb->exited && sb->net_claimed)
+		net_release(sb);
+}
+
 void sb_drain_ended(struct srv *s)
 {
 	uint64_t deadline = now_ns() + STOP_GRACE_NS + 1000000000ull;
@@ -464,11 +479,7 @@ void sb_drain_ended(struct srv *s)
 			if (sb->state != SB_ENDED)
 				continue;
 			reap_locked(s, sb);
-			if (!sb->exited && sb->kill_at_ns && now_ns() >= sb->kill_at_ns) {
-				if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
-					kill(sb->pid, SIGKILL);
-				sb->kill_at_ns = 0;
-			}
+			ended_chores_locked(sb, now_ns());
 			left |= !sb->exited || sb->net_claimed;
 		}
 		if (!left || now_ns() >= deadline)
@@ -501,15 +512,7 @@ void *srv_supervisor(void *arg)
 					 mono - sb->last_active_ns >= (uint64_t)sb->idle_timeout_s * 1000000000u)
 					sb_end_locked(s, sb, "idle");
 			}
-			if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
-				/* Still that process (a re-adopted pid is not our
-				 * child and could have been reused). */
-				if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
-					kill(sb->pid, SIGKILL);
-				sb->kill_at_ns = 0;
-			}
-			if (sb->exited && sb->net_claimed)
-				net_release(sb); /* a removal that failed (a VMM slow to let go) */
+			ended_chores_locked(sb, mono);
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
@@ -870,8 +873,6 @@ static const char *reason_const(const char *r)
 	return "crashed";
 }
 
-/* One sandbox directory of a previous daemon: into the table (ended or
- * re-adopted), or removed when it cannot be read. */
 /* SIGKILL to a previous daemon's VMM we do not re-adopt, if that pid still
  * runs it, and wait (2 s at most) for it to go: then jail_gc removes its
  * jail, and its TAP is free to remove. */
@@ -884,6 +885,8 @@ static void kill_wait(const struct sandbox *sb)
 		usleep(20000);
 }
 
+/* One sandbox directory of a previous daemon: into the table (ended or
+ * re-adopted), or removed when it cannot be read. */
 static void load_one(struct srv *s, const char *dir, const char *name)
 {
 	char path[600], str[256];
