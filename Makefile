@@ -160,24 +160,26 @@ unit: $(UNIT_BINS) $(BUILD)/examples/cxx
 # (both cached outside the clone). The jobs and snapshot suites run a second
 # time with every VM a `tinyvmm run --jail` process (TINYVMM_IT_JAIL=1).
 integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
-	@set -e; guest=$$(bash tools/build-guest.sh --print-dir); \
+	@set -e; t0=$$(date +%s); sec() { echo "== [$$(( $$(date +%s) - t0 )) s] $$*"; }; \
+	guest=$$(bash tools/build-guest.sh --print-dir); \
 	rootfs=$$(bash tools/build-rootfs.sh --init $(AGENT_BIN) --print-path); \
 	run() { rm -f $(BUILD)/it/asan.*; \
 	  env ASAN_OPTIONS=quarantine_size_mb=4:log_path=$(BUILD)/it/asan "$$@" && return 0; st=$$?; \
 	  for f in $(BUILD)/it/asan.*; do [ -f "$$f" ] || continue; \
 	    echo "== $$f: the sanitizer's report (its head; the end of a log is what CI shows)"; head -n 30 "$$f"; done; \
 	  return $$st; }; \
-	for t in $(IT_BINS); do echo "== $$t"; run env TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs $$t; done; \
-	for t in test_jobs test_snapshot; do echo "== $(BUILD)/it/$$t, every VM jailed"; \
+	for t in $(IT_BINS); do sec "$$t"; run env TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs $$t; done; \
+	for t in test_jobs test_snapshot; do sec "$(BUILD)/it/$$t, every VM jailed"; \
 	  run env TINYVMM_IT_JAIL=1 TINYVMM_IT_RESTORES=3 TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
 	  $(BUILD)/it/$$t; done; \
-	echo "== $(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
-	echo "== tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
-	echo "== tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
-	echo "== tests/batch (run --json)"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
+	sec "$(BUILD)/examples/clash"; TINYVMM_GUEST_DIR=$$guest $(BUILD)/examples/clash; \
+	sec "tests/install/run.sh"; bash tests/install/run.sh "$$guest/vmlinux" "$$rootfs"; \
+	sec "tests/image/run.sh"; bash tests/image/run.sh "$$guest/vmlinux"; \
+	sec "tests/batch (run --json)"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
 	  python3 -m unittest discover -s tests/batch; \
-	echo "== tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"; \
-	echo "== tests/slurm/run.sh"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs bash tests/slurm/run.sh
+	sec "tests/serve/run.sh"; bash tests/serve/run.sh "$$guest/vmlinux" "$$rootfs"; \
+	sec "tests/slurm/run.sh"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs bash tests/slurm/run.sh; \
+	sec "integration done"
 
 test: check-layers check-symbols format-check unit integration
 
