@@ -2172,6 +2172,16 @@ class T15Network(ServeTest):
             subprocess.run(["ip", "tuntap", "add", "dev", "tvs" + lost[4:12], "mode", "tap", "vnet_hdr"], check=True)
             start_daemon()
             self.assertFalse(os.path.exists("/sys/class/net/tvs" + lost[4:12]), "the TAP of unreadable " + lost)
+            # a range whose every /30 is taken (here by the host's own
+            # interface): the service is full, 503, and no sandbox is left
+            restart_daemon("--net-range", str(ipaddress.ip_network(host + "/30", strict=False)))
+            before = len(call(UID_C, "GET", "/v1/sandboxes").json["sandboxes"])
+            r = create(UID_C, {"network": {"enabled": True}}, expect=503)
+            self.assertEqual(self.expect_error(r, 503, "capacity")["message"],
+                             "network: net_range has no free /30 (1 in all): try again later")
+            self.assertTrue(r.header("Retry-After"), r.headers)
+            self.assertEqual(len(call(UID_C, "GET", "/v1/sandboxes").json["sandboxes"]), before)
+            restart_daemon()
             # ranges no TAP may take: refused at start, one line
             for bad in ("127.0.0.0/8", "0.0.0.0/8", "224.0.0.0/24", "10.0.0.0/ 24", "10.0.0.0/31", "10.0.0.0"):
                 r = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "bad.sock"), "--net-range", bad],

@@ -265,6 +265,9 @@ void sb_snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t c
 void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
+/* Start sb's VMM (net_args: its egress flags) and wait for its agent, seeded.
+ * A networked sb holds its /30 already (net_claim_locked at admission):
+ * its TAP is made here. 0, or -errno with a line in err. */
 int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
 /* Remove a sandbox's directory and what is in it: its snapshots, a jail's
  * stage left by a killed VMM (never crossing a mount, never following a

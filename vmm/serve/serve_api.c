@@ -322,6 +322,17 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const 
 		srv_free_sandbox(sb);
 		return NULL;
 	}
+	/* Its /30 now, under the lock that admitted it, and before a pooled
+	 * VM stops to make room: a full range is the service's capacity
+	 * (503) and leaves no sandbox. */
+	if (sb->net_enabled && net_claim_locked(s, sb)) {
+		unsigned n = 1u << (30 - s->cfg.net_prefix);
+
+		pthread_mutex_unlock(&s->mu);
+		srv_free_sandbox(sb);
+		conn_error(c, 503, "capacity", "network: net_range has no free /30 (%u in all): try again later", n);
+		return NULL;
+	}
 	/* The pool and its figures are the default template's. */
 	if (!(taken = custom ? NULL : pool_take_locked(s, sb)))
 		pool_make_room_locked(s); /* the VM this create starts may be the one too many */

@@ -652,17 +652,10 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
-	if (sb->net_enabled && !sb->net_claimed) {
+	if (sb->net_enabled) { /* its /30 was claimed at its admission (sb_start) */
 		pthread_mutex_lock(&s->mu);
-		r = net_claim_locked(s, sb);
-		if (!r) /* before its TAP exists: a daemon killed now still finds it */
-			sb_persist_locked(s, sb);
+		sb_persist_locked(s, sb); /* before its TAP exists: a daemon killed now still finds it */
 		pthread_mutex_unlock(&s->mu);
-		if (r) {
-			snprintf(err, errcap, "network: all %u addresses of net_range are taken",
-				 1u << (30 - s->cfg.net_prefix));
-			return r;
-		}
 		if ((r = net_setup(sb, err, errcap))) {
 			sb->net_claimed = false;
 			return r;
