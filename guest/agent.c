@@ -231,6 +231,32 @@ static void conn_fail(struct conn *c, const char *why)
 	conn_kill(c, why);
 }
 
+/* The connection to evict for a new one when every slot is taken: the one
+ * quiet longest, if for AGENT_EVICT_IDLE_MS (a frame it left half sent
+ * included), that has no job, no transfer and nothing queued, and is not
+ * the host's keeper. Else NULL. Without it, connections that went quiet (a
+ * guest process's, a host client's that never closed) would lock every
+ * exec out. */
+static struct conn *conn_idlest(uint64_t now)
+{
+	struct conn *best = NULL;
+
+	for (struct conn *c = ag.conns; c; c = c->next)
+		if (!c->dead && !c->keeper && !c->njobs && !c->xfers && c->olen == c->ooff &&
+		    now - c->active_ns >= AGENT_EVICT_IDLE_MS * 1000000ull && (!best || c->active_ns < best->active_ns))
+			best = c;
+	return best;
+}
+
+static unsigned conns_live(void)
+{
+	unsigned n = 0;
+
+	for (struct conn *c = ag.conns; c; c = c->next)
+		n += !c->dead;
+	return n;
+}
+
 static void conn_accept(void)
 {
 	struct tvp_msg ready = { .type = TVP_READY };
@@ -239,7 +265,12 @@ static void conn_accept(void)
 	int fd;
 
 	while ((fd = accept4(ag.listen.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		c = ag.nconns < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		if (conns_live() >= AGENT_MAX_CONNS && (c = conn_idlest(agent_now_ns()))) {
+			conn_send_error(c, 0, TVP_ERR_LIMIT, 0, "evicted: idle while every connection slot was taken");
+			conn_flush(c);
+			conn_kill(c, NULL); /* no console line: a guest could make many */
+		}
+		c = conns_live() < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
 			static const char msg[] = "too many connections";
 			uint8_t buf[TVP_HDR_SIZE + 12 + sizeof(msg)];
@@ -252,6 +283,7 @@ static void conn_accept(void)
 			continue;
 		}
 		c->w = (struct watch){ W_CONN, fd, 0 };
+		c->active_ns = agent_now_ns();
 		tvp_decoder_init(&c->dec, TVP_MAX_PAYLOAD);
 		c->next = ag.conns;
 		ag.conns = c;
@@ -282,9 +314,10 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	n = read(c->w.fd, p, avail);
-	if (n > 0)
+	if (n > 0) {
 		tvp_decoder_commit(&c->dec, (size_t)n);
-	else if (n == 0)
+		c->active_ns = agent_now_ns();
+	} else if (n == 0)
 		c->eof = true;
 	else if (errno != EAGAIN && errno != EINTR)
 		conn_kill(c, NULL);
@@ -316,7 +349,10 @@ static void dispatch(struct conn *c, const struct tvp_msg *m)
 	case TVP_GET_FILE: file_get(c, m); break;
 	case TVP_FILE_DATA: file_data(c, m); break;
 	case TVP_FILE_END: file_end(c, m); break;
-	case TVP_SEED: sys_seed(c, m); break;
+	case TVP_SEED:
+		c->keeper = true;
+		sys_seed(c, m);
+		break;
 	case TVP_SHUTDOWN:
 		if (ag.system)
 			sys_shutdown();

@@ -16,6 +16,7 @@
 #define AGENT_VERSION "tinyvmm-agent 1"
 #define AGENT_DEFAULT_PORT 1024
 #define AGENT_MAX_CONNS 16
+#define AGENT_EVICT_IDLE_MS 2000 /* quiet this long, a connection may give its slot to a new one */
 #define AGENT_MAX_JOBS 64
 #define AGENT_MAX_XFERS 8             /* per connection */
 #define AGENT_OUT_HIGH (256u << 10)   /* queued output above which producers wait */
@@ -44,8 +45,10 @@ struct conn {
 	size_t ooff, olen, ocap;
 	struct xfer *xfers;
 	unsigned njobs;
-	bool eof;  /* host closed (or shut down writing): cancel everything */
-	bool dead; /* closed; freed at the end of the iteration */
+	uint64_t active_ns; /* CLOCK_MONOTONIC of its accept or last byte read */
+	bool keeper;        /* it sent SEED: the host's handle on the VM, never evicted */
+	bool eof;           /* host closed (or shut down writing): cancel everything */
+	bool dead;          /* closed; freed at the end of the iteration */
 };
 
 struct job_pipe {

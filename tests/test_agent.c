@@ -1,5 +1,6 @@
 /* The guest agent, run on this host in Unix-socket test mode: jobs, their
  * streams, limits, and connection handling. */
+#include "guest/agent.h" /* its limits */
 #include "tests/test_agent_client.h"
 
 #include <pwd.h>
@@ -447,6 +448,43 @@ START_TEST(seed_and_shutdown_in_test_mode)
 }
 END_TEST
 
+/* Every slot taken: a new connection takes the slot of the one quiet
+ * longest (past AGENT_EVICT_IDLE_MS) that has no job and is not the
+ * host's keeper (it sent SEED), which gets a LIMIT error and EOF. */
+START_TEST(idle_connection_gives_its_slot_to_a_new_one)
+{
+	static const uint8_t rnd[32] = { 7 };
+	struct ac_conn *others[AGENT_MAX_CONNS - 1], *late;
+	struct ac_out ob[AC_MAX_IDS] = { 0 }, ol[AC_MAX_IDS] = { 0 };
+	struct tvp_msg m;
+
+	ac_send(c, &(struct tvp_msg){ .type = TVP_SEED, .id = 1, .seed = { 1, { rnd, sizeof(rnd) } } });
+	ac_expect(c, &m, TVP_OK);
+	/* others[0], quiet longest after c, is busy: its job outlasts the wait */
+	others[0] = ac_open();
+	ac_exec(others[0], 1, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 4; echo busy") });
+	while (others[0]->outlen)
+		ac_io(others[0], 100);
+	usleep(100 * 1000);
+	for (int i = 1; i < AGENT_MAX_CONNS - 1; i++)
+		others[i] = ac_open();
+	usleep((AGENT_EVICT_IDLE_MS + 500) * 1000);
+	late = ac_open();
+	ac_run(late, &(struct ac_job){ .argv = AC_ARGV("echo", "late") }, ol);
+	ck_assert_str_eq(ol[1].out, "late\n");
+	ck_assert_uint_eq(ac_expect_close(others[1]), TVP_ERR_LIMIT);
+	ac_wait(others[0], ob, 1);
+	ck_assert_str_eq(ob[1].out, "busy\n");
+	run_sh("echo keeper"); /* on c, the oldest: kept */
+	ck_assert_str_eq(o[1].out, "keeper\n");
+	ac_out_free(ob, AC_MAX_IDS);
+	ac_out_free(ol, AC_MAX_IDS);
+	ac_close(late);
+	for (int i = 0; i < AGENT_MAX_CONNS - 1; i++)
+		ac_close(others[i]);
+}
+END_TEST
+
 START_TEST(run_as_user)
 {
 	if (geteuid() != 0)
@@ -624,6 +662,7 @@ static Suite *agent_suite(void)
 	tcase_add_test(tc, unknown_type_keeps_connection);
 	tcase_add_test(tc, closing_connection_kills_its_jobs);
 	tcase_add_test(tc, seed_and_shutdown_in_test_mode);
+	tcase_add_test(tc, idle_connection_gives_its_slot_to_a_new_one);
 	tcase_add_test(tc, run_as_user);
 	tcase_add_test(tc, many_jobs);
 	tcase_add_test(tc, pid1_in_namespaces);
