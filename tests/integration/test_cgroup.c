@@ -8,7 +8,7 @@
  *  - the cgroup directory is gone after every way a VM ends: the job's
  *    timeout, --ttl, the guest job SIGKILLed, SIGTERM to tinyvmm; a stale
  *    one of a dead pid is removed by the next start;
- *  - `tinyvmm exec --timeout 30` to a VM whose VMM is stopped (SIGSTOP:
+ *  - `tinyvmm exec --timeout 10` to a VM whose VMM is stopped (SIGSTOP:
  *    the guest cannot answer) returns 124 once the grace has passed.
  * The VMM's cgroups are found from its /proc/PID/cgroup, the way any
  * operator would. Skipped on a host without cpu, memory and pids
@@ -344,7 +344,7 @@ START_TEST(cpu_quota_holds)
 		ck_assert_int_eq(mkdir(stale[i], 0755), 0);
 	}
 	pid = running[0] = SPAWN("run", GUEST, "--cpus", "2", "--cpu-quota", "0.5", "--cgroup-parent", parent,
-				 "--metrics", metrics, "--timeout", "40", "--", BUSY2);
+				 "--metrics", metrics, "--timeout", "20", "--", BUSY2);
 	wait_cgroup(pid, CG_CPU, cpu);
 	vmm_dir(pid, CG_MEMORY, mem);
 	vmm_dir(pid, CG_PIDS, pids);
@@ -388,7 +388,7 @@ START_TEST(no_cgroup_baseline)
 	if (!have_cgroups)
 		return;
 	pid = running[0] =
-		SPAWN("run", GUEST, "--cpus", "2", "--no-cgroup", "--metrics", metrics, "--timeout", "25", "--", BUSY2);
+		SPAWN("run", GUEST, "--cpus", "2", "--no-cgroup", "--metrics", metrics, "--timeout", "18", "--", BUSY2);
 	ck_assert_msg(wait_text(out, "go", pid), "the job never started: %s", e = it_slurp(err));
 	vmm_dir(getpid(), CG_MEMORY, ours);
 	vmm_dir(pid, CG_MEMORY, its);
@@ -436,8 +436,8 @@ START_TEST(gone_after_ttl)
 	if (!have_cgroups)
 		return;
 	ck_assert_int_eq(ends_without_cgroup((const char *const[]){ "run", GUEST, "--cgroup-parent", parent, "--ttl",
-								    "20", "--", "sleep", "1000", NULL },
-					     "--ttl 20"),
+								    "10", "--", "sleep", "1000", NULL },
+					     "--ttl 10"),
 			 124);
 }
 END_TEST
@@ -472,7 +472,7 @@ START_TEST(exec_backstop_and_sigterm)
 	wait_cgroup(vm, CG_MEMORY, mem);
 	ck_assert_msg(wait_text(out, "up", vm), "the VM's job never started: %s", s = it_slurp(err));
 	/* A timeout the slow guest cannot reach before we stop it. */
-	ex = running[1] = spawn((const char *const[]){ "exec", "--vsock-uds", sock, "--timeout", "30", "--", "sh", "-c",
+	ex = running[1] = spawn((const char *const[]){ "exec", "--vsock-uds", sock, "--timeout", "10", "--", "sh", "-c",
 						       "echo started; sleep 100", NULL },
 				xout, xerr);
 	ck_assert_msg(wait_text(xout, "started", ex), "exec's job never started: %s", s = it_slurp(xerr));
@@ -480,7 +480,7 @@ START_TEST(exec_backstop_and_sigterm)
 	t0 = now_s();
 	st = wait_exit(ex);
 	s = it_slurp(xerr);
-	printf("exec --timeout 30 against a VM stopped once the job ran: status %d %.1f s later\n", st, now_s() - t0);
+	printf("exec --timeout 10 against a VM stopped once the job ran: status %d %.1f s later\n", st, now_s() - t0);
 	ck_assert_msg(st == 124, "exec status %d: %s", st, s);
 	ck_assert_msg(strstr(s, "gave up on it"), "exec stderr: %s", s);
 	free(s);

@@ -675,6 +675,24 @@ class T03Exec(ServeTest):
         r = run_exec(UID_A, a["id"], {"cmd": ["cat"], "stdin_b64": base64.b64encode(text.encode()).decode()})
         self.assertEqual((r.status, r.json["stdout"]), (200, text))
 
+    def test_idle_agent_connections_do_not_lock_execs_out(self):
+        """Sixteen connections left open and quiet on a sandbox's agent (a
+        client that never closed; the guest's own processes could do the
+        same) give their slots to new ones: the next exec runs."""
+        sid = self.a()["id"]
+        idle = []
+        try:
+            for _ in range(16):
+                s = socket.socket(socket.AF_UNIX)
+                s.connect(os.path.join(STATE, "sandboxes", sid, "vsock.sock"))
+                s.sendall(b"CONNECT 1024\n")
+                idle.append(s)
+            r = run_exec(UID_A, sid, {"cmd": ["echo", "through"]})
+            self.assertEqual((r.status, r.json and r.json["stdout"]), (200, "through\n"), r.body)
+        finally:
+            for s in idle:
+                s.close()
+
     def test_not_started(self):
         r = run_exec(UID_A, self.a()["id"], {"cmd": ["/no/such/binary"]})
         self.assertGreaterEqual(r.status, 400, "a command that never started is not a result")

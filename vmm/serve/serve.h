@@ -321,6 +321,10 @@ void random_hex(char *out, size_t nbytes);
 uint64_t now_ns(void);
 /* Connect to sb's agent: 0, or -errno with e set. */
 int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
+/* Connect sb's keeper: as sb_agent, and SEED sent (entropy, the host's
+ * clock), which also tells the agent never to evict this connection for a
+ * new one (guest/PROTOCOL.md, "Connection"). */
+int sb_keeper(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
 
 /* serve_api.c */
 /* A request's JSON body, parsed ({} when empty). */

@@ -76,7 +76,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 			/* Still running, as it was: the keeper comes back. */
 			struct tvm_agent *k = NULL;
 			struct tvm_err e = { 0 };
-			if (!sb_agent(sb, 5000, &k, &e)) {
+			if (!sb_keeper(sb, 5000, &k, &e)) {
 				pthread_mutex_lock(&s->mu);
 				sb->keeper = k;
 				pthread_mutex_unlock(&s->mu);

@@ -164,6 +164,11 @@ int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tv
 	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
 }
 
+int sb_keeper(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e)
+{
+	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, TVM_AGENT_SEED, a, e);
+}
+
 void sb_remove_dir(const char *dir)
 {
 	int r = jail_remove_tree(AT_FDCWD, dir);
@@ -714,8 +719,7 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 
 		struct tvm_agent *keeper = NULL;
 
-		r = tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, 2000, TVM_AGENT_SEED, &keeper,
-				      &e);
+		r = sb_keeper(sb, 2000, &keeper, &e);
 		if (!r) {
 			pthread_mutex_lock(&s->mu);
 			gone = sb->exited;
@@ -1027,7 +1031,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		struct tvm_err e = { 0 };
 
 		if (!build && sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
-		    sb_agent(sb, 5000, &sb->keeper, &e) == 0) {
+		    sb_keeper(sb, 5000, &sb->keeper, &e) == 0) {
 			sb->state = SB_RUNNING;
 			sb->exited = false;
 			sb->end_reason = NULL;
