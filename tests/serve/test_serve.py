@@ -688,7 +688,7 @@ class T03Exec(ServeTest):
                 s.sendall(b"CONNECT 1024\n")
                 idle.append(s)
             r = run_exec(UID_A, sid, {"cmd": ["echo", "through"]})
-            self.assertEqual((r.status, r.json and r.json["stdout"]), (200, "through\n"), r.body)
+            self.assertEqual((r.status, (r.json or {}).get("stdout")), (200, "through\n"), r.body)
         finally:
             for s in idle:
                 s.close()
