@@ -232,20 +232,33 @@ static void conn_fail(struct conn *c, const char *why)
 }
 
 /* The connection to evict for a new one when every slot is taken: the one
- * quiet longest, if for AGENT_EVICT_IDLE_MS (a frame it left half sent
- * included), that has no job, no transfer and nothing queued, and is not
- * the host's keeper. Else NULL. Without it, connections that went quiet (a
- * guest process's, a host client's that never closed) would lock every
- * exec out. */
+ * quiet longest, if for AGENT_EVICT_IDLE_MS (no whole frame taken from it;
+ * bytes of a frame trickled in do not count), that has no job, no
+ * transfer, nothing queued and nothing unread in its socket, and is not
+ * the keeper. Else NULL. Without it, connections left open and quiet (a
+ * host client that never closed) would lock every exec out. */
 static struct conn *conn_idlest(uint64_t now)
 {
 	struct conn *best = NULL;
+	char b;
 
 	for (struct conn *c = ag.conns; c; c = c->next)
 		if (!c->dead && !c->keeper && !c->njobs && !c->xfers && c->olen == c->ooff &&
-		    now - c->active_ns >= AGENT_EVICT_IDLE_MS * 1000000ull && (!best || c->active_ns < best->active_ns))
+		    now - c->active_ns >= AGENT_EVICT_IDLE_MS * 1000000ull &&
+		    (!best || c->active_ns < best->active_ns) &&
+		    recv(c->w.fd, &b, 1, MSG_PEEK | MSG_DONTWAIT) <= 0) /* a request not read yet is not quiet */
 			best = c;
 	return best;
+}
+
+/* Whether a live connection is the keeper: the first one to send SEED
+ * while there was none (the host's long-lived handle on the VM). */
+static bool keeper_open(void)
+{
+	for (struct conn *c = ag.conns; c; c = c->next)
+		if (!c->dead && c->keeper)
+			return true;
+	return false;
 }
 
 static unsigned conns_live(void)
@@ -268,7 +281,7 @@ static void conn_accept(void)
 		if (conns_live() >= AGENT_MAX_CONNS && (c = conn_idlest(agent_now_ns()))) {
 			conn_send_error(c, 0, TVP_ERR_LIMIT, 0, "evicted: idle while every connection slot was taken");
 			conn_flush(c);
-			conn_kill(c, NULL); /* no console line: a guest could make many */
+			conn_kill(c, NULL); /* no console line: a client could make many */
 		}
 		c = conns_live() < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
@@ -277,8 +290,9 @@ static void conn_accept(void)
 			struct tvp_msg m = { .type = TVP_ERROR, .error = { TVP_ERR_LIMIT, 0, tvp_cstr(msg) } };
 			size_t len;
 
-			if (!tvp_encode(&m, buf, sizeof(buf), &len) && write(fd, buf, len) < 0)
-				agent_log("refusing connection: %s", strerror(errno));
+			/* best effort, and no console line: a client could make many */
+			if (!tvp_encode(&m, buf, sizeof(buf), &len))
+				(void)!write(fd, buf, len);
 			close(fd);
 			continue;
 		}
@@ -287,7 +301,6 @@ static void conn_accept(void)
 		tvp_decoder_init(&c->dec, TVP_MAX_PAYLOAD);
 		c->next = ag.conns;
 		ag.conns = c;
-		ag.nconns++;
 		clock_gettime(CLOCK_BOOTTIME, &ts);
 		ready.ready = (struct tvp_ready){
 			.version = TVP_VERSION,
@@ -314,10 +327,9 @@ static void conn_read(struct conn *c)
 		return;
 	}
 	n = read(c->w.fd, p, avail);
-	if (n > 0) {
+	if (n > 0)
 		tvp_decoder_commit(&c->dec, (size_t)n);
-		c->active_ns = agent_now_ns();
-	} else if (n == 0)
+	else if (n == 0)
 		c->eof = true;
 	else if (errno != EAGAIN && errno != EINTR)
 		conn_kill(c, NULL);
@@ -350,7 +362,7 @@ static void dispatch(struct conn *c, const struct tvp_msg *m)
 	case TVP_FILE_DATA: file_data(c, m); break;
 	case TVP_FILE_END: file_end(c, m); break;
 	case TVP_SEED:
-		c->keeper = true;
+		c->keeper = c->keeper || !keeper_open();
 		sys_seed(c, m);
 		break;
 	case TVP_SHUTDOWN:
@@ -402,6 +414,7 @@ static bool conn_process(struct conn *c)
 			conn_fail(c, why);
 			break;
 		}
+		c->active_ns = agent_now_ns();
 		dispatch(c, &m);
 	}
 	return false;
@@ -465,7 +478,6 @@ static void conns_sweep(void)
 	while ((c = *pp)) {
 		if (c->dead) {
 			*pp = c->next;
-			ag.nconns--;
 			free(c);
 		} else {
 			pp = &c->next;

@@ -45,8 +45,8 @@ struct conn {
 	size_t ooff, olen, ocap;
 	struct xfer *xfers;
 	unsigned njobs;
-	uint64_t active_ns; /* CLOCK_MONOTONIC of its accept or last byte read */
-	bool keeper;        /* it sent SEED: the host's handle on the VM, never evicted */
+	uint64_t active_ns; /* CLOCK_MONOTONIC of its accept or the last frame taken from it */
+	bool keeper;        /* the first to send SEED while none was open: never evicted */
 	bool eof;           /* host closed (or shut down writing): cancel everything */
 	bool dead;          /* closed; freed at the end of the iteration */
 };
@@ -97,7 +97,6 @@ struct agent {
 	char **base_env; /* environment every job starts from */
 	size_t base_envc;
 	struct conn *conns;
-	unsigned nconns;
 	struct job *jobs[AGENT_MAX_JOBS];
 	unsigned njobs;
 };

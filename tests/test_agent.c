@@ -449,37 +449,63 @@ START_TEST(seed_and_shutdown_in_test_mode)
 END_TEST
 
 /* Every slot taken: a new connection takes the slot of the one quiet
- * longest (past AGENT_EVICT_IDLE_MS) that has no job and is not the
- * host's keeper (it sent SEED), which gets a LIMIT error and EOF. */
+ * longest (no whole frame for AGENT_EVICT_IDLE_MS) that has no job, no
+ * unread request, and is not the keeper (the first to send SEED), which
+ * gets a LIMIT error and EOF. */
 START_TEST(idle_connection_gives_its_slot_to_a_new_one)
 {
 	static const uint8_t rnd[32] = { 7 };
-	struct ac_conn *others[AGENT_MAX_CONNS - 1], *late;
-	struct ac_out ob[AC_MAX_IDS] = { 0 }, ol[AC_MAX_IDS] = { 0 };
+	struct ac_conn *others[AGENT_MAX_CONNS - 1], *late, *late2;
+	struct ac_out ob[AC_MAX_IDS] = { 0 }, ol[AC_MAX_IDS] = { 0 }, o2[AC_MAX_IDS] = { 0 };
 	struct tvp_msg m;
 
 	ac_send(c, &(struct tvp_msg){ .type = TVP_SEED, .id = 1, .seed = { 1, { rnd, sizeof(rnd) } } });
 	ac_expect(c, &m, TVP_OK);
 	/* others[0], quiet longest after c, is busy: its job outlasts the wait */
 	others[0] = ac_open();
-	ac_exec(others[0], 1, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 4; echo busy") });
+	ac_exec(others[0], 1, &(struct ac_job){ .argv = AC_ARGV("/bin/sh", "-c", "sleep 8; echo busy") });
 	while (others[0]->outlen)
 		ac_io(others[0], 100);
 	usleep(100 * 1000);
-	for (int i = 1; i < AGENT_MAX_CONNS - 1; i++)
+	/* others[1] sends SEED too (a keeper is open: it is not one) */
+	others[1] = ac_open();
+	ac_send(others[1], &(struct tvp_msg){ .type = TVP_SEED, .id = 1, .seed = { 1, { rnd, sizeof(rnd) } } });
+	ac_expect(others[1], &m, TVP_OK);
+	usleep(100 * 1000);
+	for (int i = 2; i < AGENT_MAX_CONNS - 1; i++)
 		others[i] = ac_open();
-	usleep((AGENT_EVICT_IDLE_MS + 500) * 1000);
+	usleep(AGENT_EVICT_IDLE_MS * 1000 / 2);
+	/* bytes of a frame trickled in are not a frame: still quiet */
+	ac_send_raw(others[1], "\0\0", 2);
+	while (others[1]->outlen)
+		ac_io(others[1], 100);
+	usleep((AGENT_EVICT_IDLE_MS / 2 + 500) * 1000);
 	late = ac_open();
 	ac_run(late, &(struct ac_job){ .argv = AC_ARGV("echo", "late") }, ol);
 	ck_assert_str_eq(ol[1].out, "late\n");
 	ck_assert_uint_eq(ac_expect_close(others[1]), TVP_ERR_LIMIT);
+	/* A request that came in with the new connection, not read yet: that
+	 * connection is not quiet (others[3] goes instead). */
+	ck_assert_int_eq(kill(ac_agent_pid, SIGSTOP), 0);
+	late2 = ac_connect();
+	usleep(100 * 1000);
+	ac_exec(others[2], 1, &(struct ac_job){ .argv = AC_ARGV("echo", "asked") });
+	while (others[2]->outlen)
+		ac_io(others[2], 100);
+	ck_assert_int_eq(kill(ac_agent_pid, SIGCONT), 0);
+	ac_expect(late2, &m, TVP_READY);
+	ac_wait(others[2], o2, 1);
+	ck_assert_str_eq(o2[1].out, "asked\n");
+	ck_assert_uint_eq(ac_expect_close(others[3]), TVP_ERR_LIMIT);
 	ac_wait(others[0], ob, 1);
 	ck_assert_str_eq(ob[1].out, "busy\n");
 	run_sh("echo keeper"); /* on c, the oldest: kept */
 	ck_assert_str_eq(o[1].out, "keeper\n");
 	ac_out_free(ob, AC_MAX_IDS);
 	ac_out_free(ol, AC_MAX_IDS);
+	ac_out_free(o2, AC_MAX_IDS);
 	ac_close(late);
+	ac_close(late2);
 	for (int i = 0; i < AGENT_MAX_CONNS - 1; i++)
 		ac_close(others[i]);
 }

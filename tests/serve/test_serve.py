@@ -676,9 +676,9 @@ class T03Exec(ServeTest):
         self.assertEqual((r.status, r.json["stdout"]), (200, text))
 
     def test_idle_agent_connections_do_not_lock_execs_out(self):
-        """Sixteen connections left open and quiet on a sandbox's agent (a
-        client that never closed; the guest's own processes could do the
-        same) give their slots to new ones: the next exec runs."""
+        """Sixteen connections left open and quiet on a sandbox's agent
+        (clients that never closed) give their slots to new ones: the
+        next exec runs."""
         sid = self.a()["id"]
         idle = []
         try:

@@ -322,8 +322,8 @@ uint64_t now_ns(void);
 /* Connect to sb's agent: 0, or -errno with e set. */
 int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
 /* Connect sb's keeper: as sb_agent, and SEED sent (entropy, the host's
- * clock), which also tells the agent never to evict this connection for a
- * new one (guest/PROTOCOL.md, "Connection"). */
+ * clock), which also makes it the agent's keeper when no other is open:
+ * never evicted for a new connection (guest/PROTOCOL.md, "Connection"). */
 int sb_keeper(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
 
 /* serve_api.c */
