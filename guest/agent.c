@@ -278,12 +278,15 @@ static void conn_accept(void)
 	int fd;
 
 	while ((fd = accept4(ag.listen.fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC)) >= 0) {
-		if (conns_live() >= AGENT_MAX_CONNS && (c = conn_idlest(agent_now_ns()))) {
+		unsigned live = conns_live();
+
+		if (live >= AGENT_MAX_CONNS && (c = conn_idlest(agent_now_ns()))) {
 			conn_send_error(c, 0, TVP_ERR_LIMIT, 0, "evicted: idle while every connection slot was taken");
 			conn_flush(c);
 			conn_kill(c, NULL); /* no console line: a client could make many */
+			live--;
 		}
-		c = conns_live() < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
+		c = live < AGENT_MAX_CONNS ? calloc(1, sizeof(*c)) : NULL;
 		if (!c) {
 			static const char msg[] = "too many connections";
 			uint8_t buf[TVP_HDR_SIZE + 12 + sizeof(msg)];
