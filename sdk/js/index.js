@@ -654,7 +654,7 @@ export class Sandbox {
 
   /**
    * Save the sandbox (files, processes, memory) and end its VM: no CPU nor memory, its lifetime stops
-   * until resume(). ConflictError (409) while commands run, when paused already, or with a network.
+   * until resume(). ConflictError (409) while commands run or when paused already.
    * Resolves with (and keeps as .info) the sandbox's info, state 'paused'.
    */
   async pause({ requestTimeoutMs = 300_000 } = {}) {

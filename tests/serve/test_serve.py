@@ -2145,6 +2145,45 @@ class T15Network(ServeTest):
             again = call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json
             self.assertEqual((again["state"], again["network"]), ("running", net))
             self.assertEqual(tap_addrs(tap), [host + "/30"])
+            # no fork, no template of it: its children would share its address
+            e = self.expect_error(call(UID_C, "POST", "/v1/sandboxes/%s/fork" % sb["id"], json={}), 409, "conflict")
+            self.assertIn("it has a network", e["message"])
+            e = self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "withnet",
+                                                                                "from_sandbox": sb["id"]}),
+                                  409, "conflict")
+            self.assertIn("it has a network", e["message"])
+            # paused: its VMM ends, its /30 and TAP stay (its guest has that
+            # address); resumed by a restarted daemon (the egress rules come
+            # from the sandbox's state): the same address, the same allow_out
+            r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sb["id"], timeout=300)
+            self.assertEqual((r.status, r.json.get("state"), r.json.get("network")), (200, "paused", net), r.body)
+            wait_for(lambda: not vmm_pids(sb["id"]), "the VMM of the paused sandbox to end", timeout=30)
+            self.assertEqual(tap_addrs(tap), [host + "/30"])
+            restart_daemon()
+            self.assertEqual(tap_addrs(tap), [host + "/30"])
+            r = call(UID_C, "POST", "/v1/sandboxes/%s/resume" % sb["id"], timeout=CREATE_WAIT)
+            self.assertEqual((r.status, r.json.get("state"), r.json.get("network")), (200, "running", net), r.body)
+            with open("/proc/%d/cmdline" % vmm_pids(sb["id"])[0], "rb") as f:
+                argv = f.read().decode().split("\0")
+            self.assertEqual([argv[i + 1] for i, a in enumerate(argv) if a.startswith("--net")],
+                             [tap, "10.211.0.0/16:%d/tcp" % port])
+            got.clear()
+            t = threading.Thread(target=serve_one)
+            t.start()
+            r = run_exec(UID_C, sb["id"], {"cmd": ["python3", "-c", code]})
+            self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
+            self.assertEqual(r.json["stdout"].splitlines(), ["b'hello guest'", "blocked TimeoutError"])
+            t.join(30)
+            self.assertEqual((got.get("peer"), got.get("data")), (guest, b"from the guest"), got)
+            # it booted, so its first pause was whole and the second is a
+            # diff against it: the first must stay for every later resume
+            for _ in range(2):
+                r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sb["id"], timeout=300)
+                self.assertEqual((r.status, r.json.get("state")), (200, "paused"), r.body)
+                r = call(UID_C, "POST", "/v1/sandboxes/%s/resume" % sb["id"], timeout=CREATE_WAIT)
+                self.assertEqual((r.status, r.json.get("state"), r.json.get("network")), (200, "running", net), r.body)
+            r = run_exec(UID_C, sb["id"], {"cmd": ["cat", "/proc/sys/kernel/hostname"]})
+            self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
             # its VMM gone while the daemon is down: the next one removes the TAP
             self.assertTrue(stop_daemon(), log_tail())
             for pid in vmm_pids(sb["id"]):

@@ -95,7 +95,10 @@ struct sandbox {
 	bool net_claimed;  /* holds the /30 of net_host (serve_net.c) */
 	bool net_warned;   /* its TAP's removal failed once: said, and tried again quietly */
 	uint32_t net_host; /* that /30's host end (host byte order); the guest's is the next */
-	unsigned refs;     /* handlers and exec threads using it */
+	char **net_args;   /* its egress flags (allow_out, dns), owned, NULL-terminated; NULL: the
+			    * default rules (net_egress_rules). Kept: a resume gives them again */
+	unsigned nnet_args;
+	unsigned refs; /* handlers and exec threads using it */
 	enum sb_state state;
 	const char *end_reason; /* static string once ended */
 	pid_t pid;
@@ -213,7 +216,8 @@ int net_remove_tap(const char *id);
  * failure nothing is left and err says what (-errno). */
 int net_setup(struct sandbox *sb, char *err, size_t cap);
 /* Remove its TAP (its VMM must be gone) and give back its /30; on failure
- * it keeps both and the supervisor tries again. */
+ * it keeps both and the supervisor tries again. A paused sandbox keeps
+ * both until it ends: its guest has that address. */
 void net_release(struct sandbox *sb);
 
 /* serve_conn.c */
@@ -265,10 +269,14 @@ void sb_snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t c
 void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
-/* Start sb's VMM (net_args: its egress flags) and wait for its agent, seeded.
- * A networked sb holds its /30 already (net_claim_locked at admission):
- * its TAP is made here. 0, or -errno with a line in err. */
-int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap);
+/* Start sb's VMM and wait for its agent, seeded. A networked sb holds its
+ * /30 already (net_claim_locked at admission): its TAP is made here (made
+ * again at a resume), its egress flags are sb->net_args. 0, or -errno with
+ * a line in err. */
+int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap);
+/* Append an egress flag and its value (NULL: none) to sb->net_args:
+ * 0 or -ENOMEM. */
+int sb_net_arg_add(struct sandbox *sb, const char *flag, const char *value);
 /* Remove a sandbox's directory and what is in it: its snapshots, a jail's
  * stage left by a killed VMM (never crossing a mount, never following a
  * symlink: jail_remove_tree). */
@@ -350,12 +358,12 @@ int env_append(struct conn *c, const struct json_doc *d, const char *field, char
 void api_create(struct conn *c, const struct http_request *r);
 /* Start sb, which the caller filled in (template, shape, timeout_s,
  * envs, metadata), as one of c's uid's sandboxes: a pooled one of the
- * default template when one fits, else a restore; net_args: the VMM's
- * network flags, or NULL. Takes sb; returns the running sandbox (sb, or
+ * default template when one fits, else a restore (networked: its
+ * sb->net_args). Takes sb; returns the running sandbox (sb, or
  * the pooled one that took its request) with one reference for the
  * caller, or NULL once c has its error answer (429 quota, 503 capacity,
  * 410 deleted while starting, 500). */
-struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const char *const *net_args);
+struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom);
 /* Room for one more running sandbox of owner (pooled and paused ones do
  * not count)? 0 under mu, or -1 with mu released after answering 429
  * (owner's limit) or 503 (the service's, or it is stopping). */

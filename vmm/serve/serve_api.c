@@ -158,18 +158,15 @@ static bool rule_ok(const char *s)
 	return true;
 }
 
-/* network: {enabled, allow_out, dns} into tinyvmm run's egress flags
- * (strings in store; the TAP and addresses are sb_create's). 0, or -1
- * after answering. */
-static int parse_network(struct conn *c, const struct json_doc *d, const char **args, char store[][72], bool *on)
+/* network: {enabled, allow_out, dns} into sb->net_enabled and tinyvmm
+ * run's egress flags, sb->net_args (the TAP and addresses are
+ * sb_create's). 0, or -1 after answering. */
+static int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb)
 {
 	static const char *const known[] = { "enabled", "allow_out", "dns", NULL };
 	int net = json_find(d, 0, "network"), i;
-	size_t n = 0, ns = 0;
 	bool en = false;
 
-	args[0] = NULL;
-	*on = false;
 	if (net < 0 || json_is_null(d, net))
 		return 0;
 	if (d->tok[net].type != JSON_OBJECT) {
@@ -200,23 +197,25 @@ static int parse_network(struct conn *c, const struct json_doc *d, const char **
 			struct tvm_err e = { 0 };
 			struct net_rule r;
 			struct net_policy p = { 0 };
+			char v[72];
 
-			if (json_get_string(d, k, store[ns], 72, NULL) || !rule_ok(store[ns])) {
+			if (json_get_string(d, k, v, sizeof(v), NULL) || !rule_ok(v)) {
 				conn_error(c, 400, "bad_request", "network.%s: %s is expected", lists[l], want[l]);
 				return -1;
 			}
 			/* the VMM's own parser: a rule it would refuse is the
 			 * client's 400 now, not a sandbox that dies starting */
-			if (l ? net_policy_add_dns(&p, store[ns], &e) : net_rule_parse(store[ns], &r, &e)) {
+			if (l ? net_policy_add_dns(&p, v, &e) : net_rule_parse(v, &r, &e)) {
 				conn_error(c, 400, "bad_request", "network.%s: %s", lists[l], e.msg);
 				return -1;
 			}
-			args[n++] = flags[l];
-			args[n++] = store[ns++];
+			if (sb_net_arg_add(sb, flags[l], v)) {
+				conn_error(c, 500, "internal", "out of memory");
+				return -1;
+			}
 		}
 	}
-	args[n] = NULL;
-	*on = true;
+	sb->net_enabled = true;
 	return 0;
 }
 
@@ -303,7 +302,7 @@ static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
 	free(buf);
 }
 
-struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const char *const *net_args)
+struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 {
 	struct srv *s = c->s;
 	struct sandbox *taken;
@@ -350,8 +349,8 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom, const 
 
 	/* From a custom template: its snapshot linked in as paused-1, and
 	 * once up, the guest's own hostname (not the template's). */
-	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) ||
-	    sb_create(s, sb, net_args, err, sizeof(err)) || (custom && sb_set_hostname(sb, err, sizeof(err)))) {
+	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) || sb_create(s, sb, err, sizeof(err)) ||
+	    (custom && sb_set_hostname(sb, err, sizeof(err)))) {
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);
@@ -377,9 +376,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	struct srv *s = c->s;
 	struct body b;
 	struct sandbox *sb = NULL;
-	const char *net_args[SB_NET_ARGS_MAX];
 	uint64_t t0 = now_ns();
-	char net_store[2 * MAX_RULES][72];
 	uint32_t timeout_s = s->cfg.default_timeout_s;
 	unsigned tcpus = 0, tmem = 0;
 	bool custom;
@@ -435,7 +432,7 @@ void api_create(struct conn *c, const struct http_request *r)
 		goto out;
 	sb->nsecret_from = sb->nenv;
 	if (env_append(c, &b.d, "secret_envs", &sb->env, &sb->nenv) || parse_metadata(c, &b.d, sb) ||
-	    parse_network(c, &b.d, net_args, net_store, &sb->net_enabled))
+	    parse_network(c, &b.d, sb))
 		goto out;
 	if (custom && sb->net_enabled) {
 		conn_error(
@@ -445,7 +442,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	}
 
 	sb->timeout_s = timeout_s;
-	if (!(sb = sb_start(c, sb, custom, net_args)))
+	if (!(sb = sb_start(c, sb, custom)))
 		goto out;
 	answer_created(c, sb, t0);
 	sb = NULL;

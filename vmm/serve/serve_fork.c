@@ -89,7 +89,7 @@ static void *start_one(void *arg)
 
 	if (!x->child)
 		x->r = sb_resume_started(x->s, x->sb, x->err, sizeof(x->err));
-	else if (!(x->r = sb_create(x->s, x->sb, NULL, x->err, sizeof(x->err))))
+	else if (!(x->r = sb_create(x->s, x->sb, x->err, sizeof(x->err))))
 		x->r = sb_set_hostname(x->sb, x->err, sizeof(x->err));
 	return NULL;
 }
@@ -138,6 +138,11 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	if (c->uid != sb->owner) {
 		conn_error(c, 403, "forbidden",
 			   "only the owner of sandbox %s may fork it (its token grants that sandbox alone)", sb->id);
+		goto out;
+	}
+	if (sb->net_enabled) { /* its children would share its address: each needs its own */
+		conn_error(c, 409, "conflict", "sandbox %s cannot be forked: it has a network (not supported yet)",
+			   sb->id);
 		goto out;
 	}
 	pthread_mutex_lock(&s->mu);

@@ -4,9 +4,9 @@
  * attaches to that TAP and hands the guest the other end (--net-ip,
  * --net-gw). The guest thus reaches the host at once; routing beyond it
  * (ip_forward, NAT) is the host admin's, as for Docker's userland-less
- * bridges. Ownership: a sandbox holds its slot while its VMM may run; the
- * TAP goes when the VMM is reaped or when a restarted daemon does not
- * re-adopt it. */
+ * bridges. Ownership: a sandbox holds its slot while its VMM may run and
+ * while it is paused; the TAP goes when the VMM is reaped (not by a
+ * pause) or when a restarted daemon does not re-adopt it. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -242,7 +242,8 @@ void net_release(struct sandbox *sb)
 {
 	int r;
 
-	if (!sb->net_enabled)
+	/* Paused: its snapshot's guest has the address, the resume the TAP. */
+	if (!sb->net_enabled || (sb->paused && sb->state != SB_ENDED))
 		return;
 	r = net_remove_tap(sb->id);
 	if (!r) {

@@ -17,6 +17,16 @@
 
 #define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
 
+/* Is paused-<gen> the base that sb's later pauses are diffs against? A
+ * VMM restored from a diff saves a diff against that diff's base (a
+ * template's), one restored from a full snapshot a diff against it. A
+ * sandbox that booted (a networked one: no template has a network device
+ * yet) paused first into a full paused-1, which stays while it lives. */
+static bool own_base(const struct sandbox *sb, unsigned gen)
+{
+	return sb->net_enabled && gen == 1;
+}
+
 int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap)
 {
 	char dir[600], mem[620];
@@ -35,8 +45,6 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 		why = "a pause is under way";
 	else if (sb->running_execs)
 		why = "commands are running in it: wait for them or signal them first";
-	else if (sb->net_enabled)
-		why = "a sandbox with a network cannot be paused yet";
 	else if (sb->state != SB_RUNNING || sb->exited)
 		why = "it is not running";
 	if (why) {
@@ -99,7 +107,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	sb->pausing = hold; /* held: the caller starts it again, no one else */
 	sb_persist_locked(s, sb);
 	sb_audit_locked(s, sb, "paused");
-	if (sb->pause_gen > 1) {
+	if (sb->pause_gen > 1 && !own_base(sb, sb->pause_gen - 1)) {
 		/* The VM that just ended mapped the one before: no longer used. */
 		sb_snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
 		sb_remove_dir(dir);
@@ -139,7 +147,7 @@ int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 	sb->cpu_counted = false;
 	sb->cpu_ms = sb->cpu_base_ms = 0;
 	pthread_mutex_unlock(&s->mu);
-	r = sb_create(s, sb, NULL, err, cap);
+	r = sb_create(s, sb, err, cap);
 	pthread_mutex_lock(&s->mu);
 	if (r && sb->pid > 0 && !sb->exited) {
 		/* Not resumed (its agent never answered): that VMM goes, and

@@ -98,7 +98,7 @@ static void *pool_main(void *arg)
 				sb->next = s->sandboxes;
 				s->sandboxes = sb;
 				pthread_mutex_unlock(&s->mu);
-				r = sb_create(s, sb, NULL, err, sizeof(err));
+				r = sb_create(s, sb, err, sizeof(err));
 				pthread_mutex_lock(&s->mu);
 				sb->refs--;
 				if (!r) {

@@ -282,6 +282,8 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	(void)s;
 	for (unsigned i = 0; i < sb->nenv; i++)
 		cap += 6 * strlen(sb->env[i]) + 8;
+	for (unsigned i = 0; i < sb->nnet_args; i++)
+		cap += 6 * strlen(sb->net_args[i]) + 8;
 	buf = malloc(cap);
 	if (!buf)
 		return;
@@ -299,6 +301,11 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_bool(&w, sb->net_enabled);
 	if (sb->net_claimed)
 		json_w_kuint(&w, "net_host", sb->net_host);
+	json_w_key(&w, "net_args", 8);
+	json_w_arr_begin(&w);
+	for (unsigned i = 0; i < sb->nnet_args; i++)
+		json_w_string(&w, sb->net_args[i], strlen(sb->net_args[i]));
+	json_w_arr_end(&w);
 	json_w_key(&w, "pooled", 6);
 	json_w_bool(&w, sb->pooled);
 	json_w_kbool(&w, "paused", sb->paused);
@@ -335,6 +342,27 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	free(buf);
 }
 
+int sb_net_arg_add(struct sandbox *sb, const char *flag, const char *value)
+{
+	char **v = realloc(sb->net_args, (sb->nnet_args + 3) * sizeof(*v));
+	unsigned n = sb->nnet_args;
+
+	if (!v)
+		return -ENOMEM;
+	sb->net_args = v;
+	v[n] = strdup(flag);
+	v[n + 1] = value ? strdup(value) : NULL;
+	if (!v[n] || (value && !v[n + 1])) {
+		free(v[n]);
+		free(v[n + 1]);
+		v[n] = NULL;
+		return -ENOMEM;
+	}
+	sb->nnet_args = n + 1 + (value != NULL);
+	v[sb->nnet_args] = NULL;
+	return 0;
+}
+
 void srv_free_sandbox(struct sandbox *sb)
 {
 	for (unsigned i = 0; i < sb->nenv; i++)
@@ -345,6 +373,9 @@ void srv_free_sandbox(struct sandbox *sb)
 		free(sb->meta[i].value);
 	}
 	free(sb->meta);
+	for (unsigned i = 0; i < sb->nnet_args; i++)
+		free(sb->net_args[i]);
+	free(sb->net_args);
 	exec_free_all(sb);
 	tvm_agent_close(sb->keeper);
 	free(sb);
@@ -541,8 +572,7 @@ void *srv_supervisor(void *arg)
 }
 
 /* The argv of the sandbox's VMM. */
-static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_args, char **argv, size_t cap,
-		    char num[][24])
+static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, char num[][24])
 {
 	size_t n = 0;
 	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16];
@@ -597,11 +627,13 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 		snprintf(ip, sizeof(ip), "%s/30", guest);
 		ADD("--net");
 		ADD(tap);
-		ADD("--net-ip");
-		ADD(ip);
-		ADD("--net-gw");
-		ADD(gw);
-		if (!net_args || !net_args[0]) { /* no allow_out, no dns */
+		if (!sb->pause_gen) { /* a resumed guest has its address already */
+			ADD("--net-ip");
+			ADD(ip);
+			ADD("--net-gw");
+			ADD(gw);
+		}
+		if (!sb->nnet_args) { /* no allow_out, no dns */
 			int nr = net_egress_rules(s, sb, rules, SB_NET_DEFAULT_RULES);
 
 			for (int i = 0; i < nr; i++) {
@@ -610,8 +642,8 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, const char *const *net_ar
 			}
 		}
 	}
-	for (size_t i = 0; net_args && net_args[i]; i++)
-		ADD(net_args[i]);
+	for (unsigned i = 0; i < sb->nnet_args; i++)
+		ADD(sb->net_args[i]);
 	argv[n] = NULL;
 	return 0;
 #undef ADD
@@ -646,7 +678,7 @@ static void last_line(const char *path, char *out, size_t cap)
 			*p = '?';
 }
 
-int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, char *err, size_t errcap)
+int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 {
 	char *argv[VMM_ARGV_MAX], num[3][24], log[600];
 	struct tvm_err e = { 0 };
@@ -662,11 +694,11 @@ int sb_create(struct srv *s, struct sandbox *sb, const char *const *net_args, ch
 		sb_persist_locked(s, sb); /* before its TAP exists: a daemon killed now still finds it */
 		pthread_mutex_unlock(&s->mu);
 		if ((r = net_setup(sb, err, errcap))) {
-			sb->net_claimed = false;
+			sb->net_claimed = sb->paused; /* a paused one keeps its /30: its guest has it */
 			return r;
 		}
 	}
-	if ((r = vmm_argv(s, sb, net_args, argv, VMM_ARGV_MAX, num))) {
+	if ((r = vmm_argv(s, sb, argv, VMM_ARGV_MAX, num))) {
 		snprintf(err, errcap, "too many network rules");
 		net_release(sb);
 		return r;
@@ -884,6 +916,33 @@ static void kill_wait(const struct sandbox *sb)
 
 /* One sandbox directory of a previous daemon: into the table (ended or
  * re-adopted), or removed when it cannot be read. */
+/* A networked sandbox's egress flags, as its create gave them (a resume
+ * gives them again). Anything else than pairs of --net-allow or --net-dns
+ * and a value, or no list at all (an older daemon's state): it fails
+ * closed, to --net-deny-all, never to the wider default rules. */
+static void load_net_args(const struct json_doc *d, struct sandbox *sb)
+{
+	int a = json_find(d, 0, "net_args"), n = 0;
+	bool ok = a >= 0 && d->tok[a].type == JSON_ARRAY && d->tok[a].size <= 4 * SB_NET_RULES_MAX;
+	char flag[16], value[72];
+
+	for (int k = ok ? json_first(d, a) : -1; k >= 0 && ok; k = json_next(d, a, k), n++) {
+		if (n % 2 == 0)
+			ok = !json_get_string(d, k, flag, sizeof(flag), NULL) &&
+			     (!strcmp(flag, "--net-allow") || !strcmp(flag, "--net-dns"));
+		else
+			ok = !json_get_string(d, k, value, sizeof(value), NULL) && !sb_net_arg_add(sb, flag, value);
+	}
+	if (ok && n % 2 == 0)
+		return;
+	fprintf(stderr, "tinyvmm serve: sandbox %s: its egress rules are unreadable: it is given none\n", sb->id);
+	for (unsigned i = 0; i < sb->nnet_args; i++)
+		free(sb->net_args[i]);
+	sb->nnet_args = 0;
+	if (sb_net_arg_add(sb, "--net-deny-all", NULL))
+		sb->net_claimed = false; /* no memory for it: its VMM gets no TAP (a resume fails) */
+}
+
 static void load_one(struct srv *s, const char *dir, const char *name)
 {
 	char path[600], str[256];
@@ -967,6 +1026,8 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		sb->net_host = (uint32_t)v;
 		sb->net_claimed = true;
 	}
+	if (sb->net_enabled)
+		load_net_args(&d, sb);
 	if ((i = json_find(&d, o, "from_pool")) >= 0)
 		json_get_bool(&d, i, &sb->from_pool);
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {

@@ -219,7 +219,7 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const cha
 	/* Its lifetime covers the warm-up and the save: a daemon that dies
 	 * meanwhile leaves nothing running for long. */
 	sb->timeout_s = w->timeout_s + WARMUP_SAVE_S;
-	if (!(sb = sb_start(c, sb, false, NULL)))
+	if (!(sb = sb_start(c, sb, false)))
 		return NULL;
 	/* A running command, as an exec is: no pause, fork or template of
 	 * it meanwhile (409); marked so that a restarted daemon ends it. */
@@ -333,6 +333,12 @@ static void api_template_create(struct conn *c)
 		}
 		if (api_ended(c, sb))
 			goto out;
+		if (sb->net_enabled) { /* a template's snapshot has no network device */
+			conn_error(c, 409, "conflict",
+				   "sandbox %s cannot be saved as a template: it has a network (not supported yet)",
+				   sb->id);
+			goto out;
+		}
 	}
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *o = s->templates; o; o = o->next)
