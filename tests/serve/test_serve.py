@@ -1632,16 +1632,21 @@ class T11Pause(ServeTest):
             delete(UID_C, sid)
         wait_ended(UID_C, sid)
 
-    def test_delete_during_a_pause_answers_410(self):
-        """A DELETE while the VMM saves: the pause answers 410 with the
-        reason (200 if the save won the race), never 500."""
-        sid = create(UID_C).json["id"]
-        r = delete_during(UID_C, sid, "pause", timeout=300)
-        if r.status != 200:
-            self.expect_error(r, 410, "sandbox_expired")
-            self.assertEqual(r.json["end_reason"], "killed")
-        self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
-        wait_for(lambda: not vmm_pids(sid), "the VMM of %s to end" % sid)
+    def test_delete_during_a_pause_or_a_resume_answers_410(self):
+        """A DELETE while the VMM saves, or while a resume starts it: the
+        request answers 410 with the reason (200 if it won the race),
+        never 500, and no VMM of the sandbox is left running."""
+        for what in ("pause", "resume"):
+            sid = create(UID_C).json["id"]
+            if what == "resume":
+                r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sid, timeout=300)
+                self.assertEqual(r.status, 200, r.body)
+            r = delete_during(UID_C, sid, what, timeout=CREATE_WAIT)
+            if r.status != 200:
+                self.expect_error(r, 410, "sandbox_expired")
+                self.assertEqual(r.json["end_reason"], "killed")
+            self.assertEqual(wait_ended(UID_C, sid)["end_reason"], "killed")
+            wait_for(lambda: not vmm_pids(sid), "the VMM of %s to end after a DELETE during its %s" % (sid, what))
 
     def test_paused_sandbox_survives_a_daemon_restart_and_ends_on_delete(self):
         sid = create(UID_C).json["id"]
@@ -2206,12 +2211,19 @@ class T15Network(ServeTest):
             self.assertEqual(tap_addrs(tap2), [host2 + "/30"])
             with open("/proc/sys/net/ipv4/conf/%s/rp_filter" % tap2) as f:
                 self.assertEqual(f.read().strip(), "1", "a spoofed source would pass the host")
-            with open("/proc/%d/cmdline" % vmm_pids(sb2["id"])[0], "rb") as f:
-                argv = f.read().decode().split("\0")
-            allowed = {argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"}
             want = {str(n) for n in ipaddress.ip_network("0.0.0.0/0").address_exclude(
                 ipaddress.ip_network("10.211.0.0/16"))} | {host2 + "/32", "::/0"}
-            self.assertEqual(allowed, want)
+            # the default rules, at its create and again at a resume
+            for resumed in (False, True):
+                if resumed:
+                    r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sb2["id"], timeout=300)
+                    self.assertEqual((r.status, r.json.get("state")), (200, "paused"), r.body)
+                    r = call(UID_C, "POST", "/v1/sandboxes/%s/resume" % sb2["id"], timeout=CREATE_WAIT)
+                    self.assertEqual((r.status, r.json.get("state")), (200, "running"), r.body)
+                with open("/proc/%d/cmdline" % vmm_pids(sb2["id"])[0], "rb") as f:
+                    argv = f.read().decode().split("\0")
+                allowed = {argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"}
+                self.assertEqual(allowed, want, "resumed" if resumed else "created")
             # deleted, and the daemon stopped at once: its stop waits for
             # that VMM to end and removes the TAP
             self.assertEqual(delete(UID_C, sb2["id"]).status, 204)

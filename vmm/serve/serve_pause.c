@@ -14,17 +14,27 @@
 #include <sys/stat.h>
 
 #include "vmm/serve/serve.h"
+#include "vmm/snapshot/snapshot_diff.h"
 
 #define PAUSE_WAIT_S 120 /* the save of a VM of several GiB on a slow disk */
 
-/* Is paused-<gen> the base that sb's later pauses are diffs against? A
- * VMM restored from a diff saves a diff against that diff's base (a
- * template's), one restored from a full snapshot a diff against it. A
- * sandbox that booted (a networked one: no template has a network device
- * yet) paused first into a full paused-1, which stays while it lives. */
-static bool own_base(const struct sandbox *sb, unsigned gen)
+/* Is the snapshot in dir the base of the one saved after it? A VMM
+ * restored from a diff saves a diff against that diff's base (a
+ * template), one restored from a full snapshot a diff against that one:
+ * a sandbox that booted (a networked one: no template has a network
+ * device yet) paused first into a full paused-1, which stays while it
+ * lives. One that cannot be read is kept too (a line says so): disk is
+ * cheaper than a sandbox that can no longer resume. */
+static bool is_base(const struct sandbox *sb, const char *dir)
 {
-	return sb->net_enabled && gen == 1;
+	struct snap_base b;
+	struct tvm_err e = { 0 };
+	bool diff = false;
+
+	if (snap_base_identify(dir, &b, &diff, &e) == 0)
+		return !diff;
+	fprintf(stderr, "tinyvmm serve: sandbox %s: %s: kept\n", sb->id, e.msg);
+	return true;
 }
 
 int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap)
@@ -107,10 +117,12 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	sb->pausing = hold; /* held: the caller starts it again, no one else */
 	sb_persist_locked(s, sb);
 	sb_audit_locked(s, sb, "paused");
-	if (sb->pause_gen > 1 && !own_base(sb, sb->pause_gen - 1)) {
-		/* The VM that just ended mapped the one before: no longer used. */
+	if (sb->pause_gen > 1) {
+		/* The VM that just ended mapped the one before: no longer used,
+		 * unless the new one is a diff against it. */
 		sb_snapshot_dir(sb, sb->pause_gen - 1, dir, sizeof(dir));
-		sb_remove_dir(dir);
+		if (!is_base(sb, dir))
+			sb_remove_dir(dir);
 	}
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: sandbox %s paused in %llu ms (memory %llu KiB on disk)\n", sb->id,
@@ -179,6 +191,11 @@ void api_resume(struct conn *c, struct sandbox *sb)
 	char err[700];
 
 	pthread_mutex_lock(&s->mu);
+	if (sb->state == SB_ENDED) { /* a DELETE since the router looked */
+		pthread_mutex_unlock(&s->mu);
+		api_ended(c, sb);
+		return;
+	}
 	if (!sb->paused || sb->pausing) {
 		bool held = sb->paused;
 		pthread_mutex_unlock(&s->mu);

@@ -398,6 +398,15 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
 	audit_end(s, sb, &w);
 }
 
+/* SIGTERM to its VMM, SIGKILL after the grace (ended_chores_locked). */
+static void stop_vmm_locked(struct sandbox *sb)
+{
+	if (!sb->exited && sb->pid > 0) {
+		kill(sb->pid, SIGTERM);
+		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
+	}
+}
+
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 {
 	if (sb->state == SB_ENDED)
@@ -405,10 +414,7 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 	sb->state = SB_ENDED;
 	sb->end_reason = reason;
 	sb->ended_at = time(NULL);
-	if (!sb->exited && sb->pid > 0) {
-		kill(sb->pid, SIGTERM);
-		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
-	}
+	stop_vmm_locked(sb);
 	sb_persist_locked(s, sb);
 	sb_audit_locked(s, sb, "ended");
 	pthread_cond_broadcast(&s->cv);
@@ -576,7 +582,6 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 {
 	size_t n = 0;
 	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16];
-	static __thread char rules[SB_NET_DEFAULT_RULES][32];
 
 #define ADD(x)                           \
 	do {                             \
@@ -633,17 +638,9 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 			ADD("--net-gw");
 			ADD(gw);
 		}
-		if (!sb->nnet_args) { /* no allow_out, no dns */
-			int nr = net_egress_rules(s, sb, rules, SB_NET_DEFAULT_RULES);
-
-			for (int i = 0; i < nr; i++) {
-				ADD("--net-allow");
-				ADD(rules[i]);
-			}
-		}
+		for (unsigned i = 0; i < sb->nnet_args; i++)
+			ADD(sb->net_args[i]);
 	}
-	for (unsigned i = 0; i < sb->nnet_args; i++)
-		ADD(sb->net_args[i]);
 	argv[n] = NULL;
 	return 0;
 #undef ADD
@@ -678,6 +675,20 @@ static void last_line(const char *path, char *out, size_t cap)
 			*p = '?';
 }
 
+/* No allow_out, no dns: the daemon's default rules for its /30, made
+ * once, at its create, and kept with it (a resume by a daemon with
+ * another net_range gives the rules it had). 0 or -errno. */
+static int default_rules(const struct srv *s, struct sandbox *sb)
+{
+	char rules[SB_NET_DEFAULT_RULES][32];
+	int nr = net_egress_rules(s, sb, rules, SB_NET_DEFAULT_RULES);
+
+	for (int i = 0; i < nr; i++)
+		if (sb_net_arg_add(sb, "--net-allow", rules[i]))
+			return -ENOMEM;
+	return nr < 0 ? nr : 0;
+}
+
 int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 {
 	char *argv[VMM_ARGV_MAX], num[3][24], log[600];
@@ -689,7 +700,16 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 		snprintf(err, errcap, "%s: %s", sb->dir, strerror(errno));
 		return -errno;
 	}
-	if (sb->net_enabled) { /* its /30 was claimed at its admission (sb_start) */
+	if (sb->net_enabled) {          /* its /30 was claimed at its admission (sb_start) */
+		if (!sb->net_claimed) { /* a resume after its end gave the /30 back */
+			snprintf(err, errcap, "network: its /30 was given back");
+			return -ENOENT;
+		}
+		if (!sb->pause_gen && !sb->nnet_args && (r = default_rules(s, sb))) {
+			snprintf(err, errcap, "network: its default egress rules: %s", strerror(-r));
+			net_release(sb);
+			return r;
+		}
 		pthread_mutex_lock(&s->mu);
 		sb_persist_locked(s, sb); /* before its TAP exists: a daemon killed now still finds it */
 		pthread_mutex_unlock(&s->mu);
@@ -740,6 +760,8 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 	sb->pid = pid;
 	sb->own_child = true;
 	pid_start(pid, &sb->pid_start);
+	if (sb->state == SB_ENDED) /* a DELETE before it had a pid sent no SIGTERM */
+		stop_vmm_locked(sb);
 	sb_persist_locked(s, sb);
 	pthread_mutex_unlock(&s->mu);
 
@@ -754,7 +776,7 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 		r = sb_keeper(sb, 2000, &keeper, &e);
 		if (!r) {
 			pthread_mutex_lock(&s->mu);
-			gone = sb->exited;
+			gone = sb->exited || sb->state == SB_ENDED;
 			if (!gone)
 				sb->keeper = keeper;
 			pthread_mutex_unlock(&s->mu);
@@ -916,10 +938,11 @@ static void kill_wait(const struct sandbox *sb)
 
 /* One sandbox directory of a previous daemon: into the table (ended or
  * re-adopted), or removed when it cannot be read. */
-/* A networked sandbox's egress flags, as its create gave them (a resume
- * gives them again). Anything else than pairs of --net-allow or --net-dns
- * and a value, or no list at all (an older daemon's state): it fails
- * closed, to --net-deny-all, never to the wider default rules. */
+/* A networked sandbox's egress flags, as its create made them (its
+ * allow_out and dns, or the default rules of then): a resume gives them
+ * again. Anything else than pairs of --net-allow or --net-dns and a
+ * value, or an empty or missing list (an older daemon's state): it fails
+ * closed, to --net-deny-all. */
 static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 {
 	int a = json_find(d, 0, "net_args"), n = 0;
@@ -933,11 +956,13 @@ static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 		else
 			ok = !json_get_string(d, k, value, sizeof(value), NULL) && !sb_net_arg_add(sb, flag, value);
 	}
-	if (ok && n % 2 == 0)
+	if (ok && n && n % 2 == 0)
 		return;
 	fprintf(stderr, "tinyvmm serve: sandbox %s: its egress rules are unreadable: it is given none\n", sb->id);
 	for (unsigned i = 0; i < sb->nnet_args; i++)
 		free(sb->net_args[i]);
+	if (sb->net_args)
+		sb->net_args[0] = NULL;
 	sb->nnet_args = 0;
 	if (sb_net_arg_add(sb, "--net-deny-all", NULL))
 		sb->net_claimed = false; /* no memory for it: its VMM gets no TAP (a resume fails) */
