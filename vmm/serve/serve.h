@@ -95,8 +95,8 @@ struct sandbox {
 	bool net_claimed;  /* holds the /30 of net_host (serve_net.c) */
 	bool net_warned;   /* its TAP's removal failed once: said, and tried again quietly */
 	uint32_t net_host; /* that /30's host end (host byte order); the guest's is the next */
-	char **net_args;   /* its egress flags (allow_out, dns), owned, NULL-terminated; NULL: the
-			    * default rules (net_egress_rules). Kept: a resume gives them again */
+	char **net_args;   /* its egress flags: allow_out and dns, or the default rules made at its
+			    * create; owned, NULL-terminated, persisted: a resume gives them again */
 	unsigned nnet_args;
 	unsigned refs; /* handlers and exec threads using it */
 	enum sb_state state;
