@@ -368,6 +368,7 @@ static void dispatch(struct conn *c, const struct tvp_msg *m)
 		c->keeper = c->keeper || !keeper_open();
 		sys_seed(c, m);
 		break;
+	case TVP_NET: net_request(c, m); break;
 	case TVP_SHUTDOWN:
 		if (ag.system)
 			sys_shutdown();

@@ -187,10 +187,15 @@ void file_conn_gone(struct conn *c);
 /* agent_net.c */
 struct net_cfg {
 	struct in_addr addr, mask, gw, dns;
-	bool has_gw, has_dns;
+	uint8_t mac[6];
+	bool has_gw, has_dns, has_mac;
 };
-/* Parse a tinyvmm.net value ("ADDR/PREFIX[,gw=ADDR][,dns=ADDR]", IPv4). */
+/* Parse a tinyvmm.net value ("ADDR/PREFIX[,gw=ADDR][,dns=ADDR]
+ * [,mac=XX:XX:XX:XX:XX:XX]", IPv4; the MAC unicast). */
 bool net_parse(const char *spec, struct net_cfg *c);
+/* NET: eth0 re-addressed from m->net.spec (a fork's child); OK(value 1),
+ * OK(value 0) from a test agent (not PID 1), or ERROR. */
+void net_request(struct conn *c, const struct tvp_msg *m);
 /* Configure eth0, the default route and resolv.conf from tinyvmm.net= on
  * the kernel command line; logs and goes on when it cannot. */
 void net_setup_from_cmdline(void);

@@ -115,6 +115,9 @@ static const struct field seed_f[] = {
 	FLD(F_U64, C_NONE, seed.realtime_ns, 0),
 	FLD(F_BYTES, C_NONE, seed.entropy, TVP_MAX_ENTROPY),
 };
+static const struct field net_f[] = {
+	FLD(F_STR, C_NONE, net.spec, TVP_MAX_NET),
+};
 
 static const struct msgdef msgdefs[] = {
 	[TVP_HELLO] = MSG("HELLO", 0, hello_f),
@@ -136,6 +139,7 @@ static const struct msgdef msgdefs[] = {
 	[TVP_FILE_END] = MSG("FILE_END", 0, file_end_f),
 	[TVP_SEED] = MSG("SEED", 0, seed_f),
 	[TVP_SHUTDOWN] = { "SHUTDOWN", 0, 0, NULL },
+	[TVP_NET] = MSG("NET", 0, net_f),
 };
 /* clang-format on */
 

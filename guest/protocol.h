@@ -28,6 +28,7 @@
 #define TVP_MAX_NAME 256           /* HELLO name, READY agent version */
 #define TVP_MAX_MESSAGE 1024       /* ERROR text */
 #define TVP_MAX_ENTROPY 4096       /* SEED entropy */
+#define TVP_MAX_NET 127            /* NET spec */
 
 /* uid/gid value meaning "the agent's default identity". */
 #define TVP_ID_DEFAULT 0xFFFFFFFFu
@@ -50,6 +51,7 @@ enum tvp_type {
 	TVP_FILE_END = 0x23,    /* both ways */
 	TVP_SEED = 0x30,        /* host -> agent */
 	TVP_SHUTDOWN = 0x31,    /* host -> agent */
+	TVP_NET = 0x32,         /* host -> agent */
 };
 
 /* Header flags, per type (any other bit set is an error). */
@@ -78,7 +80,7 @@ enum tvp_err_code {
 	TVP_ERR_IO = 6,          /* file operation failed (sys_errno says why) */
 	TVP_ERR_TOO_BIG = 7,     /* file larger than the GET_FILE cap */
 	TVP_ERR_STATE = 8,       /* request not valid now (e.g. FILE_DATA without PUT_FILE) */
-	TVP_ERR_SYSTEM = 9,      /* SEED/SHUTDOWN action failed */
+	TVP_ERR_SYSTEM = 9,      /* SEED/SHUTDOWN/NET action failed */
 };
 
 /* Status codes returned by the codec functions: 0 or one of these. */
@@ -132,7 +134,7 @@ struct tvp_ready {
 
 struct tvp_ok {
 	uint32_t of_type; /* type of the request acknowledged */
-	uint64_t value;   /* PUT_FILE: bytes written; SEED: 1 if applied */
+	uint64_t value;   /* PUT_FILE: bytes written; SEED, NET: 1 if applied */
 };
 
 struct tvp_error {
@@ -191,6 +193,13 @@ struct tvp_seed {
 	struct tvp_bytes entropy; /* credited to the kernel RNG; up to TVP_MAX_ENTROPY */
 };
 
+struct tvp_net {
+	/* "ADDR/PREFIX[,gw=ADDR][,mac=XX:XX:XX:XX:XX:XX]" (IPv4), eth0's new
+	 * address, default route and MAC: a fork's child, restored from its
+	 * parent's memory, gets its own */
+	struct tvp_str spec;
+};
+
 /* One message. Pointers inside refer to the frame payload it was parsed
  * from (or, to encode, to the caller's data). */
 struct tvp_msg {
@@ -209,6 +218,7 @@ struct tvp_msg {
 		struct tvp_get_file get;
 		struct tvp_file_end file_end;
 		struct tvp_seed seed;
+		struct tvp_net net;
 	};
 };
 

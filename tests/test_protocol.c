@@ -10,7 +10,7 @@
 static const uint8_t all_types[] = {
 	TVP_HELLO,       TVP_READY,     TVP_OK,       TVP_ERROR,  TVP_EXEC,     TVP_STDIN,
 	TVP_STDIN_CLOSE, TVP_STDOUT,    TVP_STDERR,   TVP_RESULT, TVP_KILL,     TVP_PUT_FILE,
-	TVP_GET_FILE,    TVP_FILE_DATA, TVP_FILE_END, TVP_SEED,   TVP_SHUTDOWN,
+	TVP_GET_FILE,    TVP_FILE_DATA, TVP_FILE_END, TVP_SEED,   TVP_SHUTDOWN, TVP_NET,
 };
 #define NTYPES (sizeof(all_types) / sizeof(all_types[0]))
 
@@ -63,6 +63,7 @@ static struct tvp_msg sample(uint8_t type)
 	case TVP_GET_FILE: m.get = (struct tvp_get_file){ 5u << 20, 1000, 1000, tvp_cstr("/etc/hostname") }; break;
 	case TVP_FILE_END: m.file_end = (struct tvp_file_end){ 1ull << 35, 0644 }; break;
 	case TVP_SEED: m.seed = (struct tvp_seed){ 1700000000123456789ull, b }; break;
+	case TVP_NET: m.net = (struct tvp_net){ tvp_cstr("10.0.0.6/30,gw=10.0.0.5,mac=02:01:02:03:04:05") }; break;
 	}
 	return m;
 }
@@ -458,6 +459,15 @@ START_TEST(counts_over_caps)
 	r.n += TVP_MAX_ENTROPY + 1;
 	ck_assert_int_eq(raw_parse(&r, err, sizeof(err)), TVP_E_LIMIT);
 	ck_assert_str_eq(err, "SEED: entropy is longer than its limit");
+
+	raw_begin(&r, TVP_NET);
+	raw_u32(&r, TVP_MAX_NET + 1);
+	memset(r.b + r.n, '1', TVP_MAX_NET + 1);
+	r.n += TVP_MAX_NET + 1;
+	ck_assert_int_eq(raw_parse(&r, err, sizeof(err)), TVP_E_LIMIT);
+	raw_begin(&r, TVP_NET);
+	raw_str(&r, "10.0.0.2/30\0,gw=1.2.3.4", 23);
+	ck_assert_int_eq(raw_parse(&r, err, sizeof(err)), TVP_E_BAD_STRING);
 
 	raw_begin(&r, TVP_GET_FILE);
 	raw_u32(&r, 0);

@@ -315,8 +315,12 @@ START_TEST(net_round_trip_and_restore_rules)
 	o.net = (struct tvm_net){ .enabled = 1, .guest_ip = "10.0.2.16/24" };
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, &e), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(e.msg, "come from the snapshot"));
-	o.net = (struct tvm_net){ .enabled = 1, .mac = "02:00:00:00:00:09" };
+	o.net = (struct tvm_net){ .enabled = 1, .mtu = 1300 };
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), -EINVAL);
+	/* A MAC of its own (a fork's child) is the caller's to give. */
+	o.net = (struct tvm_net){ .enabled = 1, .mac = "02:00:00:00:00:09" };
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), 0);
+	ck_assert_str_eq(out.net.mac, "02:00:00:00:00:09");
 
 	/* Without a SNAP_NET section the restore has no network and may not add one. */
 	sc->net.present = false;

@@ -605,6 +605,17 @@ int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e)
 	return r ? r : wait_ok(a, m.id, &m, e);
 }
 
+int tvm_agent_net(struct tvm_agent *a, const char *spec, struct tvm_err *e)
+{
+	struct tvp_msg m = { .type = TVP_NET, .id = ++a->next_id };
+
+	if (strlen(spec) > TVP_MAX_NET)
+		return tvm_errf(e, EINVAL, "net %.40s...: longer than %u bytes", spec, TVP_MAX_NET);
+	m.net.spec = tvp_cstr(spec);
+	int r = send_msg(a, &m, e);
+	return r ? r : wait_ok(a, m.id, &m, e);
+}
+
 int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e)
 {
 	struct tvp_msg m = { .type = TVP_SHUTDOWN, .id = ++a->next_id };

@@ -2101,7 +2101,75 @@ def tap_addrs(name):
     return [w for ln in r.stdout.splitlines() for i, w in enumerate(ln.split()) if ln.split()[i - 1] == "inet"]
 
 
+def accept_one(lsn, got, answer):
+    """A thread that takes one connection on lsn: got gets its peer's
+    address and the first 100 bytes it sent (or the error), and it gets
+    answer."""
+    def run():
+        try:
+            c, peer = lsn.accept()
+            with c:
+                got["peer"], got["data"] = peer[0], c.recv(100)
+                c.sendall(answer)
+        except OSError as e:
+            got["error"] = repr(e)
+    t = threading.Thread(target=run)
+    t.start()
+    return t
+
+
 class T15Network(ServeTest):
+    def check_networked_fork(self, sb, lsn, allow, count, rules=None):
+        """Fork networked sandbox sb into count children; each must have its
+        own TAP and /30, eth0 at its address with its own MAC and default
+        route, the parent's egress rules (allow: --net-allow values; rules:
+        a function of its host end giving the set), and reach its host end
+        on lsn's port through its own TAP. The children are deleted after,
+        and their TAPs go."""
+        port = lsn.getsockname()[1]
+        r = call(UID_C, "POST", "/v1/sandboxes/%s/fork" % sb["id"], json={"count": count}, timeout=600)
+        self.assertEqual(r.status, 201, r.body)
+        kids = r.json["sandboxes"]
+        nets = [k["network"] for k in kids] + [sb["network"]]
+        self.assertEqual(len({n["tap"] for n in nets}), count + 1, nets)
+        self.assertEqual(len({str(ipaddress.ip_network(n["address"] + "/30", strict=False)) for n in nets}),
+                         count + 1, nets)
+        code = ("import socket\n"
+                "print(open('/sys/class/net/eth0/address').read().strip())\n"
+                "print(open('/proc/sys/kernel/hostname').read().strip())\n"
+                "print(' '.join(l.split()[2] for l in open('/proc/net/route') if l.split()[1:2] == ['00000000']))\n"
+                "s = socket.create_connection((%r, %d), 20); s.sendall(b'child'); print(s.recv(100))\n")
+        for k in kids:
+            net, h = k["network"], k["id"][4:]
+            self.assertEqual(net["tap"], "tvs" + h[:8])
+            self.assertEqual(tap_addrs(net["tap"]), [net["host_address"] + "/30"])
+            got = {}
+            t = accept_one(lsn, got, b"hello child")
+            r = run_exec(UID_C, k["id"], {"cmd": ["python3", "-c", code % (net["host_address"], port)]})
+            t.join(30)
+            self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
+            mac, name, gws, answer = r.json["stdout"].splitlines()
+            self.assertEqual(mac, "02:" + ":".join(h[i:i + 2] for i in range(0, 10, 2)))
+            self.assertEqual(name, "sbx-" + h)
+            self.assertEqual([socket.inet_ntoa(struct.pack("<I", int(g, 16))) for g in gws.split()],
+                             [net["host_address"]], "its one default route")
+            self.assertEqual(answer, "b'hello child'")
+            self.assertEqual((got.get("peer"), got.get("data")), (net["address"], b"child"), got)
+            with open("/proc/%d/cmdline" % vmm_pids(k["id"])[0], "rb") as f:
+                argv = f.read().decode().split("\0")
+            self.assertEqual(argv[argv.index("--net") + 1], net["tap"])
+            self.assertNotIn("--net-ip", argv)
+            allowed = [argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"]
+            if allow is not None:
+                self.assertEqual(allowed, allow)
+            else:
+                self.assertEqual(set(allowed), rules(net["host_address"]))
+        for k in kids:
+            self.assertEqual(delete(UID_C, k["id"]).status, 204)
+        for k in kids:
+            wait_for(lambda: not os.path.exists("/sys/class/net/" + k["network"]["tap"]),
+                     "the TAP of deleted " + k["id"] + " to go", timeout=30)
+
     def test_the_daemon_gives_each_a_tap_and_a_30_and_removes_it(self):
         """network.enabled: a TAP of its own made by the daemon with the
         host end of a /30 of --net-range; the guest's eth0 has the other
@@ -2114,17 +2182,7 @@ class T15Network(ServeTest):
         lsn.settimeout(EXEC_WAIT)
         port = lsn.getsockname()[1]
         got = {}
-
-        def serve_one():
-            try:
-                c, peer = lsn.accept()
-                with c:
-                    got["peer"], got["data"] = peer[0], c.recv(100)
-                    c.sendall(b"hello guest")
-            except OSError as e:
-                got["error"] = repr(e)
-        t = threading.Thread(target=serve_one)
-        t.start()
+        t = accept_one(lsn, got, b"hello guest")
         try:
             sb = create(UID_C, {"network": {"enabled": True, "allow_out": ["10.211.0.0/16:%d/tcp" % port]},
                                 "timeout_s": 1800}).json
@@ -2150,9 +2208,11 @@ class T15Network(ServeTest):
             again = call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json
             self.assertEqual((again["state"], again["network"]), ("running", net))
             self.assertEqual(tap_addrs(tap), [host + "/30"])
-            # no fork, no template of it: its children would share its address
-            e = self.expect_error(call(UID_C, "POST", "/v1/sandboxes/%s/fork" % sb["id"], json={}), 409, "conflict")
-            self.assertIn("it has a network", e["message"])
+            # forked into two: each child has a /30, a TAP, an address, a
+            # default route and a MAC of its own, its parent's allow_out,
+            # and reaches the host through its own link
+            self.check_networked_fork(sb, lsn, ["10.211.0.0/16:%d/tcp" % port], 2)
+            # no template of it yet
             e = self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "withnet",
                                                                                 "from_sandbox": sb["id"]}),
                                   409, "conflict")
@@ -2173,8 +2233,7 @@ class T15Network(ServeTest):
             self.assertEqual([argv[i + 1] for i, a in enumerate(argv) if a.startswith("--net")],
                              [tap, "10.211.0.0/16:%d/tcp" % port])
             got.clear()
-            t = threading.Thread(target=serve_one)
-            t.start()
+            t = accept_one(lsn, got, b"hello guest")
             r = run_exec(UID_C, sb["id"], {"cmd": ["python3", "-c", code]})
             self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
             self.assertEqual(r.json["stdout"].splitlines(), ["b'hello guest'", "blocked TimeoutError"])
@@ -2224,6 +2283,9 @@ class T15Network(ServeTest):
                     argv = f.read().decode().split("\0")
                 allowed = {argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"}
                 self.assertEqual(allowed, want, "resumed" if resumed else "created")
+            # its child's default rules name the child's own host end, not its parent's
+            self.check_networked_fork(sb2, lsn, None, 1,
+                                      lambda h: want - {host2 + "/32"} | {h + "/32"})
             # deleted, and the daemon stopped at once: its stop waits for
             # that VMM to end and removes the TAP
             self.assertEqual(delete(UID_C, sb2["id"]).status, 204)

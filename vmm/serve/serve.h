@@ -199,6 +199,9 @@ struct conn {
 int net_range_parse(const char *v, uint32_t *base, unsigned *prefix);
 /* Its TAP's name: "tvs" and 8 hex digits of its id. */
 void net_tap_name(const struct sandbox *sb, char out[16]);
+/* A fork's child's MAC: locally administered unicast, 02: and 5 bytes of
+ * its id, "XX:XX:XX:XX:XX:XX" (its parent's is its guest's until NET). */
+void net_mac(const struct sandbox *sb, char out[18]);
 /* The host's and the guest's address of its /30, dotted. */
 void net_addrs(const struct sandbox *sb, char host[16], char guest[16]);
 /* The lowest /30 of the range that no other sandbox holds and no host
@@ -209,6 +212,9 @@ int net_claim_locked(struct srv *s, struct sandbox *sb);
  * a forwarding host), and IPv6. Rules into rules[cap]: their count, or
  * -E2BIG. */
 int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[][32], size_t cap);
+/* A fork's child c (its /30 claimed) gets p's egress flags, where p's
+ * gateway (its host end) is named, c's own: 0 or -ENOMEM. */
+int net_inherit_args(struct sandbox *c, const struct sandbox *p);
 /* Remove the TAP of sandbox id if it is there: 0, or -errno (-EBUSY while
  * a VMM holds it). */
 int net_remove_tap(const char *id);
@@ -300,9 +306,11 @@ int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap);
 /* Hard-link every regular file of the snapshot directory from into the
  * new directory to (0700). 0 or -errno with err set. */
 int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap);
-/* Give sb's guest its own hostname, sbx-<its id's hex>, through the
- * agent: 0 or -errno with err set. */
-int sb_set_hostname(struct sandbox *sb, char *err, size_t cap);
+/* Give sb's guest, restored from another's snapshot, its own identity
+ * through the agent: its hostname, sbx-<its id's hex>, and when networked
+ * (a fork's child) its /30's address, default route and a MAC made from
+ * its id (guest/PROTOCOL.md, NET). 0 or -errno with err set. */
+int sb_set_identity(struct sandbox *sb, char *err, size_t cap);
 /* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
  * /v1/templates/{name}. */
 void api_templates(struct conn *c, const struct http_request *r, const char *name);

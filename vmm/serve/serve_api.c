@@ -350,7 +350,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	/* From a custom template: its snapshot linked in as paused-1, and
 	 * once up, the guest's own hostname (not the template's). */
 	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) || sb_create(s, sb, err, sizeof(err)) ||
-	    (custom && sb_set_hostname(sb, err, sizeof(err)))) {
+	    (custom && sb_set_identity(sb, err, sizeof(err)))) {
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);

@@ -7,7 +7,10 @@
  * fresh overlay); the children and the parent then start from it at once.
  * Every child gets the agent's SEED (its own entropy and clock) as every
  * restore does, and its own hostname (sbx-<its id's hex>); its vsock
- * device is its own VMM's. All or nothing: if one child cannot start,
+ * device is its own VMM's. A networked parent's children each get a /30
+ * and a TAP of their own, the parent's egress rules (its gateway's
+ * address in them made the child's), and through the agent their own
+ * address and MAC (sb_set_identity). All or nothing: if one child cannot start,
  * none stays. A paused sandbox is forked from its snapshot as it is, and
  * stays paused. */
 #include <dirent.h>
@@ -90,7 +93,7 @@ static void *start_one(void *arg)
 	if (!x->child)
 		x->r = sb_resume_started(x->s, x->sb, x->err, sizeof(x->err));
 	else if (!(x->r = sb_create(x->s, x->sb, x->err, sizeof(x->err))))
-		x->r = sb_set_hostname(x->sb, x->err, sizeof(x->err));
+		x->r = sb_set_identity(x->sb, x->err, sizeof(x->err));
 	return NULL;
 }
 
@@ -140,11 +143,6 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 			   "only the owner of sandbox %s may fork it (its token grants that sandbox alone)", sb->id);
 		goto out;
 	}
-	if (sb->net_enabled) { /* its children would share its address: each needs its own */
-		conn_error(c, 409, "conflict", "sandbox %s cannot be forked: it has a network (not supported yet)",
-			   sb->id);
-		goto out;
-	}
 	pthread_mutex_lock(&s->mu);
 	timeout_s = sb->timeout_s;
 	pthread_mutex_unlock(&s->mu);
@@ -182,7 +180,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	sb_snapshot_dir(sb, sb->pause_gen, from, sizeof(from));
 	/* A parent to resume keeps its place (held); one that stays paused
 	 * holds none, but is counted while held: one fewer to find. */
-	bool room = !sb_room_locked(c, sb->owner, count - stays, false);
+	bool room = !sb_room_locked(c, sb->owner, count - stays, false), net_full = false;
 	for (unsigned i = 1; room && i <= count; i++) {
 		x[i] = (struct start){ .s = s, .child = true, .sb = child_of(s, sb, timeout_s) };
 		if (!x[i].sb) {
@@ -192,9 +190,18 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		}
 		x[i].sb->next = s->sandboxes;
 		s->sandboxes = x[i].sb;
+		if (!sb->net_enabled || net_full)
+			continue;
+		x[i].sb->net_enabled = true;
+		if (net_claim_locked(s, x[i].sb))
+			net_full = true;
+		else if (net_inherit_args(x[i].sb, sb)) {
+			x[i].r = -ENOMEM;
+			snprintf(x[i].err, sizeof(x[i].err), "out of memory");
+		}
 	}
 	pthread_mutex_unlock(&s->mu);
-	for (unsigned i = 1; room && i <= count; i++)
+	for (unsigned i = 1; room && !net_full && i <= count; i++)
 		if (x[i].sb && !x[i].r && mkdir(x[i].sb->dir, 0700) < 0) {
 			x[i].r = -errno;
 			snprintf(x[i].err, sizeof(x[i].err), "%s: %s", x[i].sb->dir, strerror(errno));
@@ -205,7 +212,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		}
 	/* Every start at once (the parent's too): each waits for its agent.
 	 * Without a thread, one runs here: slower, not wrong. */
-	for (unsigned i = stays; i <= (room ? count : 0); i++) {
+	for (unsigned i = stays; i <= (room && !net_full ? count : 0); i++) {
 		if (i && (!x[i].sb || x[i].r))
 			continue;
 		if (!pthread_create(&x[i].t, NULL, start_one, &x[i]))
@@ -228,7 +235,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	/* The parent ended meanwhile (a DELETE): its fork is undone, 410. */
 	bool gone = sb->state == SB_ENDED;
 	pthread_mutex_unlock(&s->mu);
-	if (!room || failed || gone) {
+	if (!room || net_full || failed || gone) {
 		pthread_mutex_lock(&s->mu);
 		for (unsigned i = 1; room && i <= count; i++)
 			if (x[i].sb)
@@ -236,6 +243,9 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		pthread_mutex_unlock(&s->mu);
 		if (!room)
 			conn_error(c, 503, "capacity", "no room for %u more sandboxes: try again later", count);
+		else if (net_full)
+			conn_error(c, 503, "capacity",
+				   "network: net_range has no free /30 for %u more sandboxes: try again later", count);
 		else if (gone)
 			api_ended(c, sb);
 		else

@@ -57,6 +57,13 @@ void net_tap_name(const struct sandbox *sb, char out[IFNAMSIZ])
 	snprintf(out, IFNAMSIZ, "tvs%.8s", sb->id + 4);
 }
 
+void net_mac(const struct sandbox *sb, char out[18])
+{
+	const char *h = sb->id + 4;
+
+	snprintf(out, 18, "02:%.2s:%.2s:%.2s:%.2s:%.2s", h, h + 2, h + 4, h + 6, h + 8);
+}
+
 static void addr_str(uint32_t a, char out[INET_ADDRSTRLEN])
 {
 	struct in_addr in = { .s_addr = htonl(a) };
@@ -90,6 +97,28 @@ int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[]
 	snprintf(rules[n++], 32, "%s/32", host);
 	snprintf(rules[n++], 32, "::/0");
 	return (int)n;
+}
+
+int net_inherit_args(struct sandbox *c, const struct sandbox *p)
+{
+	char ph[INET_ADDRSTRLEN], ch[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN], v[96];
+
+	net_addrs(p, ph, g);
+	net_addrs(c, ch, g);
+	for (unsigned i = 0; i < p->nnet_args; i++) {
+		const char *flag = p->net_args[i], *val = NULL;
+		size_t n = strlen(ph);
+
+		if (i + 1 < p->nnet_args && strncmp(p->net_args[i + 1], "--", 2))
+			val = p->net_args[++i];
+		/* its gateway, alone or as a rule's CIDR (H/32, H/32:53/udp) */
+		if (val && !strncmp(val, ph, n) && (!val[n] || val[n] == '/' || val[n] == ':') &&
+		    (size_t)snprintf(v, sizeof(v), "%s%s", ch, val + n) < sizeof(v))
+			val = v;
+		if (sb_net_arg_add(c, flag, val))
+			return -ENOMEM;
+	}
+	return 0;
 }
 
 /* Whether one of the host's interfaces has an address in the /30 of host

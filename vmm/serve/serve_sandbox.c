@@ -581,7 +581,7 @@ void *srv_supervisor(void *arg)
 static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, char num[][24])
 {
 	size_t n = 0;
-	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16];
+	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16], mac[18];
 
 #define ADD(x)                           \
 	do {                             \
@@ -637,6 +637,10 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 			ADD(ip);
 			ADD("--net-gw");
 			ADD(gw);
+		} else if (sb->forked_from[0]) { /* its own, not its parent's (sb_set_identity) */
+			net_mac(sb, mac);
+			ADD("--net-mac");
+			ADD(mac);
 		}
 		for (unsigned i = 0; i < sb->nnet_args; i++)
 			ADD(sb->net_args[i]);
@@ -853,20 +857,37 @@ int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap)
 }
 
 /* The file is procfs's: written in place, no new process in the guest. */
-int sb_set_hostname(struct sandbox *sb, char *err, size_t cap)
+int sb_set_identity(struct sandbox *sb, char *err, size_t cap)
 {
 	struct tvm_agent *a = NULL;
 	struct tvm_err e = { 0 };
-	char name[48];
+	char name[48], spec[128], host[16], guest[16], mac[18];
+	const char *what = "its hostname";
 	int r;
 
 	snprintf(name, sizeof(name), "sbx-%s\n", sb->id + 4);
 	r = sb_agent(sb, 5000, &a, &e);
-	if (!r)
+	if (!r && sb->net_enabled) {
+		net_addrs(sb, host, guest);
+		net_mac(sb, mac); /* its VMM's NIC has it (vmm_argv) */
+		int n = snprintf(spec, sizeof(spec), "%s/30,gw=%s,mac=%s", guest, host, mac);
+		/* its first IPv4 --net-dns (made its own by net_inherit_args)
+		 * for resolv.conf, which it has from its parent */
+		for (unsigned i = 0; i + 1 < sb->nnet_args; i++)
+			if (!strcmp(sb->net_args[i], "--net-dns") && !strchr(sb->net_args[i + 1], ':')) {
+				snprintf(spec + n, sizeof(spec) - (size_t)n, ",dns=%s", sb->net_args[i + 1]);
+				break;
+			}
+		what = "its network";
+		r = tvm_agent_net(a, spec, &e);
+	}
+	if (!r) {
+		what = "its hostname";
 		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
+	}
 	tvm_agent_close(a);
 	if (r)
-		snprintf(err, cap, "its hostname: %s", e.msg);
+		snprintf(err, cap, "%s: %s", what, e.msg);
 	return r;
 }
 

@@ -77,13 +77,16 @@ static int apply_net(const struct snap_net *s, const struct tvm_config *o, struc
 				"policy (--net TAP|auto, --net-allow ...)");
 	if (!s->present)
 		return 0;
-	if (on->guest_ip || on->guest_gw || on->mac || on->mtu || on->no_offload)
+	if (on->guest_ip || on->guest_gw || on->mtu || on->no_offload)
 		return tvm_errf(e, EINVAL,
-				"net: address, route, MAC, MTU and offloads come from the snapshot "
+				"net: address, route, MTU and offloads come from the snapshot "
 				"(the guest already has them)");
-	/* The policy is the caller's only: a state file never widens it. */
+	/* The policy is the caller's only: a state file never widens it. A
+	 * MAC of its own is the caller's too (a fork's child, whose guest is
+	 * then told: the agent's NET), else the snapshot's: frames from
+	 * another source are dropped as spoofed. */
 	*c = *on;
-	c->mac = s->mac;
+	c->mac = on->mac ? on->mac : s->mac;
 	c->mtu = s->mtu;
 	c->no_offload = (int)s->no_offload;
 	return 0;
