@@ -1600,6 +1600,11 @@ class T11Pause(ServeTest):
                 self.assertGreaterEqual(after, before)
                 wait_for(lambda: self.count(sid) > after, "the counter to go on after resume %d" % i)
             print()
+            # each pause is in its audit log, with the pid of the VMM that saved it
+            paused = [e for e in map(json.loads, call(UID_C, "GET", base + "logs").body.splitlines())
+                      if e["event"] == "paused"]
+            self.assertEqual(len(paused), 3, paused)
+            self.assertTrue(all(e["pid"] > 0 for e in paused), paused)
             # the template's metrics: time and size of its sandboxes' pauses
             p = pool()
             self.assertGreaterEqual(p["pause_time"]["samples"], 3)

@@ -113,10 +113,10 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 		pool_sample_locked(s, POOL_PAUSE_MS, sb->pause_ms);
 		pool_sample_locked(s, POOL_PAUSE_KIB, sb->pause_bytes >> 10);
 	}
+	sb_audit_locked(s, sb, "paused"); /* with the pid of the VMM that saved it */
 	sb->pid = 0;
 	sb->pausing = hold; /* held: the caller starts it again, no one else */
 	sb_persist_locked(s, sb);
-	sb_audit_locked(s, sb, "paused");
 	if (sb->pause_gen > 1) {
 		/* The VM that just ended mapped the one before: no longer used,
 		 * unless the new one is a diff against it. */
