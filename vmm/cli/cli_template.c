@@ -1,6 +1,7 @@
 /* Template snapshots made for the user: a job that would boot the default
  * way is restored instead from a snapshot of the same kernel, image and VM
- * shape, made on first use and cached. Two runs racing to make one are
+ * shape (a network device too, when the guest is given no address at its
+ * boot), made on first use and cached. Two runs racing to make one are
  * serialised by a lock file; a template is only ever seen complete (made
  * in a temporary directory, then renamed into place). */
 #include <dirent.h>
@@ -63,6 +64,16 @@ static int ident(char *buf, size_t cap, const char *path)
 	return 0;
 }
 
+/* A network the template can have: a named TAP (its template's VM uses
+ * it, with no address and everything denied, before the run's own VM
+ * does), and no address, route or MAC for the guest at its boot: whoever
+ * runs it gives the restored guest those (the agent's NET, as `tinyvmm
+ * serve` does). */
+static int net_ok(const struct tvm_net *n)
+{
+	return !n->enabled || (n->tap && !n->guest_ip && !n->guest_gw && !n->mac);
+}
+
 static int eligible(const struct cli_args *a)
 {
 	const struct tvm_config *c = &a->c;
@@ -70,7 +81,7 @@ static int eligible(const struct cli_args *a)
 	/* A job, or a long-lived VM of the default image for `exec` (and
 	 * `tinyvmm serve`'s sandboxes) reached through its vsock socket. */
 	return (a->job.argv || (a->c.vsock_uds && a->default_root)) && !a->snapshot && !a->no_snapshot &&
-	       !c->net.enabled && c->nr_drives == 1 && c->root_drive && c->drives[0].cow && !c->drives[0].read_only &&
+	       net_ok(&c->net) && c->nr_drives == 1 && c->root_drive && c->drives[0].cow && !c->drives[0].read_only &&
 	       !c->initrd_path && !c->cmdline_append && !a->user_cmdline;
 }
 
@@ -88,8 +99,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		return;
 	if (!cache || !*cache)
 		cache = DEFAULT_CACHE;
-	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;disk=%llu;", TVM_VERSION, a->c.mem_mib,
-		 a->c.cpus, a->c.vsock_cid, (int)a->c.quirks, (unsigned long long)a->c.drives[0].size);
+	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;disk=%llu;net=%d,%u,%d;", TVM_VERSION,
+		 a->c.mem_mib, a->c.cpus, a->c.vsock_cid, (int)a->c.quirks, (unsigned long long)a->c.drives[0].size,
+		 a->c.net.enabled, a->c.net.mtu, a->c.net.no_offload);
 	/* A kernel or image that is not there: the cold boot says so, once. */
 	if (ident(part, sizeof(part), a->c.kernel_path))
 		return;
@@ -151,6 +163,11 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		/* The run's rate limit is given again at the restore: the
 		 * template boots at full speed and serves every limit. */
 		c.drives[0].limit = (struct tvm_rate_limit){ 0 };
+		/* Its NIC sends nothing: the run's policy comes at the restore. */
+		c.net.nr_allow = 0;
+		c.net.nr_dns = 0;
+		c.net.deny_all = 1;
+		c.net.rx = c.net.tx = (struct tvm_rate_limit){ 0 };
 		/* The warm-up's JSON result would land on our stdout. */
 		fflush(stdout);
 		int saved = dup(1), devnull = open("/dev/null", O_WRONLY | O_CLOEXEC);
@@ -175,6 +192,9 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		return;
 	}
 use:
+	/* in the key: the restore takes them from the snapshot */
+	a->c.net.mtu = 0;
+	a->c.net.no_offload = 0;
 	snprintf(a->template_dir, sizeof(a->template_dir), "%s", dir);
 	a->snapshot = a->template_dir;
 }

@@ -307,9 +307,9 @@ int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap);
  * new directory to (0700). 0 or -errno with err set. */
 int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap);
 /* Give sb's guest, restored from another's snapshot, its own identity
- * through the agent: its hostname, sbx-<its id's hex>, and when networked
- * (a fork's child) its /30's address, default route and a MAC made from
- * its id (guest/PROTOCOL.md, NET). 0 or -errno with err set. */
+ * through the agent: when networked, its /30's address, default route and
+ * dns, and a fork's child a MAC made from its id (guest/PROTOCOL.md, NET);
+ * then its hostname, sbx-<its id's hex>. 0 or -errno with err set. */
 int sb_set_identity(struct sandbox *sb, char *err, size_t cap);
 /* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
  * /v1/templates/{name}. */

@@ -347,10 +347,12 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	s->sandboxes = sb;
 	pthread_mutex_unlock(&s->mu);
 
-	/* From a custom template: its snapshot linked in as paused-1, and
-	 * once up, the guest's own hostname (not the template's). */
+	/* From a custom template: its snapshot linked in as paused-1. Once
+	 * up, the guest's own hostname (not the template's), and its /30's
+	 * address when networked (restored from a template whose guest has
+	 * none). */
 	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) || sb_create(s, sb, err, sizeof(err)) ||
-	    (custom && sb_set_identity(sb, err, sizeof(err)))) {
+	    ((custom || sb->net_enabled) && sb_set_identity(sb, err, sizeof(err)))) {
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);

@@ -581,7 +581,7 @@ void *srv_supervisor(void *arg)
 static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, char num[][24])
 {
 	size_t n = 0;
-	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], ip[24], gw[16], mac[18];
+	static __thread char jd[300], pause_to[600], resume_from[600], tap[16], mac[18];
 
 #define ADD(x)                           \
 	do {                             \
@@ -625,19 +625,13 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 		ADD(jd);
 	}
 	if (sb->net_claimed) {
-		char guest[16];
-
+		/* Its guest is addressed through the agent once up (at a
+		 * create or a fork: sb_set_identity), so a create is restored
+		 * from the template with a network device, not booted. */
 		net_tap_name(sb, tap);
-		net_addrs(sb, gw, guest);
-		snprintf(ip, sizeof(ip), "%s/30", guest);
 		ADD("--net");
 		ADD(tap);
-		if (!sb->pause_gen) { /* a resumed guest has its address already */
-			ADD("--net-ip");
-			ADD(ip);
-			ADD("--net-gw");
-			ADD(gw);
-		} else if (sb->forked_from[0]) { /* its own, not its parent's (sb_set_identity) */
+		if (sb->forked_from[0]) { /* its own, not its parent's (sb_set_identity) */
 			net_mac(sb, mac);
 			ADD("--net-mac");
 			ADD(mac);
@@ -869,10 +863,13 @@ int sb_set_identity(struct sandbox *sb, char *err, size_t cap)
 	r = sb_agent(sb, 5000, &a, &e);
 	if (!r && sb->net_enabled) {
 		net_addrs(sb, host, guest);
-		net_mac(sb, mac); /* its VMM's NIC has it (vmm_argv) */
-		int n = snprintf(spec, sizeof(spec), "%s/30,gw=%s,mac=%s", guest, host, mac);
-		/* its first IPv4 --net-dns (made its own by net_inherit_args)
-		 * for resolv.conf, which it has from its parent */
+		int n = snprintf(spec, sizeof(spec), "%s/30,gw=%s", guest, host);
+		if (sb->forked_from[0]) { /* its VMM's NIC has it (vmm_argv) */
+			net_mac(sb, mac);
+			n += snprintf(spec + n, sizeof(spec) - (size_t)n, ",mac=%s", mac);
+		}
+		/* its first IPv4 --net-dns for resolv.conf (a fork's child's
+		 * made its own by net_inherit_args) */
 		for (unsigned i = 0; i + 1 < sb->nnet_args; i++)
 			if (!strcmp(sb->net_args[i], "--net-dns") && !strchr(sb->net_args[i + 1], ':')) {
 				snprintf(spec + n, sizeof(spec) - (size_t)n, ",dns=%s", sb->net_args[i + 1]);
