@@ -2126,13 +2126,15 @@ def accept_one(lsn, got, answer):
 
 
 class T15Network(ServeTest):
-    def check_networked_fork(self, sb, lsn, allow, count, rules=None):
+    def check_networked_fork(self, sb, lsn, allow, count, rules=None, unfinished=False):
         """Fork networked sandbox sb into count children; each must have its
         own TAP and /30, eth0 at its address with its own MAC and default
         route, the parent's egress rules (allow: --net-allow values; rules:
         a function of its host end giving the set), and reach its host end
         on lsn's port through its own TAP. The children are deleted after,
-        and their TAPs go."""
+        and their TAPs go; or, unfinished, their state says their identity
+        was not given yet (a daemon killed mid-fork) and a restarted daemon
+        ends them (crashed) and removes their TAPs."""
         port = lsn.getsockname()[1]
         r = call(UID_C, "POST", "/v1/sandboxes/%s/fork" % sb["id"], json={"count": count}, timeout=600)
         self.assertEqual(r.status, 201, r.body)
@@ -2171,8 +2173,23 @@ class T15Network(ServeTest):
                 self.assertEqual(allowed, allow)
             else:
                 self.assertEqual(set(allowed), rules(net["host_address"]))
+        if unfinished:
+            self.assertTrue(stop_daemon(), log_tail())
+            for k in kids:
+                path = os.path.join(STATE, "sandboxes", k["id"], "state.json")
+                with open(path) as f:
+                    st = json.load(f)
+                self.assertIs(st["identity_pending"], False)
+                st["identity_pending"] = True
+                with open(path, "w") as f:
+                    json.dump(st, f)
+            start_daemon()
         for k in kids:
-            self.assertEqual(delete(UID_C, k["id"]).status, 204)
+            if unfinished:
+                self.assertEqual(call(UID_C, "GET", "/v1/sandboxes/" + k["id"]).json["end_reason"], "crashed")
+                wait_for(lambda: not vmm_pids(k["id"]), "the VMM of unfinished " + k["id"] + " to end", timeout=30)
+            else:
+                self.assertEqual(delete(UID_C, k["id"]).status, 204)
         for k in kids:
             wait_for(lambda: not os.path.exists("/sys/class/net/" + k["network"]["tap"]),
                      "the TAP of deleted " + k["id"] + " to go", timeout=30)
@@ -2301,9 +2318,13 @@ class T15Network(ServeTest):
                     argv = f.read().decode().split("\0")
                 allowed = {argv[i + 1] for i, a in enumerate(argv) if a == "--net-allow"}
                 self.assertEqual(allowed, want, "resumed" if resumed else "created")
-            # its child's default rules name the child's own host end, not its parent's
-            self.check_networked_fork(sb2, lsn, None, 1,
-                                      lambda h: want - {host2 + "/32"} | {h + "/32"})
+            # its child's default rules are made for the child's own /30,
+            # by the daemon's range now (not its parent's, of another range);
+            # the child of a daemon killed before its identity was given ends
+            restart_daemon("--net-range", "10.212.0.0/16")
+            self.check_networked_fork(sb2, lsn, None, 1, lambda h: {str(n) for n in ipaddress.ip_network(
+                "0.0.0.0/0").address_exclude(ipaddress.ip_network("10.212.0.0/16"))} | {h + "/32", "::/0"},
+                unfinished=True)
             # deleted, and the daemon stopped at once: its stop waits for
             # that VMM to end and removes the TAP
             self.assertEqual(delete(UID_C, sb2["id"]).status, 204)

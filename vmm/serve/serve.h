@@ -98,7 +98,10 @@ struct sandbox {
 	char **net_args;   /* its egress flags: allow_out and dns, or the default rules made at its
 			    * create; owned, NULL-terminated, persisted: a resume gives them again */
 	unsigned nnet_args;
-	unsigned refs; /* handlers and exec threads using it */
+	bool net_default;      /* net_args are the default rules (a fork's child gets its own) */
+	bool identity_pending; /* its guest has another's identity until sb_set_identity: a
+				* restarted daemon ends it */
+	unsigned refs;         /* handlers and exec threads using it */
 	enum sb_state state;
 	const char *end_reason; /* static string once ended */
 	pid_t pid;
@@ -207,13 +210,16 @@ void net_addrs(const struct sandbox *sb, char host[16], char guest[16]);
 /* The lowest /30 of the range that no other sandbox holds and no host
  * interface has an address in; -ENOSPC when there is none. */
 int net_claim_locked(struct srv *s, struct sandbox *sb);
+/* How many /30s net_claim_locked could claim now. */
+unsigned net_free_locked(struct srv *s);
 /* Its egress allow-list when its create gave none: all but the range,
  * except its own host end (so no sandbox reaches another's /30 through
  * a forwarding host), and IPv6. Rules into rules[cap]: their count, or
  * -E2BIG. */
 int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[][32], size_t cap);
-/* A fork's child c (its /30 claimed) gets p's egress flags, where p's
- * gateway (its host end) is named, c's own: 0 or -ENOMEM. */
+/* A fork's child c (its /30 claimed) gets p's egress flags, an address
+ * of p's /30 in them (alone, or a rule's CIDR of prefix 30 or more) made
+ * the same of c's; wider rules stay as they are. 0 or -ENOMEM. */
 int net_inherit_args(struct sandbox *c, const struct sandbox *p);
 /* Remove the TAP of sandbox id if it is there: 0, or -errno (-EBUSY while
  * a VMM holds it). */
@@ -310,7 +316,7 @@ int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap);
  * through the agent: when networked, its /30's address, default route and
  * dns, and a fork's child a MAC made from its id (guest/PROTOCOL.md, NET);
  * then its hostname, sbx-<its id's hex>. 0 or -errno with err set. */
-int sb_set_identity(struct sandbox *sb, char *err, size_t cap);
+int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap);
 /* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
  * /v1/templates/{name}. */
 void api_templates(struct conn *c, const struct http_request *r, const char *name);

@@ -307,6 +307,9 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	struct srv *s = c->s;
 	struct sandbox *taken;
 	char err[700];
+	/* restored from another's snapshot: its own hostname (and address)
+	 * through the agent once up (sb_set_identity), below */
+	bool ident = custom || sb->net_enabled;
 
 	sb->owner = c->uid;
 	sb_name(s, sb);
@@ -343,6 +346,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 		return sb;
 	}
 	sb->refs = 1;
+	sb->identity_pending = ident;
 	sb->next = s->sandboxes;
 	s->sandboxes = sb;
 	pthread_mutex_unlock(&s->mu);
@@ -352,7 +356,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	 * address when networked (restored from a template whose guest has
 	 * none). */
 	if ((custom && tmpl_start_from(s, sb, sb->template, err, sizeof(err))) || sb_create(s, sb, err, sizeof(err)) ||
-	    ((custom || sb->net_enabled) && sb_set_identity(sb, err, sizeof(err)))) {
+	    (ident && sb_set_identity(s, sb, err, sizeof(err)))) {
 		const char *reason;
 
 		pthread_mutex_lock(&s->mu);

@@ -78,6 +78,7 @@ static struct sandbox *child_of(struct srv *s, const struct sandbox *p, unsigned
 	sb_name(s, c);
 	snprintf(c->forked_from, sizeof(c->forked_from), "%s", p->id);
 	c->pause_gen = 1;
+	c->identity_pending = true;
 	c->timeout_s = timeout_s;
 	c->created_at = time(NULL);
 	c->expires_at = c->created_at + timeout_s;
@@ -93,7 +94,7 @@ static void *start_one(void *arg)
 	if (!x->child)
 		x->r = sb_resume_started(x->s, x->sb, x->err, sizeof(x->err));
 	else if (!(x->r = sb_create(x->s, x->sb, x->err, sizeof(x->err))))
-		x->r = sb_set_identity(x->sb, x->err, sizeof(x->err));
+		x->r = sb_set_identity(x->s, x->sb, x->err, sizeof(x->err));
 	return NULL;
 }
 
@@ -153,6 +154,14 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	/* The parent counts, and keeps its place while held: room for count more. */
 	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
 		goto out;
+	/* A /30 each, checked before the pause (claimed after it: a create
+	 * may take one meanwhile, then the fork is undone, 503 still) */
+	if (sb->net_enabled && net_free_locked(s) < count) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 503, "capacity",
+			   "network: net_range has no free /30 for %u more sandboxes: try again later", count);
+		goto out;
+	}
 	/* Held (pausing) from here: no resume or other fork meanwhile. */
 	stays = sb->paused && !sb->pausing && sb->state != SB_ENDED;
 	if (stays)
@@ -193,9 +202,11 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		if (!sb->net_enabled || net_full)
 			continue;
 		x[i].sb->net_enabled = true;
+		/* default rules are made for its own /30 (sb_create) */
+		x[i].sb->net_default = sb->net_default;
 		if (net_claim_locked(s, x[i].sb))
 			net_full = true;
-		else if (net_inherit_args(x[i].sb, sb)) {
+		else if (!sb->net_default && net_inherit_args(x[i].sb, sb)) {
 			x[i].r = -ENOMEM;
 			snprintf(x[i].err, sizeof(x[i].err), "out of memory");
 		}

@@ -99,21 +99,39 @@ int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[]
 	return (int)n;
 }
 
+/* val ("A.B.C.D[/P][:PORT[/PROTO]]", checked at its create) names
+ * addresses of p's /30 only (P 30 or more): the same of c's into out. */
+static bool moved_to_child(const char *val, uint32_t p_host, uint32_t c_host, char *out, size_t cap)
+{
+	char addr[INET_ADDRSTRLEN];
+	size_t n = strcspn(val, "/:");
+	const char *rest = val + n;
+	struct in_addr a;
+	uint32_t h;
+
+	if (n >= sizeof(addr))
+		return false;
+	memcpy(addr, val, n);
+	addr[n] = 0;
+	if (inet_pton(AF_INET, addr, &a) != 1)
+		return false; /* IPv6 */
+	h = ntohl(a.s_addr);
+	if ((h >> 2) != (p_host >> 2) || (*rest == '/' && strtoul(rest + 1, NULL, 10) < 30))
+		return false;
+	addr_str((c_host & ~3u) | (h & 3u), addr);
+	return (size_t)snprintf(out, cap, "%s%s", addr, rest) < cap;
+}
+
 int net_inherit_args(struct sandbox *c, const struct sandbox *p)
 {
-	char ph[INET_ADDRSTRLEN], ch[INET_ADDRSTRLEN], g[INET_ADDRSTRLEN], v[96];
+	char v[96];
 
-	net_addrs(p, ph, g);
-	net_addrs(c, ch, g);
 	for (unsigned i = 0; i < p->nnet_args; i++) {
 		const char *flag = p->net_args[i], *val = NULL;
-		size_t n = strlen(ph);
 
 		if (i + 1 < p->nnet_args && strncmp(p->net_args[i + 1], "--", 2))
 			val = p->net_args[++i];
-		/* its gateway, alone or as a rule's CIDR (H/32, H/32:53/udp) */
-		if (val && !strncmp(val, ph, n) && (!val[n] || val[n] == '/' || val[n] == ':') &&
-		    (size_t)snprintf(v, sizeof(v), "%s%s", ch, val + n) < sizeof(v))
+		if (val && moved_to_child(val, p->net_host, c->net_host, v, sizeof(v)))
 			val = v;
 		if (sb_net_arg_add(c, flag, val))
 			return -ENOMEM;
@@ -132,15 +150,16 @@ static bool on_host(const struct ifaddrs *ifs, uint32_t host)
 	return false;
 }
 
-int net_claim_locked(struct srv *s, struct sandbox *sb)
+/* The free /30s of the range, lowest first: sb (NULL: none) gets the
+ * first and the count is 1, else (sb NULL) all are counted. */
+static unsigned free_slots_locked(struct srv *s, struct sandbox *sb)
 {
-	unsigned nslots = 1u << (30 - s->cfg.net_prefix);
+	unsigned nslots = 1u << (30 - s->cfg.net_prefix), nfree = 0;
 	struct ifaddrs *ifs = NULL;
-	int r = -ENOSPC;
 
 	if (getifaddrs(&ifs) < 0)
 		ifs = NULL;
-	for (unsigned n = 0; n < nslots && r; n++) {
+	for (unsigned n = 0; n < nslots && !(sb && nfree); n++) {
 		uint32_t host = s->cfg.net_base + 4 * n + 1;
 		bool used = on_host(ifs, host);
 
@@ -148,15 +167,25 @@ int net_claim_locked(struct srv *s, struct sandbox *sb)
 		 * daemon with another range keeps what it has */
 		for (struct sandbox *o = s->sandboxes; o && !used; o = o->next)
 			used = o != sb && o->net_claimed && (o->net_host >> 2) == (host >> 2);
-		if (!used) {
+		if (!used && sb) {
 			sb->net_host = host;
 			sb->net_claimed = true;
-			r = 0;
 		}
+		nfree += !used;
 	}
 	if (ifs)
 		freeifaddrs(ifs);
-	return r;
+	return nfree;
+}
+
+int net_claim_locked(struct srv *s, struct sandbox *sb)
+{
+	return free_slots_locked(s, sb) ? 0 : -ENOSPC;
+}
+
+unsigned net_free_locked(struct srv *s)
+{
+	return free_slots_locked(s, NULL);
 }
 
 /* A TUNSETIFF on name (which makes it if absent): the fd, or -errno. */

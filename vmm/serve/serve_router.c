@@ -61,7 +61,8 @@ static void sandbox_route(struct conn *c, const struct http_request *r, char seg
 	struct sandbox *sb = sb_get(c->s, seg[2], c->uid, r->authorization.p ? &r->authorization : NULL);
 
 	if (!sb) {
-		conn_error(c, 404, "sandbox_not_found", "no sandbox %s", seg[2]);
+		conn_error(c, 404, "sandbox_not_found", seg[2][0] ? "no sandbox %s" : "no sandbox: the id is empty%s",
+			   seg[2]);
 		return;
 	}
 	sb_touch(c->s, sb); /* a request is activity: the idle timeout starts again */

@@ -310,6 +310,8 @@ void sb_persist_locked(struct srv *s, struct sandbox *sb)
 	json_w_bool(&w, sb->pooled);
 	json_w_kbool(&w, "paused", sb->paused);
 	json_w_kbool(&w, "template_build", sb->template_build);
+	json_w_kbool(&w, "net_default", sb->net_default);
+	json_w_kbool(&w, "identity_pending", sb->identity_pending);
 	json_w_kuint(&w, "pause_gen", sb->pause_gen);
 	json_w_kuint(&w, "timeout_s", sb->timeout_s);
 	json_w_key(&w, "cpu_base_ms", 11);
@@ -684,6 +686,7 @@ static int default_rules(const struct srv *s, struct sandbox *sb)
 	for (int i = 0; i < nr; i++)
 		if (sb_net_arg_add(sb, "--net-allow", rules[i]))
 			return -ENOMEM;
+	sb->net_default = nr >= 0;
 	return nr < 0 ? nr : 0;
 }
 
@@ -703,7 +706,8 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 			snprintf(err, errcap, "network: its /30 was given back");
 			return -ENOENT;
 		}
-		if (!sb->pause_gen && !sb->nnet_args && (r = default_rules(s, sb))) {
+		/* a create's, or a child's of a parent that had them */
+		if ((!sb->pause_gen || sb->net_default) && !sb->nnet_args && (r = default_rules(s, sb))) {
 			snprintf(err, errcap, "network: its default egress rules: %s", strerror(-r));
 			net_release(sb);
 			return r;
@@ -851,7 +855,7 @@ int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap)
 }
 
 /* The file is procfs's: written in place, no new process in the guest. */
-int sb_set_identity(struct sandbox *sb, char *err, size_t cap)
+int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 {
 	struct tvm_agent *a = NULL;
 	struct tvm_err e = { 0 };
@@ -883,9 +887,15 @@ int sb_set_identity(struct sandbox *sb, char *err, size_t cap)
 		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
 	}
 	tvm_agent_close(a);
-	if (r)
+	if (r) {
 		snprintf(err, cap, "%s: %s", what, e.msg);
-	return r;
+		return r;
+	}
+	pthread_mutex_lock(&s->mu);
+	sb->identity_pending = false;
+	sb_persist_locked(s, sb);
+	pthread_mutex_unlock(&s->mu);
+	return 0;
 }
 
 /* ---- After a restart ---- */
@@ -1071,6 +1081,8 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	}
 	if (sb->net_enabled)
 		load_net_args(&d, sb);
+	if ((i = json_find(&d, 0, "net_default")) >= 0)
+		json_get_bool(&d, i, &sb->net_default);
 	if ((i = json_find(&d, o, "from_pool")) >= 0)
 		json_get_bool(&d, i, &sb->from_pool);
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
@@ -1091,9 +1103,13 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 											   : s->cfg.default_timeout_s;
 	/* A template build the previous daemon did not finish: its client
 	 * got no template, and nothing of the build runs on. */
-	bool build = false;
+	bool build = false, pending = false;
 	if ((i = json_find(&d, 0, "template_build")) >= 0)
 		json_get_bool(&d, i, &build);
+	/* Nor a start that had not given its guest its own identity: its
+	 * client got no sandbox, and it runs as another (a fork's parent). */
+	if ((i = json_find(&d, 0, "identity_pending")) >= 0)
+		json_get_bool(&d, i, &pending);
 	i = json_find(&d, o, "state");
 	bool was_running = i >= 0 && json_str_eq(&d, i, "running", 7);
 	/* A daemon killed after the VMM saved a pause but before it said so:
@@ -1129,12 +1145,12 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	sb->exited = true;
 	if ((i = json_find(&d, o, "end_reason")) >= 0 && json_get_string(&d, i, str, sizeof(str), NULL) == 0)
 		sb->end_reason = reason_const(str);
-	if (build && !sb->end_reason) /* paused by it, or still running */
+	if ((build || pending) && !sb->end_reason) /* paused by it, or still running */
 		was_running = true;
 	if (was_running) {
 		struct tvm_err e = { 0 };
 
-		if (!build && sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
+		if (!build && !pending && sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
 		    sb_keeper(sb, 5000, &sb->keeper, &e) == 0) {
 			sb->state = SB_RUNNING;
 			sb->exited = false;
@@ -1151,7 +1167,9 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 			sb->exited = true;
 			unlink(sb->uds);
 			fprintf(stderr, "tinyvmm serve: sandbox %s: %s: ended\n", sb->id,
-				build ? "its template build was not finished" : "its VMM did not survive the restart");
+				build     ? "its template build was not finished"
+				: pending ? "its start was not finished"
+					  : "its VMM did not survive the restart");
 		}
 		sb_persist_locked(s, sb);
 	}
