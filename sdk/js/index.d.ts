@@ -242,6 +242,8 @@ export interface Template {
   memory_mib: number;
   /** its memory file on disk (a diff against the default template) */
   memory_kib: number;
+  /** saved from a networked sandbox: every create from it needs network.enabled true */
+  network: boolean;
 }
 export declare function templates(opts?: { socketPath?: string }): Promise<Template[]>;
 /** build template `name`: the daemon runs `sh -c warmup` as root in a new sandbox (no network), saves it once it exits 0 and ends it; WarmupFailedError (422) otherwise, nothing saved */

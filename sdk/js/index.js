@@ -692,9 +692,10 @@ export class Sandbox {
    * Save this sandbox (its files and running processes) as the custom template `name` (1 to 63 of
    * a-z 0-9 - _ ., a letter or digit first, not 'default'); Sandbox.create({template: name}) then starts
    * from it with its cpus and memory_mib. The sandbox is paused for the copy and runs on. Resolves with
-   * the Template {name, created_at, from_sandbox, cpus, memory_mib, memory_kib}. Only the owner's uid may
-   * (a token does not do: SandboxNotFoundError); BadRequestError for a bad name; ConflictError if the
-   * name exists, while commands run, when paused or with a network; QuotaExceededError past 64.
+   * the Template {name, created_at, from_sandbox, cpus, memory_mib, memory_kib, network} (network: saved
+   * from a networked sandbox, so every create from it needs network: {enabled: true}). Only the owner's
+   * uid may (a token does not do: SandboxNotFoundError); BadRequestError for a bad name; ConflictError if
+   * the name exists, while commands run or when paused; QuotaExceededError past 64.
    */
   async saveAsTemplate(name, { requestTimeoutMs = 300_000 } = {}) {
     // ownership is by uid: the token (if any) is not sent, it would not count

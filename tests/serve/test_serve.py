@@ -1867,8 +1867,9 @@ class T13Templates(ServeTest):
             self.expect_error(create(UID_D, {"template": "py"}, expect=400), 400, "bad_request")
             self.expect_error(create(UID_C, {"template": "py", "memory_mib": 512}, expect=400), 400,
                               "bad_request")
-            self.expect_error(create(UID_C, {"template": "py", "network": {"enabled": True}}, expect=400), 400,
-                              "bad_request")
+            e = self.expect_error(create(UID_C, {"template": "py", "network": {"enabled": True}}, expect=400), 400,
+                                  "bad_request")
+            self.assertIn("has no network device", e["message"])
             for _ in range(2):
                 b = create(UID_C, {"template": "py"}).json
                 made.append(b["id"])
@@ -2126,6 +2127,34 @@ def accept_one(lsn, got, answer):
 
 
 class T15Network(ServeTest):
+    def check_own_network(self, sb, lsn, mac=None):
+        """Networked sandbox sb (its JSON) was given its own identity: a TAP
+        with its host end, eth0's MAC (mac, if given), hostname sbx-<hex>,
+        one default route via its host end, and a TCP connection from its
+        address to its host end on lsn's port."""
+        net, h = sb["network"], sb["id"][4:]
+        self.assertEqual(net["tap"], "tvs" + h[:8])
+        self.assertEqual(tap_addrs(net["tap"]), [net["host_address"] + "/30"])
+        code = ("import socket\n"
+                "print(open('/sys/class/net/eth0/address').read().strip())\n"
+                "print(open('/proc/sys/kernel/hostname').read().strip())\n"
+                "print(' '.join(l.split()[2] for l in open('/proc/net/route') if l.split()[1:2] == ['00000000']))\n"
+                "s = socket.create_connection((%r, %d), 20); s.sendall(b'child'); print(s.recv(100))\n"
+                % (net["host_address"], lsn.getsockname()[1]))
+        got = {}
+        t = accept_one(lsn, got, b"hello child")
+        r = run_exec(UID_C, sb["id"], {"cmd": ["python3", "-c", code]})
+        t.join(30)
+        self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
+        got_mac, name, gws, answer = r.json["stdout"].splitlines()
+        if mac:
+            self.assertEqual(got_mac, mac)
+        self.assertEqual(name, "sbx-" + h)
+        self.assertEqual([socket.inet_ntoa(struct.pack("<I", int(g, 16))) for g in gws.split()],
+                         [net["host_address"]], "its one default route")
+        self.assertEqual(answer, "b'hello child'")
+        self.assertEqual((got.get("peer"), got.get("data")), (net["address"], b"child"), got)
+
     def check_networked_fork(self, sb, lsn, allow, count, rules=None, unfinished=False):
         """Fork networked sandbox sb into count children; each must have its
         own TAP and /30, eth0 at its address with its own MAC and default
@@ -2143,27 +2172,9 @@ class T15Network(ServeTest):
         self.assertEqual(len({n["tap"] for n in nets}), count + 1, nets)
         self.assertEqual(len({str(ipaddress.ip_network(n["address"] + "/30", strict=False)) for n in nets}),
                          count + 1, nets)
-        code = ("import socket\n"
-                "print(open('/sys/class/net/eth0/address').read().strip())\n"
-                "print(open('/proc/sys/kernel/hostname').read().strip())\n"
-                "print(' '.join(l.split()[2] for l in open('/proc/net/route') if l.split()[1:2] == ['00000000']))\n"
-                "s = socket.create_connection((%r, %d), 20); s.sendall(b'child'); print(s.recv(100))\n")
         for k in kids:
             net, h = k["network"], k["id"][4:]
-            self.assertEqual(net["tap"], "tvs" + h[:8])
-            self.assertEqual(tap_addrs(net["tap"]), [net["host_address"] + "/30"])
-            got = {}
-            t = accept_one(lsn, got, b"hello child")
-            r = run_exec(UID_C, k["id"], {"cmd": ["python3", "-c", code % (net["host_address"], port)]})
-            t.join(30)
-            self.assertEqual((r.status, r.json.get("exit_code")), (200, 0), r.body)
-            mac, name, gws, answer = r.json["stdout"].splitlines()
-            self.assertEqual(mac, "02:" + ":".join(h[i:i + 2] for i in range(0, 10, 2)))
-            self.assertEqual(name, "sbx-" + h)
-            self.assertEqual([socket.inet_ntoa(struct.pack("<I", int(g, 16))) for g in gws.split()],
-                             [net["host_address"]], "its one default route")
-            self.assertEqual(answer, "b'hello child'")
-            self.assertEqual((got.get("peer"), got.get("data")), (net["address"], b"child"), got)
+            self.check_own_network(k, lsn, "02:" + ":".join(h[i:i + 2] for i in range(0, 10, 2)))
             with open("/proc/%d/cmdline" % vmm_pids(k["id"])[0], "rb") as f:
                 argv = f.read().decode().split("\0")
             self.assertEqual(argv[argv.index("--net") + 1], net["tap"])
@@ -2238,11 +2249,22 @@ class T15Network(ServeTest):
             # default route and a MAC of its own, its parent's allow_out,
             # and reaches the host through its own link
             self.check_networked_fork(sb, lsn, ["10.211.0.0/16:%d/tcp" % port], 2)
-            # no template of it yet
-            e = self.expect_error(call(UID_C, "POST", "/v1/templates", json={"name": "withnet",
-                                                                                "from_sandbox": sb["id"]}),
-                                  409, "conflict")
-            self.assertIn("it has a network", e["message"])
+            # saved as a template, which has its network device: a create
+            # from it has a network of its own (its /30, its guest
+            # re-addressed, the create's rules); one without is refused
+            r = call(UID_C, "POST", "/v1/templates", json={"name": "withnet", "from_sandbox": sb["id"]},
+                     timeout=600)
+            self.assertEqual((r.status, r.json.get("network")), (201, True), r.body)
+            e = self.expect_error(create(UID_C, {"template": "withnet"}, expect=400), 400, "bad_request")
+            self.assertIn("network.enabled true is required", e["message"])
+            tsb = create(UID_C, {"template": "withnet",
+                                 "network": {"enabled": True, "allow_out": ["10.211.0.0/16:%d/tcp" % port]}}).json
+            self.assertNotEqual(tsb["network"]["tap"], tap)
+            self.check_own_network(tsb, lsn)
+            self.assertEqual(delete(UID_C, tsb["id"]).status, 204)
+            self.assertEqual(call(UID_C, "DELETE", "/v1/templates/withnet").status, 204)
+            wait_for(lambda: not os.path.exists("/sys/class/net/" + tsb["network"]["tap"]),
+                     "the TAP of deleted " + tsb["id"] + " to go", timeout=30)
             # paused: its VMM ends, its /30 and TAP stay (its guest has that
             # address); resumed by a restarted daemon (the egress rules come
             # from the sandbox's state): the same address, the same allow_out

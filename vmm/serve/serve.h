@@ -142,7 +142,8 @@ struct tmpl {
 	unsigned cpus, memory_mib;
 	uint64_t mem_kib; /* its memory file (a diff against the default template) on disk */
 	time_t created_at;
-	bool ready; /* made; else being made, its name taken */
+	bool ready;   /* made; else being made, its name taken */
+	bool network; /* its snapshot has a network device: each create from it has a network */
 };
 
 struct srv {

@@ -311,6 +311,8 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	 * through the agent once up (sb_set_identity), below */
 	bool ident = custom || sb->net_enabled;
 
+	/* no allow_out, no dns: the daemon's default rules for its /30 (sb_create) */
+	sb->net_default = sb->net_enabled && !sb->nnet_args;
 	sb->owner = c->uid;
 	sb_name(s, sb);
 	/* Set again once it is ready: the lifetime starts then (a first
@@ -385,6 +387,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	uint64_t t0 = now_ns();
 	uint32_t timeout_s = s->cfg.default_timeout_s;
 	unsigned tcpus = 0, tmem = 0;
+	bool tnet = false;
 	bool custom;
 	int i;
 
@@ -415,6 +418,7 @@ void api_create(struct conn *c, const struct http_request *r)
 		if (t) {
 			sb->cpus = tcpus = t->cpus;
 			sb->memory_mib = tmem = t->memory_mib;
+			tnet = t->network;
 		}
 		pthread_mutex_unlock(&s->mu);
 		if (!t) {
@@ -440,10 +444,14 @@ void api_create(struct conn *c, const struct http_request *r)
 	if (env_append(c, &b.d, "secret_envs", &sb->env, &sb->nenv) || parse_metadata(c, &b.d, sb) ||
 	    parse_network(c, &b.d, sb))
 		goto out;
-	if (custom && sb->net_enabled) {
-		conn_error(
-			c, 400, "bad_request",
-			"network: a sandbox from a custom template cannot have a network yet (its snapshot has none)");
+	/* A restore can neither add a network device nor leave one out. */
+	if (custom && sb->net_enabled != tnet) {
+		conn_error(c, 400, "bad_request",
+			   tnet ? "network: template \"%s\" was made from a networked sandbox: network.enabled "
+				  "true is required"
+				: "network: template \"%s\" has no network device (make it from a networked "
+				  "sandbox to have one)",
+			   sb->template);
 		goto out;
 	}
 

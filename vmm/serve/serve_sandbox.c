@@ -686,7 +686,6 @@ static int default_rules(const struct srv *s, struct sandbox *sb)
 	for (int i = 0; i < nr; i++)
 		if (sb_net_arg_add(sb, "--net-allow", rules[i]))
 			return -ENOMEM;
-	sb->net_default = nr >= 0;
 	return nr < 0 ? nr : 0;
 }
 
@@ -707,7 +706,7 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 			return -ENOENT;
 		}
 		/* a create's, or a child's of a parent that had them */
-		if ((!sb->pause_gen || sb->net_default) && !sb->nnet_args && (r = default_rules(s, sb))) {
+		if (sb->net_default && !sb->nnet_args && (r = default_rules(s, sb))) {
 			snprintf(err, errcap, "network: its default egress rules: %s", strerror(-r));
 			net_release(sb);
 			return r;

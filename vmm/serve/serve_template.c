@@ -69,6 +69,7 @@ static void write_json(struct json_w *w, const struct tmpl *t)
 	json_w_kuint(w, "cpus", t->cpus);
 	json_w_kuint(w, "memory_mib", t->memory_mib);
 	json_w_kuint(w, "memory_kib", t->mem_kib);
+	json_w_kbool(w, "network", t->network);
 	json_w_obj_end(w);
 }
 
@@ -333,12 +334,6 @@ static void api_template_create(struct conn *c)
 		}
 		if (api_ended(c, sb))
 			goto out;
-		if (sb->net_enabled) { /* a template's snapshot has no network device */
-			conn_error(c, 409, "conflict",
-				   "sandbox %s cannot be saved as a template: it has a network (not supported yet)",
-				   sb->id);
-			goto out;
-		}
 	}
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *o = s->templates; o; o = o->next)
@@ -384,6 +379,7 @@ static void api_template_create(struct conn *c)
 	sb_snapshot_dir(sb, sb->pause_gen, paused, sizeof(paused));
 	t->cpus = sb->cpus;
 	t->memory_mib = sb->memory_mib;
+	t->network = sb->net_enabled; /* its snapshot has its NIC; the guest, its address until a create's NET */
 	memcpy(t->from, sb->id, sizeof(t->from));
 	pthread_mutex_unlock(&s->mu);
 	t->created_at = time(NULL);
@@ -604,6 +600,8 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 		if (!json_get_string(&d, i, ts, sizeof(ts), NULL) && strptime(ts, "%Y-%m-%dT%H:%M:%SZ", &tm))
 			t->created_at = timegm(&tm);
 	}
+	if ((i = json_find(&d, o, "network")) >= 0)
+		json_get_bool(&d, i, &t->network);
 	t->mem_kib = mem_kib(dir);
 	t->ready = true;
 	t->next = s->templates;

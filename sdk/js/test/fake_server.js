@@ -239,7 +239,7 @@ export class FakeDaemon {
     }
     const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
     fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024 };
+    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: false };
     this.templates.set(key, { json, root });
     return this.json(res, 201, json);
   }
@@ -274,12 +274,11 @@ export class FakeDaemon {
       if (this.templates.has(key)) throw new ApiError(409, 'conflict', `template "${b.name}" exists: DELETE /v1/templates/${b.name} first`);
       const mine = [...this.templates.keys()].filter((k) => k.startsWith(`${this.uid}/`)).length;
       if (mine >= this.templateQuota) throw new ApiError(429, 'quota_exceeded', `uid ${this.uid} has ${mine} templates (the limit)`);
-      const why = sb.paused ? 'paused already' : [...sb.execs.values()].some((ex) => !ex.final) ? 'commands are running'
-        : sb.network ? 'it has a network' : null;
+      const why = sb.paused ? 'paused already' : [...sb.execs.values()].some((ex) => !ex.final) ? 'commands are running' : null;
       if (why) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be saved as a template: ${why}`);
       const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
       fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-      const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024 };
+      const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: Boolean(sb.network) };
       this.templates.set(key, { json, root });
       return this.json(res, 201, json);
     }
@@ -328,12 +327,16 @@ export class FakeDaemon {
         if (b.timeout_s !== undefined && (!Number.isInteger(b.timeout_s) || b.timeout_s < 1)) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
         if (b.cpus !== undefined && (!Number.isInteger(b.cpus) || b.cpus < 1 || b.cpus > 8)) throw new ApiError(400, 'bad_request', 'cpus: 1..8');
         if (b.memory_mib !== undefined && (!Number.isInteger(b.memory_mib) || b.memory_mib < 64 || b.memory_mib > 16384)) throw new ApiError(400, 'bad_request', 'memory_mib: 64..16384');
-        if (tmpl) { // the template's shape: left out or equal; no network
+        if (tmpl) { // the template's shape: left out or equal; a network exactly when it has one
           const t = tmpl.json;
           for (const k of ['cpus', 'memory_mib']) {
             if (b[k] !== undefined && b[k] !== t[k]) throw new ApiError(400, 'bad_request', `${k}: template "${t.name}" has ${t.cpus} CPUs and ${t.memory_mib} MiB: leave them out`);
           }
-          if (b.network && b.network.enabled) throw new ApiError(400, 'bad_request', 'network: a sandbox from a custom template cannot have a network yet (its snapshot has none)');
+          if (Boolean(b.network && b.network.enabled) !== t.network) {
+            throw new ApiError(400, 'bad_request', `network: template "${t.name}" ` + (t.network
+              ? 'was made from a networked sandbox: network.enabled true is required'
+              : 'has no network device (make it from a networked sandbox to have one)'));
+          }
         }
         this.admit(this.uid, 1);
         const sb = this.newSandbox({ timeoutS: b.timeout_s ?? 300, cpus: tmpl ? tmpl.json.cpus : b.cpus ?? 1,

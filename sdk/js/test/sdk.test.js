@@ -341,7 +341,7 @@ test('templates: save, list, get, create from it (files, shape), delete', async 
   }
 });
 
-test('templates: 400 bad name, 409 duplicate / paused / busy / network, 404 not yours or missing, 400 on another shape', async () => {
+test('templates: 400 bad name, 409 duplicate / paused / busy, a networked one needs a network, 404 not yours or missing, 400 on another shape', async () => {
   const sb = await Sandbox.create({ socketPath });
   const net = await Sandbox.create({ socketPath, network: { enabled: true } });
   const uid = fake.uid;
@@ -358,11 +358,15 @@ test('templates: 400 bad name, 409 duplicate / paused / busy / network, 404 not 
     const h = await sb.commands.run('sleep 0.5', { background: true });
     await assert.rejects(sb.saveAsTemplate('busy'), ConflictError);
     await h.wait({ timeoutMs: 10_000 });
-    await assert.rejects(net.saveAsTemplate('net'), ConflictError);
+    // from a networked sandbox: its creates need a network, others cannot have one
+    assert.equal((await net.saveAsTemplate('net')).network, true);
+    await assert.rejects(Sandbox.create({ socketPath, template: 'net' }), (e) => e instanceof BadRequestError && /network.enabled true is required/.test(e.message));
+    const fromNet = await Sandbox.create({ socketPath, template: 'net', network: { enabled: true } });
+    await fromNet.kill();
     // another shape or a network from a template: 400; an unknown template: 400
     await assert.rejects(Sandbox.create({ socketPath, template: 'py', memoryMib: 1024 }), (e) => e instanceof BadRequestError && /leave them out/.test(e.message));
     await assert.rejects(Sandbox.create({ socketPath, template: 'py', cpus: 4 }), BadRequestError);
-    await assert.rejects(Sandbox.create({ socketPath, template: 'py', network: { enabled: true } }), (e) => e instanceof BadRequestError && /network/.test(e.message));
+    await assert.rejects(Sandbox.create({ socketPath, template: 'py', network: { enabled: true } }), (e) => e instanceof BadRequestError && /has no network device/.test(e.message));
     await assert.rejects(Sandbox.create({ socketPath, template: 'never-saved' }), BadRequestError);
     // missing: template_not_found
     await assert.rejects(getTemplate('nope', { socketPath }), (e) => e instanceof TemplateNotFoundError && e instanceof NotFoundError && e.status === 404 && e.error === 'template_not_found');
@@ -382,7 +386,7 @@ test('templates: 400 bad name, 409 duplicate / paused / busy / network, 404 not 
     fake.templateQuota = 64;
     await sb.kill();
     await assert.rejects(sb.saveAsTemplate('ended'), SandboxExpiredError);
-    assert.deepEqual((await templates({ socketPath })).map((x) => x.name).sort(), ['py', 'x'.repeat(63)]);
+    assert.deepEqual((await templates({ socketPath })).map((x) => x.name).sort(), ['net', 'py', 'x'.repeat(63)]);
   } finally {
     fake.uid = uid;
     fake.templateQuota = 64;

@@ -603,14 +603,13 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if mine >= f.template_quota:
                 raise ApiError(429, "quota_exceeded", f"uid {uid} has {mine} templates (the limit)")
             why = ("paused already" if sb.paused else
-                   "commands are running" if any(e.final is None for e in sb.execs.values()) else
-                   "it has a network" if sb.network else None)
+                   "commands are running" if any(e.final is None for e in sb.execs.values()) else None)
             if why:
                 raise ApiError(409, "conflict", f"sandbox {sid} cannot be saved as a template: {why}")
             root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
             shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
             t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
-                 "memory_mib": sb.memory, "memory_kib": 1024}
+                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(sb.network)}
             f.templates[(uid, name)] = {"json": t, "root": root}
             sb.log.append({"time": _rfc3339(_now()), "event": "template", "name": name})
         self._send_json(201, t)
@@ -648,7 +647,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
             shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
             t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
-                 "memory_mib": sb.memory, "memory_kib": 1024}
+                 "memory_mib": sb.memory, "memory_kib": 1024, "network": False}
             f.templates[(uid, name)] = {"json": t, "root": root}
         self._send_json(201, t)
 
@@ -688,9 +687,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 raise ApiError(400, "bad_request", f"{k}: must be an object of strings")
         if len(body.get("metadata") or {}) > 32:
             raise ApiError(400, "bad_request", "metadata: at most 32 keys")
-        if tmpl is not None and isinstance(body.get("network"), dict) and body["network"].get("enabled"):
-            raise ApiError(400, "bad_request", "network: a sandbox from a custom template cannot have a network "
-                                               "yet (its snapshot has none)")
+        net = isinstance(body.get("network"), dict) and bool(body["network"].get("enabled"))
+        if tmpl is not None and net != tmpl["json"]["network"]:
+            raise ApiError(400, "bad_request", f"network: template \"{name}\" " + (
+                "was made from a networked sandbox: network.enabled true is required" if tmpl["json"]["network"]
+                else "has no network device (make it from a networked sandbox to have one)"))
         if f.capacity_full:
             raise ApiError(503, "capacity", "no capacity left; retry later")
         with f.lock:

@@ -388,9 +388,13 @@ class Templates(FakeDaemonTest):
         with self.assertRaises(tinyvmm.Conflict):  # commands running
             sb.save_as_template("busy")
         h.wait(timeout=10)
+        # from a networked sandbox: its creates need a network, others cannot have one
         net = Sandbox.create(network={"enabled": True}, socket_path=self.sock)
-        with self.assertRaises(tinyvmm.Conflict):  # a network
-            net.save_as_template("net")
+        self.assertIs(net.save_as_template("net")["network"], True)
+        with self.assertRaises(tinyvmm.BadRequest) as cm:
+            Sandbox.create(template="net", socket_path=self.sock)
+        self.assertIn("network.enabled true is required", cm.exception.message)
+        Sandbox.create(template="net", network={"enabled": True}, socket_path=self.sock).kill()
         # another uid's sandbox (held by token only): sandbox_not_found
         self.fake.sandboxes[sb.id].owner = os.getuid() + 1
         holder = Sandbox.connect(sb.id, access_token=sb.access_token, socket_path=self.sock)
@@ -405,7 +409,7 @@ class Templates(FakeDaemonTest):
         sb.kill()
         with self.assertRaises(SandboxExpired):
             sb.save_as_template("ended")
-        self.assertEqual(sorted(t["name"] for t in tinyvmm.templates(self.sock)), ["0a._-", "py", "x" * 63])
+        self.assertEqual(sorted(t["name"] for t in tinyvmm.templates(self.sock)), ["0a._-", "net", "py", "x" * 63])
 
     def test_missing_and_other_uids_templates(self):
         with self.assertRaises(tinyvmm.TemplateNotFound) as cm:

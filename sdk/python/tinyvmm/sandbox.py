@@ -186,8 +186,8 @@ class Sandbox:
     def pause(self, *, request_timeout: Optional[float] = 300.0) -> SandboxInfo:
         """Save the sandbox (files, processes, memory) and end its VM: it uses no
         CPU nor memory and its lifetime stops until :meth:`resume`.  Commands must
-        have ended first.  :class:`Conflict` (409) while commands run, when paused
-        already, or with a network.  Returns (and keeps as :attr:`info`) the
+        have ended first.  :class:`Conflict` (409) while commands run or when paused
+        already.  Returns (and keeps as :attr:`info`) the
         sandbox, ``state == "paused"``."""
         self._info = SandboxInfo.from_json(self._client.call("POST", f"/sandboxes/{self.id}/pause",
                                                              timeout=request_timeout))
@@ -226,12 +226,14 @@ class Sandbox:
         not ``default``); ``Sandbox.create(template=name)`` then starts from it,
         with the template's ``cpus`` and ``memory_mib``.  The sandbox is paused
         for the copy and runs on.  Returns the template ``{"name", "created_at",
-        "from_sandbox", "cpus", "memory_mib", "memory_kib"}``.
+        "from_sandbox", "cpus", "memory_mib", "memory_kib", "network"}``
+        (``network``: saved from a networked sandbox, so every create from it
+        needs ``network={"enabled": True}``).
 
         Only the owner's uid may (holding the access token does not do:
         :class:`SandboxNotFound`); :class:`BadRequest` for a bad name;
-        :class:`Conflict` (409) if the name exists, while commands run, when
-        paused or with a network; :class:`QuotaExceeded` past 64 templates."""
+        :class:`Conflict` (409) if the name exists, while commands run or when
+        paused; :class:`QuotaExceeded` past 64 templates."""
         # ownership is by uid: the token (if any) is not sent, it would not count
         return self._client.with_token(None).call("POST", "/templates",
                                                   json_body={"name": name, "from_sandbox": self.id},
