@@ -489,6 +489,65 @@ START_TEST(snapshot_create_and_restore_jailed)
 }
 END_TEST
 
+/* SIGTERM to a jailed long-lived VM's tinyvmm (as `tinyvmm serve` runs
+ * each sandbox: --vsock-uds, the default kernel and image) while it makes
+ * the template snapshot: forwarded to the jailed maker, which ends, and
+ * the run stops with it and boots nothing (it booted cold: a sandbox
+ * deleted during its create ran on until the daemon's SIGKILL). */
+START_TEST(stopped_while_making_its_template_boots_nothing)
+{
+	static struct buf o, e;
+	char cache[] = "/tmp/tinyvmm-it-jcache-XXXXXX", data[] = "/tmp/tinyvmm-it-jdata-XXXXXX";
+	char cmd[PATH_MAX * 2 + 200], pause_to[96], uds[96];
+	char *argv[] = { "tinyvmm",    "run",    "--jail",       "--jail-dir", base,    "--vsock-uds", uds,
+			 "--pause-to", pause_to, "--serial-out", "/dev/null",  "--ttl", "120",         NULL };
+	char *saved[2] = { NULL, NULL };
+	const char *names[2] = { "TINYVMM_CACHE", "TINYVMM_DATA_DIR" };
+	int out, err, st;
+	pid_t tvm;
+	time_t end;
+
+	ck_assert_ptr_nonnull(mkdtemp(cache));
+	ck_assert_ptr_nonnull(mkdtemp(data));
+	snprintf(cmd, sizeof(cmd), "ln -s '%s' '%s/vmlinux' && ln -s '%s' '%s/rootfs.ext4'", it_guest("vmlinux"), data,
+		 getenv("TINYVMM_ROOTFS"), data);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(pause_to, sizeof(pause_to), "%s/paused", data);
+	snprintf(uds, sizeof(uds), "%s/vsock.sock", data);
+	/* no template in this cache yet: the run makes it */
+	for (int i = 0; i < 2; i++) {
+		saved[i] = getenv(names[i]) ? strdup(getenv(names[i])) : NULL;
+		setenv(names[i], i ? data : cache, 1);
+	}
+	tvm = spawn(argv, &out, &err);
+	for (int i = 0; i < 2; i++) {
+		saved[i] ? setenv(names[i], saved[i], 1) : unsetenv(names[i]);
+		free(saved[i]);
+	}
+	for (end = time(NULL) + WAIT_S; !strstr(e.s, "to make a template snapshot") && time(NULL) < end;) {
+		struct pollfd p = { .fd = err, .events = POLLIN };
+
+		ck_assert_int_ge(poll(&p, 1, 1000), 0);
+		ck_assert_msg(!p.revents || drain(err, &e), "stderr ended: %s", e.s);
+	}
+	ck_assert_msg(strstr(e.s, "to make a template snapshot"), "stderr: %s", e.s);
+	sleep(5); /* into the build (the signal is forwarded from then on); here it takes 20 s or more */
+	ck_assert_int_eq(kill(tvm, SIGTERM), 0);
+	read_until(out, err, &o, &e, NULL);
+	st = wait_status(tvm);
+	ck_assert_msg(!strstr(e.s, "booting cold"), "stderr: %s", e.s);
+	/* stopped while making it; or, on a host fast enough, after */
+	snprintf(cmd, sizeof(cmd), "ls -d %s/templates/*/state >/dev/null 2>&1", cache);
+	ck_assert_msg(st == 128 + SIGTERM && (strstr(e.s, "while making template snapshot") || system(cmd) == 0),
+		      "status %d, stderr: %s", st, e.s);
+	ck_assert_int_eq(jails_left(), 0);
+	close(out);
+	close(err);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s' '%s'", cache, data);
+	ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("jail");
@@ -504,6 +563,7 @@ int main(void)
 	tcase_add_test(tc, killed_vmm_is_cleaned_by_its_parent);
 	tcase_add_test(tc, gc_removes_what_a_killed_tinyvmm_left);
 	tcase_add_test(tc, snapshot_create_and_restore_jailed);
+	tcase_add_test(tc, stopped_while_making_its_template_boots_nothing);
 	suite_add_tcase(s, tc);
 	return it_run_suite(s);
 }

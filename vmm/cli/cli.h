@@ -136,10 +136,11 @@ int cli_guest_defaults(struct cli_args *a);
  * --no-snapshot): point a->snapshot at a template snapshot of this kernel,
  * image and VM shape, making it first if missing (cached under
  * $TINYVMM_CACHE/templates, keyed by the files' identities, tinyvmm's
- * binary and version, memory, vCPUs, vsock CID and quirks; safe when runs
- * race). Does nothing when not eligible; on failure says so in one line and
- * leaves a to boot cold. */
-void cli_template_use(struct cli_args *a, uint64_t t0_ns);
+ * binary and version, memory, vCPUs, vsock CID, quirks and network device;
+ * safe when runs race). Does nothing when not eligible; on failure says so
+ * in one line and leaves a to boot cold. 0, or the exit status of a run
+ * stopped by a signal while its template was made (it must not boot). */
+int cli_template_use(struct cli_args *a, uint64_t t0_ns);
 
 /* Confine the calling thread as role (vmm/sandbox/seccomp.h) for the VM
  * built from c, as c->seccomp says (off: nothing). Returns 0, or

@@ -193,7 +193,8 @@ static int run_cmd(struct cli_args *a, int argc, char **argv, uint64_t t0_ns)
 		}
 	}
 	cli_report_stage(a->job.report, CLI_ST_TEMPLATE);
-	cli_template_use(a, t0_ns);
+	if ((r = cli_template_use(a, t0_ns)))
+		return r;
 	a->job.started = a->snapshot ? "restore" : "boot";
 	a->job.snapshot = a->snapshot;
 	cli_report_config(a->job.report, &a->c, &a->job);

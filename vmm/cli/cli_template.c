@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -85,7 +86,7 @@ static int eligible(const struct cli_args *a)
 	       !c->initrd_path && !c->cmdline_append && !a->user_cmdline;
 }
 
-void cli_template_use(struct cli_args *a, uint64_t t0_ns)
+int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 {
 	char key[4 * PATH_MAX + 256], part[PATH_MAX + 128], dir[PATH_MAX], tmp[PATH_MAX + 32], lock[PATH_MAX + 8];
 	const char *cache = getenv("TINYVMM_CACHE");
@@ -96,7 +97,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	/* Not root, a jail is refused next in one line of its own: no
 	 * template notice (nor the cache's permission error) before it. */
 	if (!eligible(a) || (a->jail && geteuid() != 0))
-		return;
+		return 0;
 	if (!cache || !*cache)
 		cache = DEFAULT_CACHE;
 	snprintf(key, sizeof(key), "v=%s;mem=%u;cpus=%u;cid=%u;quirks=%d;disk=%llu;net=%d,%u,%d;", TVM_VERSION,
@@ -104,10 +105,10 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		 a->c.net.enabled, a->c.net.mtu, a->c.net.no_offload);
 	/* A kernel or image that is not there: the cold boot says so, once. */
 	if (ident(part, sizeof(part), a->c.kernel_path))
-		return;
+		return 0;
 	strncat(key, part, sizeof(key) - strlen(key) - 1);
 	if (ident(part, sizeof(part), a->c.drives[0].path))
-		return;
+		return 0;
 	strncat(key, part, sizeof(key) - strlen(key) - 1);
 	if (ident(part, sizeof(part), "/proc/self/exe") == 0)
 		strncat(key, part, sizeof(key) - strlen(key) - 1);
@@ -119,7 +120,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	snprintf(part, sizeof(part), "%.*s/templates", PATH_MAX - 64, cache);
 	if ((mkdir(cache, 0755) < 0 && errno != EEXIST) || (mkdir(part, 0755) < 0 && errno != EEXIST)) {
 		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", part, strerror(errno));
-		return;
+		return 0;
 	}
 	snprintf(tmp, sizeof(tmp), "%s/state", dir);
 	if (stat(tmp, &st) == 0)
@@ -129,7 +130,7 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", lock, strerror(errno));
 		if (fd >= 0)
 			close(fd);
-		return;
+		return 0;
 	}
 	if (stat(tmp, &st) == 0) { /* made by the run we waited for */
 		close(fd);
@@ -188,8 +189,15 @@ void cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	a->job.template_made = !r;
 	if (r) {
 		dir_remove_flat(tmp);
+		/* A stop signal, forwarded to a jailed maker: the run stops
+		 * too (a sandbox deleted meanwhile must not boot) */
+		if (r == 128 + SIGTERM || r == 128 + SIGINT || r == 128 + SIGHUP) {
+			fprintf(stderr, "tinyvmm: stopped by signal %d while making template snapshot %s\n", r - 128,
+				dir);
+			return r;
+		}
 		fprintf(stderr, "tinyvmm: template snapshot %s could not be made; booting cold\n", dir);
-		return;
+		return 0;
 	}
 use:
 	/* in the key: the restore takes them from the snapshot */
@@ -197,4 +205,5 @@ use:
 	a->c.net.no_offload = 0;
 	snprintf(a->template_dir, sizeof(a->template_dir), "%s", dir);
 	a->snapshot = a->template_dir;
+	return 0;
 }

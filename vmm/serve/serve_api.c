@@ -179,9 +179,19 @@ static int parse_network(struct conn *c, const struct json_doc *d, struct sandbo
 		conn_error(c, 400, "bad_request", "network.enabled: true or false is expected");
 		return -1;
 	}
-	if (!en)
-		return 0;
 	static const char *const lists[2] = { "allow_out", "dns" };
+	if (!en) { /* rules without a network: a mistake, not a silent no */
+		for (int l = 0; l < 2; l++)
+			if ((i = json_find(d, net, lists[l])) >= 0 && !json_is_null(d, i) &&
+			    !(d->tok[i].type == JSON_ARRAY && d->tok[i].size == 0)) {
+				conn_error(c, 400, "bad_request",
+					   "network.%s: given without network.enabled true (the sandbox would have "
+					   "no network)",
+					   lists[l]);
+				return -1;
+			}
+		return 0;
+	}
 	static const char *const flags[2] = { "--net-allow", "--net-dns" };
 	for (int l = 0; l < 2; l++) {
 		int a = json_find(d, net, lists[l]);

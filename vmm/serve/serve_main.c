@@ -56,7 +56,7 @@ static void usage(FILE *f)
 		   "  --net-range CIDR     a networked sandbox gets a /30 of it (default 10.211.0.0/16): the\n"
 		   "                       host end on its TAP (tvs + 8 hex digits of its id), the other\n"
 		   "                       its guest's eth0 and default route; forwarding and NAT beyond\n"
-		   "                       the host are the host's (README: Service)\n"
+		   "                       the host are the host's (README: The sandbox service)\n"
 		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
 }
 

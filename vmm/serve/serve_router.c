@@ -55,6 +55,20 @@ static bool api_paused(struct conn *c, struct sandbox *sb)
 	return paused;
 }
 
+/* A sandbox whose guest has not its own identity yet (a fork's child, a
+ * networked or custom-template create, still starting): 409 for what
+ * would run, save or copy it as it is. */
+static bool api_starting(struct conn *c, struct sandbox *sb)
+{
+	pthread_mutex_lock(&c->s->mu);
+	bool starting = sb->identity_pending;
+	pthread_mutex_unlock(&c->s->mu);
+	if (starting)
+		conn_error(c, 409, "conflict", "sandbox %s is still starting: try again once its create answered",
+			   sb->id);
+	return starting;
+}
+
 static void sandbox_route(struct conn *c, const struct http_request *r, char seg[][SEG_CAP], int n)
 {
 	const struct http_str *m = &r->method;
@@ -76,6 +90,8 @@ static void sandbox_route(struct conn *c, const struct http_request *r, char seg
 		api_logs(c, sb);
 	else if (api_ended(c, sb))
 		; /* answered 410 */
+	else if (api_starting(c, sb))
+		; /* answered 409 */
 	else if (n == 4 && !strcmp(seg[3], "pause") && is(m, "POST"))
 		api_pause(c, sb);
 	else if (n == 4 && !strcmp(seg[3], "resume") && is(m, "POST"))

@@ -1114,14 +1114,14 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	/* A daemon killed after the VMM saved a pause but before it said so:
 	 * the newer snapshot is whole, its VMM gone; paused, from it. */
 	bool recovered = false;
-	if (!build && was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
+	if (!build && !pending && was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
 	    snapshot_complete(sb, sb->pause_gen + 1)) {
 		sb->pause_gen++;
 		recovered = true;
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its pause into paused-%u was done: paused\n", sb->id,
 			sb->pause_gen);
 	}
-	if (!build && (recovered || (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen))) {
+	if (!build && !pending && (recovered || (i >= 0 && json_str_eq(&d, i, "paused", 6) && sb->pause_gen))) {
 		/* Its snapshot waits for a resume. A VMM a killed daemon was
 		 * starting from it (a resume, a fork's) is not ours to keep:
 		 * the sandbox is paused, nothing else may run as it. */
