@@ -193,7 +193,7 @@ struct net_cfg {
 /* Parse a tinyvmm.net value ("ADDR/PREFIX[,gw=ADDR][,dns=ADDR]
  * [,mac=XX:XX:XX:XX:XX:XX]", IPv4; the MAC unicast). */
 bool net_parse(const char *spec, struct net_cfg *c);
-/* NET: eth0 re-addressed from m->net.spec (a fork's child); OK(value 1),
+/* NET: eth0 re-addressed from m->net.spec (a restored VM); OK(value 1),
  * OK(value 0) from a test agent (not PID 1), or ERROR. */
 void net_request(struct conn *c, const struct tvp_msg *m);
 /* Configure eth0, the default route and resolv.conf from tinyvmm.net= on

@@ -1,9 +1,9 @@
 /* The guest's network, configured by the agent (PID 1) from the host's
  * command-line word `tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR]` (IPv4):
  * eth0 gets the address and comes up, the default route goes via gw, and
- * /etc/resolv.conf names dns. The host's NET request does it again for a
- * fork's child (restored from its parent's memory, with its parent's
- * address), with a MAC of its own. No DHCP: the guest kernel has no IP_PNP and
+ * /etc/resolv.conf names dns. The host's NET request does it for a VM
+ * restored from another's snapshot (a template's guest has no address, a
+ * fork's child has its parent's), with a MAC of its own if given. No DHCP: the guest kernel has no IP_PNP and
  * the VMM's egress filter would drop DHCP under an allow-list anyway. */
 #include "guest/agent.h"
 

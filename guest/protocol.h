@@ -194,9 +194,9 @@ struct tvp_seed {
 };
 
 struct tvp_net {
-	/* "ADDR/PREFIX[,gw=ADDR][,mac=XX:XX:XX:XX:XX:XX]" (IPv4), eth0's new
-	 * address, default route and MAC: a fork's child, restored from its
-	 * parent's memory, gets its own */
+	/* "ADDR/PREFIX[,gw=ADDR][,dns=ADDR][,mac=XX:XX:XX:XX:XX:XX]" (IPv4),
+	 * eth0's new address, default route, resolver and MAC: a VM restored
+	 * from another's snapshot (a template's, a fork's parent's) gets its own */
 	struct tvp_str spec;
 };
 

@@ -347,9 +347,10 @@ TVM_API int tvm_agent_get_stream(struct tvm_agent *a, const char *path, uint64_t
 TVM_API int tvm_agent_seed(struct tvm_agent *a, struct tvm_err *e);
 
 /* Re-address the guest's eth0 (guest/PROTOCOL.md, NET): spec is
- * "ADDR/PREFIX[,gw=ADDR][,mac=XX:XX:XX:XX:XX:XX]" (IPv4, at most 127
- * bytes); its old address and default route go. For a VM restored from
- * another's snapshot (a fork's child) on a link of its own. 0, or -errno
+ * "ADDR/PREFIX[,gw=ADDR][,dns=ADDR][,mac=XX:XX:XX:XX:XX:XX]" (IPv4, at
+ * most 127 bytes); its old address and default route go. For a VM
+ * restored from another's snapshot (a template's, a fork's parent's) on a
+ * link of its own. 0, or -errno
  * (-EINVAL: a spec the agent refuses) with e saying why. */
 TVM_API int tvm_agent_net(struct tvm_agent *a, const char *spec, struct tvm_err *e);
 

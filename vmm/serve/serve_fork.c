@@ -8,8 +8,9 @@
  * Every child gets the agent's SEED (its own entropy and clock) as every
  * restore does, and its own hostname (sbx-<its id's hex>); its vsock
  * device is its own VMM's. A networked parent's children each get a /30
- * and a TAP of their own, the parent's egress rules (its gateway's
- * address in them made the child's), and through the agent their own
+ * and a TAP of their own, the parent's egress rules (addresses of its /30
+ * in them made the child's; default rules made anew), and through the
+ * agent their own
  * address and MAC (sb_set_identity). All or nothing: if one child cannot start,
  * none stays. A paused sandbox is forked from its snapshot as it is, and
  * stays paused. */
