@@ -99,6 +99,13 @@ static void *start_one(void *arg)
 	return NULL;
 }
 
+/* 503: not count /30s free, before the pause or at the claim. */
+static void no_free_30(struct conn *c, unsigned count)
+{
+	conn_error(c, 503, "capacity", "network: net_range has no free /30 for %u more sandboxes: try again later",
+		   count);
+}
+
 static void answer_forked(struct conn *c, struct start *x, unsigned n)
 {
 	size_t cap = 64;
@@ -159,8 +166,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	 * may take one meanwhile, then the fork is undone, 503 still) */
 	if (sb->net_enabled && net_free_locked(s) < count) {
 		pthread_mutex_unlock(&s->mu);
-		conn_error(c, 503, "capacity",
-			   "network: net_range has no free /30 for %u more sandboxes: try again later", count);
+		no_free_30(c, count);
 		goto out;
 	}
 	/* Held (pausing) from here: no resume or other fork meanwhile. */
@@ -256,8 +262,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		if (!room)
 			conn_error(c, 503, "capacity", "no room for %u more sandboxes: try again later", count);
 		else if (net_full)
-			conn_error(c, 503, "capacity",
-				   "network: net_range has no free /30 for %u more sandboxes: try again later", count);
+			no_free_30(c, count);
 		else if (gone)
 			api_ended(c, sb);
 		else

@@ -859,7 +859,7 @@ int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 	struct tvm_agent *a = NULL;
 	struct tvm_err e = { 0 };
 	char name[48], spec[128], host[16], guest[16], mac[18];
-	const char *what = "its hostname";
+	const char *what = "its agent";
 	int r;
 
 	snprintf(name, sizeof(name), "sbx-%s\n", sb->id + 4);
