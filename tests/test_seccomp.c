@@ -488,12 +488,35 @@ static void int80_call(const void *arg)
 	(void)ret;
 }
 
+/* Does this kernel run an i386 system call made by int 0x80 from a 64-bit
+ * process (getpid, unconfined, in a child)? Some do not (no IA32
+ * emulation; a kernel that is itself a paravirtualized guest): a SIGSEGV. */
+static int int80_works(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		long ret;
+
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0) /* its death is an answer, not a sanitizer's report */
+			dup2(null, 2);
+		__asm__ volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory", "r8", "r9", "r10", "r11");
+		_exit(ret == getpid() ? 0 : 1);
+	}
+	return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 START_TEST(other_abis_kill)
 {
 	enum sc_role role = every_role[_i].role;
 
 	ck_assert(killed_by_sigsys(run_confined(role, ALL_F, TVM_SECCOMP_KILL, -1, x32_call, NULL)));
-	ck_assert(killed_by_sigsys(run_confined(role, ALL_F, TVM_SECCOMP_KILL, -1, int80_call, NULL)));
+	/* (Where int 0x80 is a SIGSEGV, the filter never sees it.) */
+	if (int80_works())
+		ck_assert(killed_by_sigsys(run_confined(role, ALL_F, TVM_SECCOMP_KILL, -1, int80_call, NULL)));
 }
 END_TEST
 
@@ -525,10 +548,14 @@ START_TEST(log_mode_names_the_role_and_the_call)
 
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT, "status 0x%x", status);
 	ck_assert_str_eq(line, "tinyvmm: seccomp: the event loop thread made a forbidden system call: openat (257)\n");
-	status = run_logged(SC_VCPU, int80_call, line, sizeof(line));
-	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT);
-	ck_assert_str_eq(line, "tinyvmm: seccomp: the vcpu thread made a forbidden system call: number 20 of "
-			       "architecture 0x40000003 (i386, int 0x80)\n");
+	if (int80_works()) {
+		status = run_logged(SC_VCPU, int80_call, line, sizeof(line));
+		ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT);
+		ck_assert_str_eq(line, "tinyvmm: seccomp: the vcpu thread made a forbidden system call: number 20 of "
+				       "architecture 0x40000003 (i386, int 0x80)\n");
+	} else {
+		printf("test_seccomp: SKIPPED: the log line of an int 0x80 call: this kernel does not run them\n");
+	}
 	status = run_logged(SC_SERIAL, x32_call, line, sizeof(line));
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT);
 	ck_assert_str_eq(line,

@@ -75,8 +75,8 @@ int cli_guest_defaults(struct cli_args *a)
 				"found; `bash tools/setup.sh` builds one)\n");
 	else
 		fprintf(stderr,
-			"tinyvmm: no guest kernel: give --kernel, or build one with `bash tools/setup.sh` "
-			"(looked in %s%s%s%s%s)\n",
+			"tinyvmm: no guest kernel: give --kernel, or build one (`make guest` in a build tree, "
+			"`bash tools/setup.sh` to install one) (looked in %s%s%s%s%s)\n",
 			n > 0 ? dirs[0] : "", n > 1 ? ", " : "", n > 1 ? dirs[1] : "", n > 2 ? ", " : "",
 			n > 2 ? dirs[2] : "");
 	return EXIT_VM_FAILED;

@@ -28,8 +28,14 @@ int kvm_open(struct kvm_sys *k, struct tvm_err *e)
 
 	k->vm_fd = -1;
 	k->sys_fd = open("/dev/kvm", O_RDWR | O_CLOEXEC);
-	if (k->sys_fd < 0)
-		return tvm_errf(e, errno, "/dev/kvm: %s", strerror(errno));
+	if (k->sys_fd < 0) { /* the usual first obstacle on a new host: say what to do */
+		int err = errno;
+
+		return tvm_errf(e, err, "/dev/kvm: %s%s", strerror(err),
+				err == ENOENT   ? " (" KVM_MISSING_HINT ")"
+				: err == EACCES ? " (run as root or as a member of the group that owns /dev/kvm)"
+						: "");
+	}
 	v = ioctl(k->sys_fd, KVM_GET_API_VERSION, 0);
 	if (v != KVM_API_VERSION) {
 		r = tvm_errf(e, ENOSYS, "/dev/kvm: API version %d, need %d", v, KVM_API_VERSION);

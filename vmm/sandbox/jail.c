@@ -21,6 +21,7 @@
 
 #include "vmm/core/err.h"
 #include "vmm/kvm/host_quirks.h"
+#include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/jail_impl.h"
 
 #define BLOCK 4096ULL
@@ -391,6 +392,9 @@ int jail_plan_vm(struct jail *j, struct tvm_config *c, const char **snapshot, co
 	for (unsigned i = 0; i < sizeof(devs) / sizeof(devs[0]) && !r; i++) {
 		if (i == 2 && !c->net.enabled)
 			break;
+		if (i == 0 && access(devs[0], F_OK) < 0 && errno == ENOENT)
+			return tvm_errf(e, ENOENT, "jail: device /dev/kvm: %s (%s)", strerror(ENOENT),
+					KVM_MISSING_HINT);
 		k = show(j, "device", devs[i], JAIL_M_DEV, NULL, e);
 		r = k < 0 ? k : 0;
 	}

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
 #include "vmm/serve/serve.h"
 
@@ -485,6 +486,14 @@ int serve_main(int argc, char **argv)
 	pthread_attr_setstacksize(&at, CONN_STACK);
 	fprintf(stderr, "tinyvmm serve: listening on %s (state in %s, jail %s)\n", s->cfg.socket_path, s->cfg.state_dir,
 		s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0) ? "on" : "off");
+	/* It serves on (KVM may come later), but a create would fail: said
+	 * once here rather than only in each create's 500. */
+	if (access("/dev/kvm", R_OK | W_OK) < 0) {
+		int err = errno;
+
+		fprintf(stderr, "tinyvmm serve: /dev/kvm: %s: no sandbox can start until it is usable%s\n",
+			strerror(err), err == ENOENT ? " (" KVM_MISSING_HINT ")" : "");
+	}
 
 	while (!s->stopping) {
 		struct pollfd pf[2] = { { .fd = lfd, .events = POLLIN }, { .fd = wake_pipe[0], .events = POLLIN } };
