@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -24,23 +25,88 @@
  * cache a Python job needs is in it (harmless where there is no python3). */
 static char *warmup_argv[] = { "/bin/sh", "-c", "python3 -c pass 2>/dev/null; true", NULL };
 
-/* Remove every "<name of dir>.tmp-*" in templates, the folder dir is in. */
+/* The lock file's fd, locked, when no run holds it; -1 when one does or
+ * it cannot be told (then its folder is left alone): only a regular file
+ * is a lock (no symlink followed, no device or FIFO opened for good). A
+ * key with no lock file has had no run since the cache was cleaned:
+ * nothing to wait for. */
+static int take_idle_lock(const char *lock, bool *none)
+{
+	int fd = open(lock, O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	struct stat st;
+
+	*none = fd < 0 && errno == ENOENT;
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || flock(fd, LOCK_EX | LOCK_NB) < 0)) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* A template's key: 32 lowercase hex digits (key_dir's names). */
+static bool key_name(const char *s, size_t n)
+{
+	if (n != 32)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* Remove the "<key>.tmp-PID" folders of templates that no run is making:
+ * dir's own (the caller holds its key's lock) and any other key's whose
+ * lock no run holds. Those are left by runs killed while they made a
+ * template, and a key of an older version or image would never be made
+ * again to sweep them. Only names of that exact form are touched. An
+ * other key's folder goes under its lock, so a run of that key cannot
+ * start in between. */
 static void remove_stale(const char *templates, const char *dir)
 {
 	const char *name = strrchr(dir, '/') + 1;
 	char path[PATH_MAX + 256];
-	size_t n = strlen(name);
 	struct dirent *de;
 	DIR *d = opendir(templates);
 
 	if (!d)
 		return;
-	while ((de = readdir(d)))
-		if (!strncmp(de->d_name, name, n) && !strncmp(de->d_name + n, ".tmp-", 5)) {
-			if (snprintf(path, sizeof(path), "%s/%s", templates, de->d_name) < (int)sizeof(path))
-				dir_remove_flat(path);
+	while ((de = readdir(d))) {
+		const char *t = strstr(de->d_name, ".tmp-");
+		size_t n = t ? (size_t)(t - de->d_name) : 0;
+		bool ours = n == strlen(name) && !strncmp(de->d_name, name, n), none = false;
+		int fd = -1;
+
+		if (!t || !key_name(de->d_name, n) || !t[5] || strspn(t + 5, "0123456789") != strlen(t + 5))
+			continue;
+		if (!ours) {
+			snprintf(path, sizeof(path), "%s/%.32s.lock", templates, de->d_name);
+			fd = take_idle_lock(path, &none);
+			if (fd < 0 && !none)
+				continue;
 		}
+		if (snprintf(path, sizeof(path), "%s/%s", templates, de->d_name) < (int)sizeof(path))
+			dir_remove_flat(path);
+		if (fd >= 0)
+			close(fd);
+	}
 	closedir(d);
+}
+
+/* The cache is trusted (a template snapshot in it is what a run's guest
+ * becomes): a folder of ours (owned by our euid, or root's), not a
+ * symlink, that no one else may write. /var/tmp is writable by everyone:
+ * another user could make the cache first and fill it. */
+static int cache_dir_ok(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+		return -EPERM;
+	return 0;
 }
 
 /* FNV-1a, 64 bits: a cache key, not a defence (the inputs are ours). */
@@ -122,6 +188,17 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", part, strerror(errno));
 		return 0;
 	}
+	{
+		const char *bad = (r = cache_dir_ok(cache)) ? cache : (r = cache_dir_ok(part)) ? part : NULL;
+
+		if (bad) {
+			fprintf(stderr,
+				"tinyvmm: template snapshots: %s: %s (it must be a folder, yours or root's, that only "
+				"its owner may write); booting cold\n",
+				bad, strerror(-r));
+			return 0;
+		}
+	}
 	snprintf(tmp, sizeof(tmp), "%s/state", dir);
 	if (stat(tmp, &st) == 0)
 		goto use;
@@ -135,6 +212,10 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	if (stat(tmp, &st) == 0) { /* made by the run we waited for */
 		close(fd);
 		goto use;
+	}
+	if (access("/dev/kvm", R_OK | W_OK) < 0) { /* none can be made: the cold boot says why, once */
+		close(fd);
+		return 0;
 	}
 	/* We hold the key's lock: a <dir>.tmp-PID is a run's that died
 	 * making it (killed, crashed), never one still at work. */
