@@ -168,7 +168,7 @@ export interface SandboxInfo {
 export interface NetworkOptions { enabled?: boolean; allow_out?: string[]; dns?: string[]; }
 
 export interface CreateOptions {
-  /** 'default' (the base image) or one of your templates (saveAsTemplate): then leave cpus and memoryMib out, no network */
+  /** 'default' (the base image) or one of your templates (saveAsTemplate, buildTemplate): then leave cpus and memoryMib out, and give network exactly when the template has one */
   template?: string;
   /** lifetime in seconds (default 300) */
   timeout?: number;
@@ -181,7 +181,7 @@ export interface CreateOptions {
   envs?: Record<string, string>;
   secretEnvs?: Record<string, string>;
   metadata?: Record<string, string>;
-  network?: NetworkOptions;
+  network?: boolean | NetworkOptions;
   socketPath?: string;
   requestTimeoutMs?: number;
 }
@@ -214,7 +214,7 @@ export declare class Sandbox {
   resume(opts?: { requestTimeoutMs?: number }): Promise<SandboxInfo>;
   /** count (1..8) children from this sandbox's state now, each with its own accessToken; owner only (ForbiddenError) */
   fork(opts?: ForkOptions): Promise<Sandbox[]>;
-  /** save this sandbox (files, processes) as template `name`; owner's uid only; ConflictError if the name exists, while commands run, paused or with a network */
+  /** save this sandbox (files, processes) as template `name`; owner's uid only; ConflictError if the name exists, while commands run or paused; a networked sandbox makes a networked template */
   saveAsTemplate(name: string, opts?: { requestTimeoutMs?: number }): Promise<Template>;
   getInfo(): Promise<SandboxInfo>;
   isRunning(): Promise<boolean>;
@@ -246,8 +246,8 @@ export interface Template {
   network: boolean;
 }
 export declare function templates(opts?: { socketPath?: string }): Promise<Template[]>;
-/** build template `name`: the daemon runs `sh -c warmup` as root in a new sandbox (no network), saves it once it exits 0 and ends it; WarmupFailedError (422) otherwise, nothing saved */
-export declare function buildTemplate(name: string, warmup: string, opts?: { cpus?: number; memoryMib?: number; timeout?: number; socketPath?: string; requestTimeoutMs?: number }): Promise<Template>;
+/** build template `name`: the daemon runs `sh -c warmup` as root in a new sandbox (no network unless `network`: then a networked template, whose creates need one too), saves it once it exits 0 and ends it; WarmupFailedError (422) otherwise, nothing saved */
+export declare function buildTemplate(name: string, warmup: string, opts?: { cpus?: number; memoryMib?: number; timeout?: number; network?: boolean | NetworkOptions; socketPath?: string; requestTimeoutMs?: number }): Promise<Template>;
 export declare function getTemplate(name: string, opts?: { socketPath?: string }): Promise<Template>;
 export declare function deleteTemplate(name: string, opts?: { socketPath?: string }): Promise<boolean>;
 export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;

@@ -569,6 +569,15 @@ function infoFromJson(d) {
 
 const secs = (s) => (s === undefined || s === null ? undefined : Math.ceil(s));
 
+// true is the common case ({ enabled: true }: the default egress rules); any
+// other non-object is refused here, by name, before a request is sent.
+function networkBody(v) {
+  if (v === undefined || v === null || v === false) return undefined;
+  if (v === true) return { enabled: true };
+  if (typeof v === 'object' && !Array.isArray(v)) return v;
+  throw new TypeError(`network: expected true, false or an object { enabled, allow_out, dns }, not ${Array.isArray(v) ? 'an array' : typeof v}`);
+}
+
 /** A microVM sandbox of `tinyvmm serve`. */
 export class Sandbox {
   constructor(info, { client, accessToken } = {}) {
@@ -585,7 +594,8 @@ export class Sandbox {
 
   /**
    * Start a sandbox. timeout: lifetime in seconds (default 300; or timeoutMs), idleTimeout (s),
-   * template, cpus, memoryMib, envs, secretEnvs, metadata, network, socketPath.
+   * template, cpus, memoryMib, envs, secretEnvs, metadata, socketPath, network: true (the default
+   * egress rules: anywhere but other sandboxes) or { enabled, allow_out, dns }.
    */
   static async create(opts = {}) {
     const body = {};
@@ -599,7 +609,7 @@ export class Sandbox {
     put('envs', opts.envs);
     put('secret_envs', opts.secretEnvs);
     put('metadata', opts.metadata);
-    put('network', opts.network);
+    put('network', networkBody(opts.network));
     const client = new Client({ socketPath: opts.socketPath });
     const d = await client.call('POST', '/sandboxes', { json: body, timeoutMs: opts.requestTimeoutMs ?? 300_000 });
     return new Sandbox(d, { client });
@@ -745,12 +755,15 @@ export async function templates({ socketPath } = {}) {
 }
 /**
  * Build the template `name` from a warm-up: the daemon runs `sh -c warmup` as root in a new sandbox of the
- * default template (cpus, memoryMib; no network) and, once it exits 0, saves it and ends it. timeout: the
+ * default template (cpus, memoryMib; no network unless network, as Sandbox.create's: then the template is
+ * networked and every create from it needs network too) and, once it exits 0, saves it and ends it. timeout: the
  * warm-up's, in seconds (the daemon's default 600). Resolves to the Template; WarmupFailedError (422) when
  * the warm-up exits non-zero or times out (nothing saved), ConflictError if the name exists or is being built.
  */
-export function buildTemplate(name, warmup, { cpus, memoryMib, timeout, socketPath, requestTimeoutMs = ((timeout ?? 600) + 900) * 1000 } = {}) {
+export async function buildTemplate(name, warmup, { cpus, memoryMib, timeout, network, socketPath, requestTimeoutMs = ((timeout ?? 600) + 900) * 1000 } = {}) {
   const json = { name, warmup };
+  const net = networkBody(network);
+  if (net !== undefined) json.network = net;
   if (cpus !== undefined) json.cpus = cpus;
   if (memoryMib !== undefined) json.memory_mib = memoryMib;
   if (timeout !== undefined) json.timeout_s = timeout;

@@ -371,6 +371,11 @@ int fields_known(struct conn *c, const struct json_doc *d, int obj, const char *
  * quoting a value). */
 int env_append(struct conn *c, const struct json_doc *d, const char *field, char ***env, unsigned *n);
 void api_create(struct conn *c, const struct http_request *r);
+/* A body's network {enabled, allow_out, dns} (d's top-level object) into
+ * sb->net_enabled and tinyvmm run's egress flags, sb->net_args (the TAP
+ * and addresses are sb_start's). Each rule goes through the VMM's own
+ * parser. 0, or -1 after answering 400 (500: out of memory). */
+int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb);
 /* Start sb, which the caller filled in (template, shape, timeout_s,
  * envs, metadata), as one of c's uid's sandboxes: a pooled one of the
  * default template when one fits, else a restore (networked: its

@@ -158,10 +158,22 @@ static bool rule_ok(const char *s)
 	return true;
 }
 
-/* network: {enabled, allow_out, dns} into sb->net_enabled and tinyvmm
- * run's egress flags, sb->net_args (the TAP and addresses are
- * sb_create's). 0, or -1 after answering. */
-static int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb)
+/* The rule parser's messages name the CLI's flag ("net-allow 1.2.3.4:0:
+ * port must be 1..65535"); an API client named no flag, so the flag goes
+ * and the message starts at the value, or at the reason when none is
+ * quoted ("net-allow: empty rule"). */
+static const char *api_words(const char *msg, const char *flag)
+{
+	size_t n = strlen(flag);
+
+	if (strncmp(msg, flag, n))
+		return msg;
+	for (msg += n; *msg == ':' || *msg == ' ';) /* and the ": " of an empty value */
+		msg++;
+	return msg;
+}
+
+int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb)
 {
 	static const char *const known[] = { "enabled", "allow_out", "dns", NULL };
 	int net = json_find(d, 0, "network"), i;
@@ -170,7 +182,8 @@ static int parse_network(struct conn *c, const struct json_doc *d, struct sandbo
 	if (net < 0 || json_is_null(d, net))
 		return 0;
 	if (d->tok[net].type != JSON_OBJECT) {
-		conn_error(c, 400, "bad_request", "network: an object is expected");
+		conn_error(c, 400, "bad_request",
+			   "network: an object is expected ({\"enabled\": true} for a network with the default rules)");
 		return -1;
 	}
 	if (fields_known(c, d, net, known, "network"))
@@ -193,13 +206,17 @@ static int parse_network(struct conn *c, const struct json_doc *d, struct sandbo
 		return 0;
 	}
 	static const char *const flags[2] = { "--net-allow", "--net-dns" };
+	/* the VMM's own limits (tvm_net), so a create over them is this 400 */
+	static const unsigned most[2] = { MAX_RULES, TVM_MAX_NET_DNS };
+	bool listed = false;
 	for (int l = 0; l < 2; l++) {
 		int a = json_find(d, net, lists[l]);
 		if (a < 0 || json_is_null(d, a))
 			continue;
-		if (d->tok[a].type != JSON_ARRAY || d->tok[a].size > MAX_RULES) {
+		listed = true;
+		if (d->tok[a].type != JSON_ARRAY || d->tok[a].size > most[l]) {
 			conn_error(c, 400, "bad_request", "network.%s: an array of at most %u strings is expected",
-				   lists[l], MAX_RULES);
+				   lists[l], most[l]);
 			return -1;
 		}
 		for (int k = json_first(d, a); k >= 0; k = json_next(d, a, k)) {
@@ -216,7 +233,8 @@ static int parse_network(struct conn *c, const struct json_doc *d, struct sandbo
 			/* the VMM's own parser: a rule it would refuse is the
 			 * client's 400 now, not a sandbox that dies starting */
 			if (l ? net_policy_add_dns(&p, v, &e) : net_rule_parse(v, &r, &e)) {
-				conn_error(c, 400, "bad_request", "network.%s: %s", lists[l], e.msg);
+				conn_error(c, 400, "bad_request", "network.%s: %s", lists[l],
+					   api_words(e.msg, flags[l] + 2));
 				return -1;
 			}
 			if (sb_net_arg_add(sb, flags[l], v)) {
@@ -224,6 +242,12 @@ static int parse_network(struct conn *c, const struct json_doc *d, struct sandbo
 				return -1;
 			}
 		}
+	}
+	/* Lists given, and empty: nothing may go out (the default rules are
+	 * for a create that gives no list at all). */
+	if (listed && !sb->nnet_args && sb_net_arg_add(sb, "--net-deny-all", NULL)) {
+		conn_error(c, 500, "internal", "out of memory");
+		return -1;
 	}
 	sb->net_enabled = true;
 	return 0;
@@ -457,10 +481,10 @@ void api_create(struct conn *c, const struct http_request *r)
 	/* A restore can neither add a network device nor leave one out. */
 	if (custom && sb->net_enabled != tnet) {
 		conn_error(c, 400, "bad_request",
-			   tnet ? "network: template \"%s\" was made from a networked sandbox: network.enabled "
-				  "true is required"
-				: "network: template \"%s\" has no network device (make it from a networked "
-				  "sandbox to have one)",
+			   tnet ? "network: template \"%s\" has a network device: network.enabled true "
+				  "is required"
+				: "network: template \"%s\" has no network device (a networked "
+				  "sandbox or warm-up makes one that has)",
 			   sb->template);
 		goto out;
 	}

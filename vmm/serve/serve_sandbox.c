@@ -967,15 +967,19 @@ static void kill_wait(const struct sandbox *sb)
  * re-adopted), or removed when it cannot be read. */
 /* A networked sandbox's egress flags, as its create made them (its
  * allow_out and dns, or the default rules of then): a resume gives them
- * again. Anything else than pairs of --net-allow or --net-dns and a
- * value, or an empty or missing list (an older daemon's state): it fails
- * closed, to --net-deny-all. */
+ * again: pairs of --net-allow or --net-dns and a value, or
+ * --net-deny-all alone (a create's empty lists). Anything else, or an
+ * empty or missing list (an older daemon's state): it fails closed, to
+ * --net-deny-all. */
 static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 {
 	int a = json_find(d, 0, "net_args"), n = 0;
 	bool ok = a >= 0 && d->tok[a].type == JSON_ARRAY && d->tok[a].size <= 4 * SB_NET_RULES_MAX;
 	char flag[16], value[72];
 
+	if (ok && d->tok[a].size == 1 && !json_get_string(d, json_first(d, a), flag, sizeof(flag), NULL) &&
+	    !strcmp(flag, "--net-deny-all") && !sb_net_arg_add(sb, flag, NULL))
+		return;
 	for (int k = ok ? json_first(d, a) : -1; k >= 0 && ok; k = json_next(d, a, k), n++) {
 		if (n % 2 == 0)
 			ok = !json_get_string(d, k, flag, sizeof(flag), NULL) &&

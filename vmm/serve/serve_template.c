@@ -108,10 +108,13 @@ static uint64_t mem_kib(const char *dir)
 	return stat(path, &st) == 0 ? (uint64_t)st.st_blocks / 2 : 0;
 }
 
-/* What a template built by a warm-up asked for. */
+/* What a template built by a warm-up asked for. sb: its sandbox, not yet
+ * started, holding the network asked for (parse_network), owned until
+ * warm_up takes it. */
 struct warmup {
 	char cmd[WARMUP_MAX + 1];
 	uint32_t cpus, memory_mib, timeout_s;
+	struct sandbox *sb;
 };
 
 static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup *w)
@@ -127,9 +130,14 @@ static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup 
 			   WARMUP_MAX);
 		return -1;
 	}
+	if (!(w->sb = calloc(1, sizeof(*w->sb)))) {
+		conn_error(c, 500, "internal", "out of memory");
+		return -1;
+	}
 	return field_u32(c, d, 0, "cpus", 1, SB_CPUS_MAX, &w->cpus) ||
 			       field_u32(c, d, 0, "memory_mib", SB_MEM_MIB_MIN, SB_MEM_MIB_MAX, &w->memory_mib) ||
-			       field_u32(c, d, 0, "timeout_s", 1, c->s->cfg.max_timeout_s, &w->timeout_s)
+			       field_u32(c, d, 0, "timeout_s", 1, c->s->cfg.max_timeout_s, &w->timeout_s) ||
+			       parse_network(c, d, w->sb)
 		       ? -1
 		       : 0;
 }
@@ -190,15 +198,15 @@ static void stderr_tail(const char *err, size_t en, char *tail, size_t cap)
 		 o > WARMUP_TAIL ? line + o - WARMUP_TAIL : line);
 }
 
-/* A new sandbox of the default template with w's shape, in which w's
- * command has run as root and exited 0: returned with a reference, or
- * NULL once c has its answer (422 warmup_failed with the exit and the end
- * of its stderr; the create's own errors). */
-static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const char *name)
+/* A new sandbox of the default template with w's shape and network, in
+ * which w's command has run as root and exited 0: returned with a
+ * reference, or NULL once c has its answer (422 warmup_failed with the
+ * exit and the end of its stderr; the create's own errors). Takes w->sb. */
+static struct sandbox *warm_up(struct conn *c, struct warmup *w, const char *name)
 {
 	const char *argv[] = { "/bin/sh", "-c", w->cmd, NULL };
 	struct srv *s = c->s;
-	struct sandbox *sb = calloc(1, sizeof(*sb));
+	struct sandbox *sb = w->sb;
 	struct tvm_job_result res;
 	struct tvm_err e = { 0 };
 	char *out = NULL, *err = NULL, tail[WARMUP_TAIL + 8];
@@ -206,10 +214,7 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const cha
 	size_t n, en = 0;
 	int rc;
 
-	if (!sb) {
-		conn_error(c, 500, "internal", "out of memory");
-		return NULL;
-	}
+	w->sb = NULL;
 	snprintf(sb->template, sizeof(sb->template), "default");
 	sb->cpus = w->cpus;
 	sb->memory_mib = w->memory_mib;
@@ -271,12 +276,11 @@ static struct sandbox *warm_up(struct conn *c, const struct warmup *w, const cha
 }
 
 /* POST /v1/templates {name, from_sandbox} or {name, warmup, cpus,
- * memory_mib, timeout_s}. */
+ * memory_mib, timeout_s, network}. */
 static void api_template_create(struct conn *c)
 {
-	static const char *const known[] = {
-		"name", "from_sandbox", "warmup", "cpus", "memory_mib", "timeout_s", NULL
-	};
+	static const char *const known[] = { "name",       "from_sandbox", "warmup",  "cpus",
+					     "memory_mib", "timeout_s",    "network", NULL };
 	struct srv *s = c->s;
 	struct tmpl *t = NULL;
 	struct sandbox *sb = NULL;
@@ -446,6 +450,8 @@ out:
 		pthread_mutex_unlock(&s->mu);
 	}
 	free(t);
+	if (wu && wu->sb)
+		srv_free_sandbox(wu->sb);
 	free(wu);
 	body_free(&b);
 }

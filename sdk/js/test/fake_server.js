@@ -239,7 +239,7 @@ export class FakeDaemon {
     }
     const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
     fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: false };
+    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: Boolean(b.network && b.network.enabled) };
     this.templates.set(key, { json, root });
     return this.json(res, 201, json);
   }
@@ -253,7 +253,7 @@ export class FakeDaemon {
       }
       if (m !== 'POST') throw new ApiError(405, 'method_not_allowed', 'GET or POST');
       const b = await this.jsonBody(req);
-      const unknown = Object.keys(b).filter((k) => !['name', 'from_sandbox', 'warmup', 'cpus', 'memory_mib', 'timeout_s'].includes(k));
+      const unknown = Object.keys(b).filter((k) => !['name', 'from_sandbox', 'warmup', 'cpus', 'memory_mib', 'timeout_s', 'network'].includes(k));
       if (unknown.length) throw new ApiError(400, 'bad_request', `body: unknown field ${unknown[0]}`);
       if (typeof b.name !== 'string' || !TEMPLATE_NAME_RE.test(b.name) || b.name === 'default') {
         throw new ApiError(400, 'bad_request', 'name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not "default"');
@@ -262,7 +262,7 @@ export class FakeDaemon {
         throw new ApiError(400, 'bad_request', 'from_sandbox (save one of your sandboxes) or warmup (a shell command run in a new one): one of the two');
       }
       if ('warmup' in b) return this.templateWarmup(res, b);
-      for (const k of ['cpus', 'memory_mib', 'timeout_s']) {
+      for (const k of ['cpus', 'memory_mib', 'timeout_s', 'network']) {
         if (k in b) throw new ApiError(400, 'bad_request', `${k}: only with warmup (a template from a sandbox has that sandbox's)`);
       }
       if (typeof b.from_sandbox !== 'string') throw new ApiError(400, 'bad_request', 'from_sandbox: required, the id of one of your sandboxes');
@@ -334,8 +334,8 @@ export class FakeDaemon {
           }
           if (Boolean(b.network && b.network.enabled) !== t.network) {
             throw new ApiError(400, 'bad_request', `network: template "${t.name}" ` + (t.network
-              ? 'was made from a networked sandbox: network.enabled true is required'
-              : 'has no network device (make it from a networked sandbox to have one)'));
+              ? 'has a network device: network.enabled true is required'
+              : 'has no network device (a networked sandbox or warm-up makes one that has)'));
           }
         }
         this.admit(this.uid, 1);

@@ -294,9 +294,14 @@ test('templates: build from a warm-up; a failed one is WarmupFailedError and sav
     await assert.rejects(getTemplate('bad-js', { socketPath }), TemplateNotFoundError);
     await assert.rejects(buildTemplate('warm-js', 'true', { socketPath }), ConflictError);
     await assert.rejects(buildTemplate('x', '', { socketPath }), BadRequestError);
+    // a networked warm-up (network: true is { enabled: true }) makes a networked template
+    assert.equal((await buildTemplate('net-js', 'true', { socketPath, network: true })).network, true);
+    await assert.rejects(Sandbox.create({ socketPath, template: 'net-js' }), BadRequestError);
+    await (await Sandbox.create({ socketPath, template: 'net-js', network: true })).kill();
   } finally {
     await kid.kill();
     await deleteTemplate('warm-js', { socketPath });
+    await deleteTemplate('net-js', { socketPath });
   }
 });
 
@@ -343,7 +348,11 @@ test('templates: save, list, get, create from it (files, shape), delete', async 
 
 test('templates: 400 bad name, 409 duplicate / paused / busy, a networked one needs a network, 404 not yours or missing, 400 on another shape', async () => {
   const sb = await Sandbox.create({ socketPath });
-  const net = await Sandbox.create({ socketPath, network: { enabled: true } });
+  // network: true is { enabled: true } (the fake reads network.enabled); another type is a TypeError, sent nowhere
+  const before = fake.sandboxes.size;
+  await assert.rejects(Sandbox.create({ socketPath, network: 'yes' }), (e) => e instanceof TypeError && /network: expected true/.test(e.message));
+  assert.equal(fake.sandboxes.size, before);
+  const net = await Sandbox.create({ socketPath, network: true });
   const uid = fake.uid;
   try {
     for (const bad of ['', 'default', 'Py', '-x', '.x', 'a/b', 'a b', 'x'.repeat(64)]) {

@@ -570,7 +570,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         f = self.fake
         body = self._json_body()
         uid = self._peer_uid()
-        unknown = set(body) - {"name", "from_sandbox", "warmup", "cpus", "memory_mib", "timeout_s"}
+        unknown = set(body) - {"name", "from_sandbox", "warmup", "cpus", "memory_mib", "timeout_s", "network"}
         if unknown:
             raise ApiError(400, "bad_request", f"body: unknown field {sorted(unknown)[0]}")
         name = body.get("name")
@@ -582,7 +582,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                                                "command run in a new one): one of the two")
         if "warmup" in body:
             return self._template_warmup(uid, name, body)
-        for k in ("cpus", "memory_mib", "timeout_s"):
+        for k in ("cpus", "memory_mib", "timeout_s", "network"):
             if k in body:
                 raise ApiError(400, "bad_request", f"{k}: only with warmup (a template from a sandbox has that "
                                                    "sandbox's)")
@@ -626,6 +626,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or not lo <= v <= hi):
                 raise ApiError(400, "bad_request", f"{k}: must be an integer in {lo}..{hi}")
         timeout = body.get("timeout_s", min(600, f.max_timeout_s))
+        net = body.get("network")
+        if net is not None and not (isinstance(net, dict) and isinstance(net.get("enabled", False), bool)):
+            raise ApiError(400, "bad_request", "network: an object is expected")
         with f.lock:
             if (uid, name) in f.templates:
                 raise ApiError(409, "conflict", f"template \"{name}\" exists: DELETE /v1/templates/{name} first")
@@ -647,7 +650,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
             shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
             t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
-                 "memory_mib": sb.memory, "memory_kib": 1024, "network": False}
+                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(net and net.get("enabled"))}
             f.templates[(uid, name)] = {"json": t, "root": root}
         self._send_json(201, t)
 
@@ -690,8 +693,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         net = isinstance(body.get("network"), dict) and bool(body["network"].get("enabled"))
         if tmpl is not None and net != tmpl["json"]["network"]:
             raise ApiError(400, "bad_request", f"network: template \"{name}\" " + (
-                "was made from a networked sandbox: network.enabled true is required" if tmpl["json"]["network"]
-                else "has no network device (make it from a networked sandbox to have one)"))
+                "has a network device: network.enabled true is required" if tmpl["json"]["network"]
+                else "has no network device (a networked sandbox or warm-up makes one that has)"))
         if f.capacity_full:
             raise ApiError(503, "capacity", "no capacity left; retry later")
         with f.lock:

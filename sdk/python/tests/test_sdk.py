@@ -326,6 +326,13 @@ class Templates(FakeDaemonTest):
             tinyvmm.build_template("warm", "true", socket_path=self.sock)
         with self.assertRaises(BadRequest):
             tinyvmm.build_template("x", "", socket_path=self.sock)
+        # a networked warm-up (network=True is {"enabled": True}) makes a networked template
+        t = tinyvmm.build_template("net", "true", network=True, socket_path=self.sock)
+        self.assertEqual(self.fake.json_bodies[-1][2]["network"], {"enabled": True})
+        self.assertIs(t["network"], True)
+        with self.assertRaises(BadRequest):
+            Sandbox.create(template="net", socket_path=self.sock)
+        Sandbox.create(template="net", network=True, socket_path=self.sock).kill()
 
     def test_save_list_get_create_delete(self):
         self.assertEqual(tinyvmm.templates(self.sock), [])
@@ -389,7 +396,14 @@ class Templates(FakeDaemonTest):
             sb.save_as_template("busy")
         h.wait(timeout=10)
         # from a networked sandbox: its creates need a network, others cannot have one
-        net = Sandbox.create(network={"enabled": True}, socket_path=self.sock)
+        # (network=True is {"enabled": True}; a value of another type is a TypeError, sent nowhere)
+        sent = len(self.fake.json_bodies)
+        with self.assertRaises(TypeError) as te:
+            Sandbox.create(network="yes", socket_path=self.sock)
+        self.assertIn("network: expected True", str(te.exception))
+        self.assertEqual(len(self.fake.json_bodies), sent)
+        net = Sandbox.create(network=True, socket_path=self.sock)
+        self.assertEqual(self.fake.json_bodies[-1][2]["network"], {"enabled": True})
         self.assertIs(net.save_as_template("net")["network"], True)
         with self.assertRaises(tinyvmm.BadRequest) as cm:
             Sandbox.create(template="net", socket_path=self.sock)

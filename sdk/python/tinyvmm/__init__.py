@@ -11,6 +11,7 @@ Standard library only; talks HTTP/1.1 + JSON to the daemon's Unix socket
 ``/run/tinyvmm/api.sock``).
 """
 import urllib.parse
+from typing import Any, Mapping
 
 from ._http import (DEFAULT_SOCKET, BadRequest, Client, CommandExitError, Conflict, ExecNotFound,
                     Forbidden, GuestError, InsufficientStorage, NotFound, NotImplementedByServer, PayloadTooLarge,
@@ -18,7 +19,7 @@ from ._http import (DEFAULT_SOCKET, BadRequest, Client, CommandExitError, Confli
                     TimeoutError, TinyvmmError, WarmupFailed, resolve_socket_path)
 from .commands import CommandHandle, CommandResult, Commands
 from .files import EntryInfo, Files, ReadStream, WriteInfo
-from .sandbox import Sandbox, SandboxInfo
+from .sandbox import Sandbox, SandboxInfo, _network
 
 __version__ = "0.1.0"
 
@@ -68,12 +69,14 @@ def templates(socket_path: "str | None" = None) -> list:
 
 
 def build_template(name: str, warmup: str, *, cpus: "int | None" = None, memory_mib: "int | None" = None,
-                   timeout: "int | None" = None, socket_path: "str | None" = None,
-                   request_timeout: "float | None" = None) -> dict:
+                   timeout: "int | None" = None, network: "bool | Mapping[str, Any] | None" = None,
+                   socket_path: "str | None" = None, request_timeout: "float | None" = None) -> dict:
     """``POST /v1/templates {name, warmup}``: the daemon runs ``sh -c warmup``
     as root in a new sandbox of the default template (``cpus``, ``memory_mib``;
-    no network), and once it exits 0 saves that sandbox as the template
-    ``name`` and ends it.  ``timeout``: the warm-up's, in seconds (the
+    no network unless ``network``, as :meth:`Sandbox.create`'s: then the
+    template is networked and every create from it needs ``network=True``
+    too), and once it exits 0 saves that sandbox as the template ``name``
+    and ends it.  ``timeout``: the warm-up's, in seconds (the
     daemon's default: 600); ``request_timeout`` (default ``timeout`` + 900 s)
     bounds the wait for the answer.  The warm-up runs as root in ``/root``:
     ``chown`` what the sandbox user should own, and wait in it until a
@@ -86,7 +89,8 @@ def build_template(name: str, warmup: str, *, cpus: "int | None" = None, memory_
     if request_timeout is None:  # the warm-up's, a create and the save
         request_timeout = (timeout or 600) + 900.0
     body = {"name": name, "warmup": warmup}
-    for k, v in (("cpus", cpus), ("memory_mib", memory_mib), ("timeout_s", timeout)):
+    for k, v in (("cpus", cpus), ("memory_mib", memory_mib), ("timeout_s", timeout),
+                 ("network", _network(network))):
         if v is not None:
             body[k] = v
     return Client(socket_path).call("POST", "/templates", json_body=body, timeout=request_timeout)

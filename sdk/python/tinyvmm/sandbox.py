@@ -4,7 +4,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type
+from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Type, Union
 
 from ._http import Client, SandboxNotFound, TinyvmmError
 from .commands import Commands
@@ -64,6 +64,20 @@ def _secs(v: Optional[float]) -> Optional[int]:
     return None if v is None else int(math.ceil(v))
 
 
+def _network(v: Union[bool, Mapping[str, Any], None]) -> Optional[Dict[str, Any]]:
+    # True is the common case ({"enabled": True}: the default egress rules);
+    # anything else that is not a mapping is refused here, by name, rather
+    # than as a bare "object is not iterable" from dict().
+    if v is None or v is False:
+        return None
+    if v is True:
+        return {"enabled": True}
+    if isinstance(v, Mapping):
+        return dict(v) if v else None
+    raise TypeError("network: expected True, False, None or a mapping "
+                    "{\"enabled\": bool, \"allow_out\": [...], \"dns\": [...]}, not %s" % type(v).__name__)
+
+
 class Sandbox:
     """A microVM sandbox of ``tinyvmm serve``.
 
@@ -95,7 +109,7 @@ class Sandbox:
                memory_mib: Optional[int] = None, envs: Optional[Mapping[str, str]] = None,
                secret_envs: Optional[Mapping[str, str]] = None,
                metadata: Optional[Mapping[str, str]] = None,
-               network: Optional[Mapping[str, Any]] = None, *, socket_path: Optional[str] = None,
+               network: Union[bool, Mapping[str, Any], None] = None, *, socket_path: Optional[str] = None,
                request_timeout: Optional[float] = 300.0) -> "Sandbox":
         """Start a sandbox; answers once its guest agent is up.
 
@@ -103,7 +117,8 @@ class Sandbox:
         ``idle_timeout``: end it after that long without requests or running
         commands.  ``envs``/``secret_envs`` are in every command's environment
         (secret values never appear in logs or listings).  ``network``:
-        ``{"enabled": bool, "allow_out": [...], "dns": [...]}``.
+        ``True`` (a network with the default egress rules: anywhere but other
+        sandboxes) or ``{"enabled": bool, "allow_out": [...], "dns": [...]}``.
         """
         body: Dict[str, Any] = {}
         for k, v in (("template", template), ("timeout_s", _secs(timeout)),
@@ -111,7 +126,7 @@ class Sandbox:
                      ("envs", dict(envs) if envs else None),
                      ("secret_envs", dict(secret_envs) if secret_envs else None),
                      ("metadata", dict(metadata) if metadata else None),
-                     ("network", dict(network) if network else None)):
+                     ("network", _network(network))):
             if v is not None:
                 body[k] = v
         client = Client(socket_path)
