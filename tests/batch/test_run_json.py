@@ -237,7 +237,17 @@ class Contract(Base):
             self.check_status(rc, obj, 125)
             self.assertIn("template snapshots: %s: Operation not permitted" % cache, err)
             self.assertEqual(glob.glob(os.path.join(cache, "templates", "*")), [], "a template was tried")
+            # nor a symlink (a trailing slash would follow it), nor a
+            # folder under one that others may write and is not sticky
+            link = os.path.join(d, "link")
+            os.symlink(cache, link)
+            rc, obj, err = self.run_json(*args, environ=env(TINYVMM_CACHE=link + "/"))
+            self.assertIn("template snapshots: %s: Not a directory" % link, err)
             os.chmod(cache, 0o755)
+            os.chmod(d, 0o777)
+            rc, obj, err = self.run_json(*args, environ=env(TINYVMM_CACHE=cache))
+            self.assertIn("template snapshots: %s: Operation not permitted" % d, err)
+            os.chmod(d, 0o700)
             rc, obj, err = self.run_json(*args, environ=env(TINYVMM_CACHE=cache))
             self.assertNotIn("Operation not permitted", err)
             self.assertEqual(len(glob.glob(os.path.join(cache, "templates", "*.lock"))), 1, err)

@@ -92,11 +92,11 @@ static void remove_stale(const char *templates, const char *dir)
 	closedir(d);
 }
 
-/* The cache is trusted (a template snapshot in it is what a run's guest
- * becomes): a folder of ours (owned by our euid, or root's), not a
- * symlink, that no one else may write. /var/tmp is writable by everyone:
- * another user could make the cache first and fill it. */
-static int cache_dir_ok(const char *path)
+/* One folder on the way to the cache, or the cache itself (last): not a
+ * symlink, owned by our euid or root. The cache may be written by no one
+ * else; a folder above it only when sticky (others then rename only their
+ * own entries), so no other user can swap a checked folder for theirs. */
+static int folder_ok(const char *path, bool last)
 {
 	struct stat st;
 
@@ -104,9 +104,46 @@ static int cache_dir_ok(const char *path)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	if ((st.st_uid != geteuid() && st.st_uid != 0) || (st.st_mode & (S_IWGRP | S_IWOTH)))
+	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
+	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX))))
 		return -EPERM;
 	return 0;
+}
+
+/* The cache is trusted (a template snapshot in it is what a run's guest
+ * becomes): in out, path made absolute with no "." or "..", every folder
+ * of it checked from / down (folder_ok). /var/tmp is everyone's: another
+ * user could make the cache first and fill it. 0, or -errno with the
+ * folder that failed in out. */
+static int cache_path_ok(const char *path, char *out, size_t cap)
+{
+	size_t n = 0;
+	int r;
+
+	if (path[0] != '/') {
+		if (!getcwd(out, cap))
+			return -errno;
+		n = strlen(out);
+	}
+	for (const char *p = path; *p;) {
+		const char *e = strchrnul(p, '/');
+		size_t len = (size_t)(e - p);
+
+		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
+			return snprintf(out, cap, "%s", path), -EINVAL;
+		if (len) {
+			if (n + 1 + len >= cap)
+				return -ENAMETOOLONG;
+			out[n++] = '/';
+			memcpy(out + n, p, len);
+			n += len;
+			out[n] = 0;
+			if ((r = folder_ok(out, !*e || !e[strspn(e, "/")])))
+				return r;
+		}
+		p = *e ? e + 1 : e;
+	}
+	return n ? 0 : -EINVAL;
 }
 
 /* FNV-1a, 64 bits: a cache key, not a defence (the inputs are ours). */
@@ -155,6 +192,7 @@ static int eligible(const struct cli_args *a)
 int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 {
 	char key[4 * PATH_MAX + 256], part[PATH_MAX + 128], dir[PATH_MAX], tmp[PATH_MAX + 32], lock[PATH_MAX + 8];
+	char cache_abs[PATH_MAX - 64];
 	const char *cache = getenv("TINYVMM_CACHE");
 	uint64_t h1, h2;
 	struct stat st;
@@ -180,29 +218,37 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 		strncat(key, part, sizeof(key) - strlen(key) - 1);
 	h1 = fnv(0xcbf29ce484222325ULL, key, strlen(key));
 	h2 = fnv(0x84222325cbf29ce4ULL, key, strlen(key));
-	snprintf(dir, sizeof(dir), "%.*s/templates/%016llx%016llx", PATH_MAX - 64, cache, (unsigned long long)h1,
-		 (unsigned long long)h2);
-	snprintf(lock, sizeof(lock), "%s.lock", dir);
-	snprintf(part, sizeof(part), "%.*s/templates", PATH_MAX - 64, cache);
-	if ((mkdir(cache, 0755) < 0 && errno != EEXIST) || (mkdir(part, 0755) < 0 && errno != EEXIST)) {
-		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", part, strerror(errno));
+	if (mkdir(cache, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", cache, strerror(errno));
 		return 0;
 	}
+	/* From here on the cache is reached by the path that was checked. */
 	{
-		const char *bad = (r = cache_dir_ok(cache)) ? cache : (r = cache_dir_ok(part)) ? part : NULL;
+		const char *bad = part;
 
-		if (bad) {
+		if ((r = cache_path_ok(cache, cache_abs, sizeof(cache_abs)))) {
+			bad = cache_abs; /* the folder that failed */
+		} else {
+			snprintf(part, sizeof(part), "%s/templates", cache_abs);
+			r = mkdir(part, 0755) < 0 && errno != EEXIST ? -errno : folder_ok(part, true);
+		}
+		if (r) {
 			fprintf(stderr,
-				"tinyvmm: template snapshots: %s: %s (it must be a folder, yours or root's, that only "
-				"its owner may write); booting cold\n",
+				"tinyvmm: template snapshots: %s: %s (the cache and each folder above it must be yours "
+				"or root's, not a symlink, and writable by no one else: above it, unless sticky); "
+				"booting cold\n",
 				bad, strerror(-r));
 			return 0;
 		}
 	}
+	cache = cache_abs;
+	snprintf(dir, sizeof(dir), "%s/templates/%016llx%016llx", cache, (unsigned long long)h1,
+		 (unsigned long long)h2);
+	snprintf(lock, sizeof(lock), "%s.lock", dir);
 	snprintf(tmp, sizeof(tmp), "%s/state", dir);
 	if (stat(tmp, &st) == 0)
 		goto use;
-	fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
 		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", lock, strerror(errno));
 		if (fd >= 0)

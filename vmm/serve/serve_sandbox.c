@@ -970,8 +970,9 @@ static void kill_wait(const struct sandbox *sb)
  * again: pairs of --net-allow or --net-dns and a value, or
  * --net-deny-all alone (a create's empty lists). Anything else, or an
  * empty or missing list (an older daemon's state): it fails closed, to
- * --net-deny-all. */
-static void load_net_args(const struct json_doc *d, struct sandbox *sb)
+ * --net-deny-all. True when it read pairs (rules that may be the default
+ * ones), false when sb denies all. */
+static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 {
 	int a = json_find(d, 0, "net_args"), n = 0;
 	bool ok = a >= 0 && d->tok[a].type == JSON_ARRAY && d->tok[a].size <= 4 * SB_NET_RULES_MAX;
@@ -979,7 +980,7 @@ static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 
 	if (ok && d->tok[a].size == 1 && !json_get_string(d, json_first(d, a), flag, sizeof(flag), NULL) &&
 	    !strcmp(flag, "--net-deny-all") && !sb_net_arg_add(sb, flag, NULL))
-		return;
+		return false;
 	for (int k = ok ? json_first(d, a) : -1; k >= 0 && ok; k = json_next(d, a, k), n++) {
 		if (n % 2 == 0)
 			ok = !json_get_string(d, k, flag, sizeof(flag), NULL) &&
@@ -988,7 +989,7 @@ static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 			ok = !json_get_string(d, k, value, sizeof(value), NULL) && !sb_net_arg_add(sb, flag, value);
 	}
 	if (ok && n && n % 2 == 0)
-		return;
+		return true;
 	fprintf(stderr, "tinyvmm serve: sandbox %s: its egress rules are unreadable: it is given none\n", sb->id);
 	for (unsigned i = 0; i < sb->nnet_args; i++)
 		free(sb->net_args[i]);
@@ -997,6 +998,7 @@ static void load_net_args(const struct json_doc *d, struct sandbox *sb)
 	sb->nnet_args = 0;
 	if (sb_net_arg_add(sb, "--net-deny-all", NULL))
 		sb->net_claimed = false; /* no memory for it: its VMM gets no TAP (a resume fails) */
+	return false;
 }
 
 static void load_one(struct srv *s, const char *dir, const char *name)
@@ -1082,10 +1084,12 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		sb->net_host = (uint32_t)v;
 		sb->net_claimed = true;
 	}
-	if (sb->net_enabled)
-		load_net_args(&d, sb);
 	if ((i = json_find(&d, 0, "net_default")) >= 0)
 		json_get_bool(&d, i, &sb->net_default);
+	/* Denying all, its rules are not the default ones: a fork's child
+	 * inherits the denial, never gets default rules of its own. */
+	if (sb->net_enabled && !load_net_args(&d, sb))
+		sb->net_default = false;
 	if ((i = json_find(&d, o, "from_pool")) >= 0)
 		json_get_bool(&d, i, &sb->from_pool);
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
