@@ -43,7 +43,8 @@ static int take_idle_lock(const char *lock, bool *none)
 	return fd;
 }
 
-/* A template's key: 32 lowercase hex digits (key_dir's names). */
+/* A template's key: 32 lowercase hex digits (dir's name in
+ * cli_template_use: two %016llx). */
 static bool key_name(const char *s, size_t n)
 {
 	if (n != 32)
@@ -117,15 +118,16 @@ static int folder_ok(const char *path, bool last)
  * folder that failed in out. */
 static int cache_path_ok(const char *path, char *out, size_t cap)
 {
+	char full[PATH_MAX], cwd[PATH_MAX];
 	size_t n = 0;
 	int r;
 
-	if (path[0] != '/') {
-		if (!getcwd(out, cap))
-			return -errno;
-		n = strlen(out);
-	}
-	for (const char *p = path; *p;) {
+	/* Relative: the working directory's folders are checked too. */
+	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
+		return -errno;
+	if ((size_t)snprintf(full, sizeof(full), "%s/%s", path[0] == '/' ? "" : cwd, path) >= sizeof(full))
+		return -ENAMETOOLONG;
+	for (const char *p = full; *p;) {
 		const char *e = strchrnul(p, '/');
 		size_t len = (size_t)(e - p);
 
