@@ -14,6 +14,17 @@ class Cli(FakeDaemonTest):
         return subprocess.run([sys.executable, "-m", "tinyvmm", *args], input=input, capture_output=True,
                               env=env, timeout=60)
 
+    def test_create_with_a_network(self):
+        bodies = self.fake.json_bodies
+        for args, want in ((["--network"], {"enabled": True}),
+                           (["--allow-out", "10.0.0.0/8:443/tcp", "--dns", "10.0.0.53"],
+                            {"enabled": True, "allow_out": ["10.0.0.0/8:443/tcp"], "dns": ["10.0.0.53"]}),
+                           ([], None)):
+            p = self.cli("create", *args)
+            self.assertEqual(p.returncode, 0, p.stderr)
+            body = [b for m, path, b in bodies if (m, path) == ("POST", "/v1/sandboxes")][-1]
+            self.assertEqual(body.get("network"), want, args)
+
     def test_flow(self):
         p = self.cli("create", "--timeout", "60", "--metadata", "k=v")
         self.assertEqual(p.returncode, 0, p.stderr)

@@ -190,6 +190,10 @@ class McpTest(FakeDaemonTest):
         self.assertIn("b", names)
         r = self.c.call("sandbox_create", {})
         sid2 = r["structuredContent"]["sandbox_id"]
+        self.assertNotIn("network", self.fake.json_bodies[-1][2])
+        r = self.c.call("sandbox_create", {"network": True})
+        self.assertEqual(self.fake.json_bodies[-1][2]["network"], {"enabled": True})
+        self.c.call("sandbox_kill", {"sandbox_id": r["structuredContent"]["sandbox_id"]})
         r = self.c.call("sandbox_kill", {"sandbox_id": sid})
         self.assertFalse(r["isError"])
         self.assertEqual([i.id for i in Sandbox.list(state="running", socket_path=self.sock)], [sid2])

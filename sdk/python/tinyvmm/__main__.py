@@ -1,6 +1,7 @@
 """``python3 -m tinyvmm``: a small CLI over the SDK for shell users.
 
-    python3 -m tinyvmm create [--timeout 300] [-e K=V] [--metadata K=V] [--json]
+    python3 -m tinyvmm create [--timeout 300] [-e K=V] [--metadata K=V] [--network]
+                              [--allow-out RULE] [--dns ADDR] [--json]
     python3 -m tinyvmm exec SBX [--user root] [--cwd DIR] [--timeout S] [-e K=V] -- CMD [ARGS...]
     python3 -m tinyvmm cp LOCAL SBX:/path     |  cp SBX:/path LOCAL   (- is stdin/stdout)
     python3 -m tinyvmm ls SBX [PATH]
@@ -55,6 +56,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--memory", type=int, dest="memory_mib", help="MiB")
     p.add_argument("-e", "--env", action="append", help="KEY=VALUE for every command")
     p.add_argument("--metadata", action="append", help="KEY=VALUE label")
+    p.add_argument("--network", action="store_true",
+                   help="give it a network (its own TAP and /30); without --allow-out or --dns: the default "
+                        "egress rules (anywhere but other sandboxes)")
+    p.add_argument("--allow-out", action="append", metavar="RULE",
+                   help="CIDR[:PORT[/tcp|udp]] it may reach (implies --network; repeatable)")
+    p.add_argument("--dns", action="append", metavar="ADDR", help="a resolver (implies --network; repeatable)")
     p.add_argument("--json", action="store_true", help="print the sandbox object with its access_token")
 
     p = sub.add_parser("exec", help="run a command, stream its output, exit with its status")
@@ -109,9 +116,16 @@ def _connect(ns: argparse.Namespace, sid: str) -> Sandbox:
 
 def _run(ns: argparse.Namespace) -> int:
     if ns.cmd == "create":
+        net = None
+        if ns.network or ns.allow_out or ns.dns:
+            net = {"enabled": True}
+            if ns.allow_out:
+                net["allow_out"] = ns.allow_out
+            if ns.dns:
+                net["dns"] = ns.dns
         sb = Sandbox.create(template=ns.template, timeout=ns.timeout, idle_timeout=ns.idle_timeout,
                             cpus=ns.cpus, memory_mib=ns.memory_mib, envs=_pairs(ns.env, "-e"),
-                            metadata=_pairs(ns.metadata, "--metadata"), socket_path=ns.socket)
+                            metadata=_pairs(ns.metadata, "--metadata"), network=net, socket_path=ns.socket)
         if ns.json:
             print(json.dumps({**sb.info.raw, "access_token": sb.access_token}, indent=2))
         else:

@@ -70,6 +70,10 @@ TOOLS: List[Dict[str, Any]] = [
                 "memory_mib": {"type": "integer", "minimum": 64, "maximum": 16384},
                 "envs": dict(_STR_MAP, description="Environment variables of every command."),
                 "metadata": dict(_STR_MAP, description="Labels to find the sandbox by."),
+                "network": {"type": "boolean", "default": False,
+                            "description": ("Give it a network interface. Outbound traffic may go anywhere but "
+                                            "other sandboxes, and reaches the internet only where the host "
+                                            "routes it. Without it the sandbox has no network.")},
             },
             "additionalProperties": False,
         },
@@ -371,7 +375,8 @@ class McpServer:
     def tool_sandbox_create(self, a: Dict[str, Any]) -> Dict[str, Any]:
         sb = Sandbox.create(timeout=a.get("timeout_s", self.default_timeout_s), template=a.get("template"),
                             cpus=a.get("cpus"), memory_mib=a.get("memory_mib"), envs=a.get("envs"),
-                            metadata=a.get("metadata"), socket_path=self.socket_path)
+                            metadata=a.get("metadata"), network=a.get("network") is True,
+                            socket_path=self.socket_path)
         with self.lock:
             self.created[sb.id] = sb
         info = sb.info
