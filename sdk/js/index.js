@@ -569,6 +569,9 @@ function infoFromJson(d) {
 
 const secs = (s) => (s === undefined || s === null ? undefined : Math.ceil(s));
 
+const CREATE_OPTIONS = new Set(['template', 'timeout', 'timeoutMs', 'idleTimeout', 'cpus', 'memoryMib', 'envs',
+  'secretEnvs', 'metadata', 'network', 'socketPath', 'requestTimeoutMs']);
+
 // true is the common case ({ enabled: true }: the default egress rules); any
 // other non-object is refused here, by name, before a request is sent.
 function networkBody(v) {
@@ -598,6 +601,14 @@ export class Sandbox {
    * egress rules: anywhere but other sandboxes) or { enabled, allow_out, dns }.
    */
   static async create(opts = {}) {
+    // A misspelt or snake_case option would be a default create, silently
+    // (Python's keyword arguments refuse it): refused here by name.
+    for (const k of Object.keys(opts)) {
+      if (!CREATE_OPTIONS.has(k)) {
+        const camel = k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+        throw new TypeError(`Sandbox.create: unknown option ${k}` + (CREATE_OPTIONS.has(camel) ? ` (did you mean ${camel}?)` : ''));
+      }
+    }
     const body = {};
     const timeout = opts.timeoutMs !== undefined ? opts.timeoutMs / 1000 : opts.timeout;
     const put = (k, v) => { if (v !== undefined && v !== null) body[k] = v; };

@@ -351,6 +351,9 @@ test('templates: 400 bad name, 409 duplicate / paused / busy, a networked one ne
   // network: true is { enabled: true } (the fake reads network.enabled); another type is a TypeError, sent nowhere
   const before = fake.sandboxes.size;
   await assert.rejects(Sandbox.create({ socketPath, network: 'yes' }), (e) => e instanceof TypeError && /network: expected true/.test(e.message));
+  // an unknown option is a TypeError too, not a default create
+  await assert.rejects(Sandbox.create({ socketPath, memory_mib: 512 }), (e) => e instanceof TypeError && /unknown option memory_mib \(did you mean memoryMib\?\)/.test(e.message));
+  await assert.rejects(Sandbox.create({ socketPath, netwrk: true }), (e) => e instanceof TypeError && /unknown option netwrk$/.test(e.message));
   assert.equal(fake.sandboxes.size, before);
   const net = await Sandbox.create({ socketPath, network: true });
   const uid = fake.uid;
