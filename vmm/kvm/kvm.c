@@ -22,6 +22,14 @@ static const struct {
 	{ KVM_CAP_IRQFD, "KVM_CAP_IRQFD" },
 };
 
+const char *kvm_open_hint(int err)
+{
+	return err == ENOENT   ? " (no KVM on this machine: it needs hardware virtualization enabled and the kvm_intel "
+				 "or kvm_amd module, or nested virtualization in a VM)"
+	       : err == EACCES ? " (run as root or as a member of the group that owns /dev/kvm)"
+			       : "";
+}
+
 int kvm_open(struct kvm_sys *k, struct tvm_err *e)
 {
 	int r, v;
@@ -31,10 +39,7 @@ int kvm_open(struct kvm_sys *k, struct tvm_err *e)
 	if (k->sys_fd < 0) { /* the usual first obstacle on a new host: say what to do */
 		int err = errno;
 
-		return tvm_errf(e, err, "/dev/kvm: %s%s", strerror(err),
-				err == ENOENT   ? " (" KVM_MISSING_HINT ")"
-				: err == EACCES ? " (run as root or as a member of the group that owns /dev/kvm)"
-						: "");
+		return tvm_errf(e, err, "/dev/kvm: %s%s", strerror(err), kvm_open_hint(err));
 	}
 	v = ioctl(k->sys_fd, KVM_GET_API_VERSION, 0);
 	if (v != KVM_API_VERSION) {

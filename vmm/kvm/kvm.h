@@ -24,10 +24,10 @@ struct kvm_sys {
 	size_t run_mmap_size; /* KVM_GET_VCPU_MMAP_SIZE, bytes */
 };
 
-/* What to do when /dev/kvm is not there (said wherever that is found). */
-#define KVM_MISSING_HINT                                                                                         \
-	"no KVM on this machine: it needs hardware virtualization enabled and the kvm_intel or kvm_amd module, " \
-	"or nested virtualization in a VM"
+/* " (what to do)" after an open or access of /dev/kvm failed with errno
+ * err (missing, not permitted), "" otherwise: one wording wherever that is
+ * found (the VM's open, a jail's plan, the daemon's start). Static text. */
+const char *kvm_open_hint(int err);
 
 /* Open /dev/kvm, check the API and capabilities, create an x86 VM with its
  * TSS and identity-map addresses set. -ENOENT/-EACCES for /dev/kvm, -ENOSYS

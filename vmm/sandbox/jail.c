@@ -393,8 +393,8 @@ int jail_plan_vm(struct jail *j, struct tvm_config *c, const char **snapshot, co
 		if (i == 2 && !c->net.enabled)
 			break;
 		if (i == 0 && access(devs[0], F_OK) < 0 && errno == ENOENT)
-			return tvm_errf(e, ENOENT, "jail: device /dev/kvm: %s (%s)", strerror(ENOENT),
-					KVM_MISSING_HINT);
+			return tvm_errf(e, ENOENT, "jail: device /dev/kvm: %s%s", strerror(ENOENT),
+					kvm_open_hint(ENOENT));
 		k = show(j, "device", devs[i], JAIL_M_DEV, NULL, e);
 		r = k < 0 ? k : 0;
 	}

@@ -492,7 +492,7 @@ int serve_main(int argc, char **argv)
 		int err = errno;
 
 		fprintf(stderr, "tinyvmm serve: /dev/kvm: %s: no sandbox can start until it is usable%s\n",
-			strerror(err), err == ENOENT ? " (" KVM_MISSING_HINT ")" : "");
+			strerror(err), kvm_open_hint(err));
 	}
 
 	while (!s->stopping) {
