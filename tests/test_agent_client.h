@@ -414,4 +414,69 @@ static inline long ac_status_kib(pid_t pid, const char *field)
 	return v;
 }
 
+/* Output a job's on_output collects (both streams, NUL-terminated, what
+ * does not fit dropped). */
+struct ac_collected {
+	char buf[256];
+	size_t len;
+};
+
+static inline void ac_on_output(void *ctx, int stream, const void *p, size_t n)
+{
+	struct ac_collected *o = ctx;
+
+	(void)stream;
+	if (o->len + n < sizeof(o->buf)) {
+		memcpy(o->buf + o->len, p, n);
+		o->len += n;
+		o->buf[o->len] = 0;
+	}
+}
+
+/* Byte off of the test pattern streamed files carry. */
+static inline uint8_t ac_pattern(uint64_t off)
+{
+	return (uint8_t)(off * 131 + 7);
+}
+
+/* A source of n bytes of a known pattern, in odd-sized pieces; fail_at:
+ * return -EIO once this many bytes went out (0: never). */
+struct ac_gen {
+	uint64_t n, off, fail_at;
+};
+
+static inline ssize_t ac_gen_read(void *ctx, void *buf, size_t cap)
+{
+	struct ac_gen *g = ctx;
+	size_t k = cap > 7777 ? 7777 : cap;
+
+	if (g->fail_at && g->off >= g->fail_at)
+		return -EIO;
+	if (k > g->n - g->off)
+		k = (size_t)(g->n - g->off);
+	for (size_t i = 0; i < k; i++)
+		((uint8_t *)buf)[i] = ac_pattern(g->off + i);
+	g->off += k;
+	return (ssize_t)k;
+}
+
+/* A sink checking the same pattern; refuse_at: answer -ENOSPC there. */
+struct ac_check {
+	uint64_t off, bad, refuse_at;
+	unsigned calls;
+};
+
+static inline int ac_check_write(void *ctx, const void *buf, size_t len)
+{
+	struct ac_check *k = ctx;
+
+	k->calls++;
+	if (k->refuse_at && k->off >= k->refuse_at)
+		return -ENOSPC;
+	for (size_t i = 0; i < len; i++)
+		k->bad += ((const uint8_t *)buf)[i] != ac_pattern(k->off + i);
+	k->off += len;
+	return 0;
+}
+
 #endif

@@ -37,63 +37,23 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
-/* A source of n bytes of a known pattern, in odd-sized pieces; fail_at:
- * return -EIO once this many bytes went out (0: never). */
-struct gen {
-	uint64_t n, off, fail_at;
-};
-
-static ssize_t gen_read(void *ctx, void *buf, size_t cap)
-{
-	struct gen *g = ctx;
-	size_t k = cap > 7777 ? 7777 : cap;
-
-	if (g->fail_at && g->off >= g->fail_at)
-		return -EIO;
-	if (k > g->n - g->off)
-		k = (size_t)(g->n - g->off);
-	for (size_t i = 0; i < k; i++)
-		((uint8_t *)buf)[i] = (uint8_t)((g->off + i) * 131 + 7);
-	g->off += k;
-	return (ssize_t)k;
-}
-
-/* A sink checking the same pattern; refuse_at: answer -ENOSPC there. */
-struct check {
-	uint64_t off, bad, refuse_at;
-	unsigned calls;
-};
-
-static int check_write(void *ctx, const void *buf, size_t len)
-{
-	struct check *k = ctx;
-
-	k->calls++;
-	if (k->refuse_at && k->off >= k->refuse_at)
-		return -ENOSPC;
-	for (size_t i = 0; i < len; i++)
-		k->bad += ((const uint8_t *)buf)[i] != (uint8_t)((k->off + i) * 131 + 7);
-	k->off += len;
-	return 0;
-}
-
 START_TEST(put_get_stream_roundtrip)
 {
 	char path[128];
-	struct gen g = { .n = (3u << 20) + 12345 };
-	struct check k = { 0 };
+	struct ac_gen g = { .n = (3u << 20) + 12345 };
+	struct ac_check k = { 0 };
 	struct tvm_err e = { 0 };
 	uint64_t size = 0;
 	struct stat st;
 
 	snprintf(path, sizeof(path), "%s/sub/dir/f.bin", dir);
-	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0640, TVM_ID_DEFAULT, gen_read, &g, &size, &e), 0);
+	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0640, TVM_ID_DEFAULT, ac_gen_read, &g, &size, &e), 0);
 	ck_assert_uint_eq(size, g.n);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq((uint64_t)st.st_size, g.n);
 	ck_assert_uint_eq(st.st_mode & 0777, 0640);
 	size = 0;
-	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, check_write, &k, &size, &e), 0);
+	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, ac_check_write, &k, &size, &e), 0);
 	ck_assert_uint_eq(size, g.n);
 	ck_assert_uint_eq(k.off, g.n);
 	ck_assert_uint_eq(k.bad, 0);
@@ -104,15 +64,15 @@ END_TEST
 START_TEST(stream_errors)
 {
 	char path[128];
-	struct gen g = { .n = 1u << 20, .fail_at = 300000 };
-	struct check k = { .refuse_at = 100000 };
+	struct ac_gen g = { .n = 1u << 20, .fail_at = 300000 };
+	struct ac_check k = { .refuse_at = 100000 };
 	struct tvm_err e = { 0 };
 
 	/* A source that fails: the error names it, and the connection
 	 * closes the transfer (the agent keeps what it wrote: the caller
 	 * removes it, as tinyvmm serve does). */
 	snprintf(path, sizeof(path), "%s/half.bin", dir);
-	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0644, TVM_ID_DEFAULT, gen_read, &g, NULL, &e), -EIO);
+	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0644, TVM_ID_DEFAULT, ac_gen_read, &g, NULL, &e), -EIO);
 	ck_assert_ptr_nonnull(strstr(e.msg, "source"));
 	ck_assert_uint_le(g.off, g.fail_at + 7777);
 	tvm_agent_close(a);
@@ -121,21 +81,23 @@ START_TEST(stream_errors)
 	ck_assert_int_eq(tvm_agent_open(fd, 5000, &a, &e), 0);
 
 	/* A file to read back: over the cap, refused by the sink, missing. */
-	g = (struct gen){ .n = 1u << 20 };
+	g = (struct ac_gen){ .n = 1u << 20 };
 	snprintf(path, sizeof(path), "%s/whole.bin", dir);
-	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0644, TVM_ID_DEFAULT, gen_read, &g, NULL, &e), 0);
-	ck_assert_int_eq(tvm_agent_get_stream(a, path, 1000, TVM_ID_DEFAULT, check_write, &k, NULL, &e), -EFBIG);
+	ck_assert_int_eq(tvm_agent_put_stream(a, path, 0644, TVM_ID_DEFAULT, ac_gen_read, &g, NULL, &e), 0);
+	ck_assert_int_eq(tvm_agent_get_stream(a, path, 1000, TVM_ID_DEFAULT, ac_check_write, &k, NULL, &e), -EFBIG);
 	tvm_agent_close(a);
 	fd = ac_try_connect();
 	ck_assert_int_eq(tvm_agent_open(fd, 5000, &a, &e), 0);
-	k = (struct check){ .refuse_at = 100000 };
-	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, check_write, &k, NULL, &e), -ENOSPC);
+	k = (struct ac_check){ .refuse_at = 100000 };
+	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, ac_check_write, &k, NULL, &e),
+			 -ENOSPC);
 	ck_assert_ptr_nonnull(strstr(e.msg, "sink"));
 	tvm_agent_close(a);
 	fd = ac_try_connect();
 	ck_assert_int_eq(tvm_agent_open(fd, 5000, &a, &e), 0);
 	snprintf(path, sizeof(path), "%s/none", dir);
-	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, check_write, &k, NULL, &e), -ENOENT);
+	ck_assert_int_eq(tvm_agent_get_stream(a, path, UINT64_MAX, TVM_ID_DEFAULT, ac_check_write, &k, NULL, &e),
+			 -ENOENT);
 }
 END_TEST
 
@@ -168,31 +130,15 @@ static void on_control(void *ctx, struct tvm_agent *ag)
 	}
 }
 
-struct out {
-	char buf[256];
-	size_t len;
-};
-
-static void on_output(void *ctx, int stream, const void *p, size_t n)
-{
-	struct out *o = ctx;
-
-	(void)stream;
-	if (o->len + n < sizeof(o->buf)) {
-		memcpy(o->buf + o->len, p, n);
-		o->len += n;
-	}
-}
-
 /* tvm_job.ctx is shared by on_output and on_control. */
 struct both {
-	struct out out;
+	struct ac_collected out;
 	struct ctl ctl;
 };
 
 static void both_output(void *ctx, int stream, const void *p, size_t n)
 {
-	on_output(&((struct both *)ctx)->out, stream, p, n);
+	ac_on_output(&((struct both *)ctx)->out, stream, p, n);
 }
 
 static void both_control(void *ctx, struct tvm_agent *ag)

@@ -156,7 +156,7 @@ static void make_allowed_calls(const void *arg)
 static const struct role_case every_role[] = {
 	{ SC_VCPU, 0 },    { SC_VCPU, ALL_F }, { SC_EVLOOP, 0 },     { SC_EVLOOP, ALL_F }, { SC_SERIAL, 0 },
 	{ SC_SIGNALS, 0 }, { SC_MAIN, 0 },     { SC_MAIN, ALL_F },   { SC_SNAPSHOT, 0 },   { SC_SNAPSHOT, ALL_F },
-	{ SC_EXEC, 0 },    { SC_PAUSER, 0 },   { SC_PAUSER, ALL_F },
+	{ SC_EXEC, 0 },    { SC_PAUSER, 0 },   { SC_PAUSER, ALL_F }, { SC_DAEMON, 0 },
 };
 
 START_TEST(allowed_calls_pass)
@@ -247,14 +247,21 @@ START_TEST(no_role_execs_forks_or_opens_where_it_opens_nothing)
 {
 	struct role_case rc = every_role[_i];
 	int n = load_rules(rc);
-	int opens = rc.role == SC_MAIN || rc.role == SC_SNAPSHOT || rc.role == SC_EXEC || rc.role == SC_PAUSER;
+	int opens = rc.role == SC_MAIN || rc.role == SC_SNAPSHOT || rc.role == SC_EXEC || rc.role == SC_PAUSER ||
+		    rc.role == SC_DAEMON;
 
 	ck_assert(!allows(n, __NR_execve) && !allows(n, __NR_execveat));
 	ck_assert(!allows(n, __NR_fork) && !allows(n, __NR_vfork) && !allows(n, __NR_ptrace));
 	ck_assert(!allows(n, __NR_open) && !allows(n, __NR_openat2) && !allows(n, __NR_creat));
 	ck_assert_int_eq(allows(n, __NR_openat), opens);
-	/* Threads are made only where the event loop is restarted. */
-	ck_assert_int_eq(allows(n, __NR_clone), rc.role == SC_SNAPSHOT || rc.role == SC_PAUSER);
+	/* Threads are made only where the event loop is restarted, and by
+	 * the daemon (a thread per connection and per exec). */
+	ck_assert_int_eq(allows(n, __NR_clone), rc.role == SC_SNAPSHOT || rc.role == SC_PAUSER || rc.role == SC_DAEMON);
+	/* What the daemon leaves to its privileged helper. */
+	if (rc.role == SC_DAEMON)
+		ck_assert(!allows(n, __NR_ioctl) && !allows(n, __NR_bind) && !allows(n, __NR_listen) &&
+			  !allows(n, __NR_mount) && !allows(n, __NR_unshare) && !allows(n, __NR_setns) &&
+			  !allows(n, __NR_socketpair) && !allows(n, __NR_prctl) && !allows(n, __NR_seccomp));
 }
 END_TEST
 
@@ -272,6 +279,12 @@ static void socket_unix(const void *arg)
 	_exit(fd >= 0 ? 0 : 4);
 }
 
+static void socket_netlink(const void *arg)
+{
+	(void)arg;
+	socket(AF_NETLINK, SOCK_RAW, 0);
+}
+
 START_TEST(sockets_are_unix_only)
 {
 	/* The event loop dials uds_path_PORT only with a hybrid socket. */
@@ -281,6 +294,11 @@ START_TEST(sockets_are_unix_only)
 	ck_assert(exited_ok(run_confined(SC_EXEC, 0, TVM_SECCOMP_KILL, -1, socket_unix, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_EXEC, 0, TVM_SECCOMP_KILL, -1, socket_inet, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_VCPU, ALL_F, TVM_SECCOMP_KILL, -1, socket_unix, NULL)));
+	/* The daemon: no netlink, no packet socket either (its helper lists
+	 * the host's addresses and makes the TAPs). */
+	ck_assert(exited_ok(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, socket_unix, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, socket_inet, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, socket_netlink, NULL)));
 }
 END_TEST
 
@@ -364,6 +382,11 @@ START_TEST(threads_only_where_the_event_loop_restarts)
 	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, pthread_thread, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_MAIN, ALL_F, TVM_SECCOMP_KILL, -1, clone3_call, NULL)));
 	ck_assert(killed_by_sigsys(run_confined(SC_EVLOOP, ALL_F, TVM_SECCOMP_KILL, -1, fork_by_clone, NULL)));
+	/* The daemon makes threads (its first sets glibc's SIGSETXID
+	 * handler), never a process: its helper does. */
+	ck_assert(exited_ok(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, pthread_thread, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, fork_by_clone, NULL)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, thread_in_new_namespaces, NULL)));
 }
 END_TEST
 
@@ -426,6 +449,23 @@ static void signal_self(const void *arg)
 	syscall(__NR_tgkill, getpid(), syscall(__NR_gettid), *(const int *)arg);
 }
 
+/* kill(pid, 0) where pid is sent as *arg: ESRCH or success when let
+ * through. */
+static void kill_probe(const void *arg)
+{
+	kill(*(const pid_t *)arg, 0);
+}
+
+START_TEST(the_daemon_signals_one_process_at_a_time)
+{
+	pid_t self = getpid(), all = -1, group = -getpgrp();
+
+	ck_assert(exited_ok(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &self)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &all)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &group)));
+}
+END_TEST
+
 START_TEST(only_the_kick_and_abort_are_sent)
 {
 	struct sigaction sa = { .sa_handler = on_kick };
@@ -468,6 +508,7 @@ START_TEST(ioctls_are_the_roles_own)
 	ck_assert(exited_ok(ioctl_status(SC_SNAPSHOT, KVM_GET_XSAVE)));
 	ck_assert(killed_by_sigsys(ioctl_status(SC_SNAPSHOT, KVM_SET_XSAVE)));
 	ck_assert(killed_by_sigsys(ioctl_status(SC_EXEC, KVM_GET_REGS)));
+	ck_assert(killed_by_sigsys(ioctl_status(SC_DAEMON, TCGETS)));
 }
 END_TEST
 
@@ -526,6 +567,23 @@ static void forbidden_open(const void *arg)
 	syscall(__NR_openat, AT_FDCWD, "/", O_RDONLY);
 }
 
+static void *listen_body(void *arg)
+{
+	syscall(__NR_listen, -1, 0);
+	return arg;
+}
+
+/* A forbidden call from a thread made after the filter (the daemon
+ * confines its main thread only). */
+static void forbidden_listen_in_thread(const void *arg)
+{
+	pthread_t t;
+
+	(void)arg;
+	if (!pthread_create(&t, NULL, listen_body, NULL))
+		pthread_join(t, NULL);
+}
+
 /* TVM_SECCOMP_LOG: what the child wrote to fd[1] before it ended. */
 static int run_logged(enum sc_role role, child_fn fn, char *out, size_t cap)
 {
@@ -560,6 +618,11 @@ START_TEST(log_mode_names_the_role_and_the_call)
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT);
 	ck_assert_str_eq(line,
 			 "tinyvmm: seccomp: the serial input thread made a forbidden system call: x32 number 39\n");
+	/* A thread that inherited its filter is named by it, its line on its
+	 * creator's log fd. */
+	status = run_logged(SC_DAEMON, forbidden_listen_in_thread, line, sizeof(line));
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == TVM_SECCOMP_EXIT, "status 0x%x", status);
+	ck_assert_str_eq(line, "tinyvmm: seccomp: the daemon thread made a forbidden system call: listen (50)\n");
 	/* Allowed calls still pass in log mode. */
 	status = run_logged(SC_MAIN, map_rw, line, sizeof(line));
 	ck_assert(exited_ok(status));
@@ -644,6 +707,7 @@ int main(void)
 	tcase_add_test(tc, threads_only_where_the_event_loop_restarts);
 	tcase_add_test(tc, snapshot_lists_an_existing_output_dir);
 	tcase_add_test(tc, only_the_kick_and_abort_are_sent);
+	tcase_add_test(tc, the_daemon_signals_one_process_at_a_time);
 	tcase_add_test(tc, ioctls_are_the_roles_own);
 	tcase_add_test(tc, log_mode_names_the_role_and_the_call);
 	suite_add_tcase(s, tc);

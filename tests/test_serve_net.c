@@ -21,6 +21,31 @@ int sb_net_arg_add(struct sandbox *sb, const char *flag, const char *value)
 	return 0;
 }
 
+/* The privileged helper's answers (vmm/serve/serve_priv.c): the host's
+ * addresses are host_addrs; a TAP is never made here. */
+static uint32_t host_addrs[4];
+static int nhost_addrs;
+
+int priv_addrs(struct srv *s, uint32_t *out, size_t cap)
+{
+	(void)s;
+	ck_assert_uint_ge(cap, (size_t)nhost_addrs);
+	memcpy(out, host_addrs, sizeof(uint32_t) * (size_t)nhost_addrs);
+	return nhost_addrs;
+}
+
+int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap)
+{
+	(void)s, (void)name, (void)host, (void)err, (void)cap;
+	return -ENOSYS;
+}
+
+int priv_tap_down(struct srv *s, const char *name)
+{
+	(void)s, (void)name;
+	return -ENOSYS;
+}
+
 static void free_args(struct sandbox *sb)
 {
 	for (unsigned i = 0; i < sb->nnet_args; i++)
@@ -73,6 +98,35 @@ START_TEST(child_rules_name_its_own_30)
 }
 END_TEST
 
+/* A /30 is claimed by address: not one another sandbox holds, not one
+ * the host has an address in (the helper's list), the lowest else. */
+START_TEST(claim_skips_held_and_host_30s)
+{
+	static struct srv s;
+	struct sandbox a = { 0 }, b = { 0 };
+
+	s.cfg.net_base = 0x0ad30000;
+	s.cfg.net_prefix = 28; /* 4 /30s */
+	host_addrs[0] = 0x7f000001;
+	host_addrs[1] = 0x0ad30002; /* the first /30's guest end, on a host interface */
+	nhost_addrs = 2;
+	ck_assert_uint_eq(net_free_locked(&s), 3);
+	ck_assert_int_eq(net_claim_locked(&s, &a), 0);
+	ck_assert_uint_eq(a.net_host, 0x0ad30005);
+	s.sandboxes = &a;
+	ck_assert_int_eq(net_claim_locked(&s, &b), 0);
+	ck_assert_uint_eq(b.net_host, 0x0ad30009);
+	a.next = &b;
+	ck_assert_uint_eq(net_free_locked(&s), 1);
+	host_addrs[2] = 0x0ad3000d;
+	nhost_addrs = 3;
+	ck_assert_uint_eq(net_free_locked(&s), 0);
+	struct sandbox c = { 0 };
+	ck_assert_int_eq(net_claim_locked(&s, &c), -ENOSPC);
+	nhost_addrs = 0;
+}
+END_TEST
+
 START_TEST(mac_from_id)
 {
 	struct sandbox sb = { .id = "sbx_0a1b2c3d4e5f60718293a4b5c6d7e8f9" };
@@ -90,6 +144,7 @@ int main(void)
 
 	tcase_add_test(tc, child_rules_name_its_own_30);
 	tcase_add_test(tc, mac_from_id);
+	tcase_add_test(tc, claim_skips_held_and_host_30s);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

@@ -150,6 +150,22 @@ def procs_matching(text):
     return out
 
 
+def proc_status(pid):
+    """/proc/PID/status as a dict ({} once it is gone)."""
+    try:
+        with open("/proc/%d/status" % pid) as f:
+            return dict(ln.rstrip("\n").split(":\t", 1) for ln in f if ":\t" in ln)
+    except OSError:
+        return {}
+
+
+def is_helper_of(pid, daemon):
+    """Whether pid is the privileged helper of the daemon (a fork of it,
+    vmm/serve/serve_priv.c): part of the daemon, not a leak."""
+    st = proc_status(pid)
+    return st.get("Name") == "tinyvmm-priv" and st.get("PPid") == str(daemon)
+
+
 def vmm_pids(sid):
     return [p for p in procs_matching(sid) if DAEMON is None or p != DAEMON.pid]
 
@@ -164,7 +180,7 @@ def leaks(running=()):
     found = []
     running = set(running)
     for pid in procs_matching(DIR):
-        if DAEMON is not None and DAEMON.poll() is None and pid == DAEMON.pid:
+        if DAEMON is not None and DAEMON.poll() is None and (pid == DAEMON.pid or is_helper_of(pid, DAEMON.pid)):
             continue
         try:
             with open("/proc/%d/cmdline" % pid, "rb") as f:
@@ -2469,6 +2485,109 @@ class T15Network(ServeTest):
         finally:
             lsn.close()
             t.join(5)
+
+
+# --- 16: the daemon's own walls -----------------------------------------
+
+SELFTEST_BIN = os.path.join(ROOT, "build", "tinyvmm-seccomp-test")
+
+
+def children_of(pid):
+    out = []
+    for t in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/children" % (pid, t)) as f:
+                out += [int(c) for c in f.read().split()]
+        except OSError:
+            pass
+    return out
+
+
+class T16DaemonWalls(ServeTest):
+    """The daemon confines itself (seccomp role "daemon",
+    vmm/sandbox/seccomp_roles.c) before it reads a client's byte; VMMs and
+    TAPs are made by its privileged helper (vmm/serve/serve_priv.c)."""
+
+    def test_every_thread_is_confined_and_the_helper_holds_nothing(self):
+        call(UID_A, "GET", "/v1/health")  # a connection thread, at least, has run
+        tasks = os.listdir("/proc/%d/task" % DAEMON.pid)
+        self.assertGreaterEqual(len(tasks), 2, "the accept loop and the supervisor")
+        for t in tasks:
+            with open("/proc/%d/task/%s/status" % (DAEMON.pid, t)) as f:
+                st = dict(ln.rstrip("\n").split(":\t", 1) for ln in f if ":\t" in ln)
+            self.assertEqual((st.get("Seccomp"), st.get("NoNewPrivs")), ("2", "1"), "thread %s: %s" % (t, st))
+        helpers = [c for c in children_of(DAEMON.pid) if is_helper_of(c, DAEMON.pid)]
+        self.assertEqual(len(helpers), 1, children_of(DAEMON.pid))
+        st = proc_status(helpers[0])
+        self.assertEqual(st.get("Seccomp"), "0", "the helper has none: a VMM sets up its own")
+        # nothing of the daemon's but stdio and its socket: not the
+        # listening socket, not the state dir's lock
+        fds = sorted(int(f) for f in os.listdir("/proc/%d/fd" % helpers[0]))
+        self.assertEqual(fds, [0, 1, 2, 3])
+        self.assertTrue(os.readlink("/proc/%d/fd/3" % helpers[0]).startswith("socket:"))
+        self.assertIn("seccomp log)", log_tail(400))
+
+    def test_a_vmm_is_the_daemons_child(self):
+        if NO_VM:
+            self.skipTest("needs /dev/kvm: a sandbox's VMM")
+        sid = create(UID_A).json["id"]
+        try:
+            pids = vmm_pids(sid)
+            self.assertEqual(len(pids), 1, pids)
+            self.assertEqual(proc_status(pids[0]).get("PPid"), str(DAEMON.pid),
+                             "made by the helper with CLONE_PARENT: the daemon reaps it")
+            r = run_exec(UID_A, sid, {"cmd": ["true"]})
+            self.assertEqual((r.status, r.json["exit_code"]), (200, 0))
+        finally:
+            delete(UID_A, sid)
+
+    def test_a_forbidden_call_ends_the_daemon(self):
+        """The test binary's daemon makes a call its role forbids (listen,
+        from a thread made after the filter) as soon as it is confined."""
+        if not os.access(SELFTEST_BIN, os.X_OK):
+            self.skipTest("no %s (make integration builds it)" % SELFTEST_BIN)
+        d = tempfile.mkdtemp(dir=DIR)
+
+        def run(*extra):
+            return subprocess.run([SELFTEST_BIN, "serve", "--socket", os.path.join(d, "s.sock"),
+                                   "--state-dir", os.path.join(d, "state")] + list(extra),
+                                  stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
+
+        r = run()  # log is the default
+        self.assertEqual(r.returncode, 159, r.stderr)
+        self.assertIn(b"tinyvmm: seccomp: the daemon thread made a forbidden system call: listen (50)\n", r.stderr)
+        r = run("--seccomp", "kill")
+        self.assertEqual(r.returncode, -signal.SIGSYS, r.stderr)
+        # its helper ends with it
+        wait_for(lambda: not procs_matching(d), "the helpers of the ended daemons to go", timeout=30)
+        # off: no filter, so no self-test either; it serves
+        p = subprocess.Popen([SELFTEST_BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--state-dir",
+                              os.path.join(d, "state"), "--seccomp", "off"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            def healthy():
+                try:
+                    return Client(os.path.join(d, "s.sock"), API, timeout=10).get("/v1/health").status == 200
+                except OSError:
+                    return False
+            wait_for(healthy, "the unconfined daemon to answer")
+            self.assertEqual(proc_status(p.pid).get("Seccomp"), "0")
+        finally:
+            p.terminate()
+            self.assertEqual(p.wait(WAIT), 0)
+        wait_for(lambda: not procs_matching(d), "the helper of the stopped daemon to go", timeout=30)
+        # bad modes: one line, exit 2
+        r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--seccomp", "strict"],
+                           capture_output=True, timeout=WAIT)
+        self.assertEqual((r.returncode, r.stderr), (2, b"tinyvmm serve: --seccomp: 'strict' is not kill, log or off\n"))
+        cfg = os.path.join(d, "c.json")
+        with open(cfg, "w") as f:
+            json.dump({"seccomp": True}, f)
+        r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--config", cfg],
+                           capture_output=True, timeout=WAIT)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.stderr.splitlines(), [b'tinyvmm serve: --config ' + cfg.encode() +
+                                                 b': seccomp: "kill", "log" or "off" is expected'])
 
 
 if __name__ == "__main__":

@@ -198,9 +198,14 @@ int sc_build(enum sc_role role, unsigned features, enum tvm_seccomp mode, struct
 	return (int)m.n;
 }
 
-/* The role and log fd of this thread, for the SIGSYS handler. */
+/* The role and log fd of this thread, for the SIGSYS handler; a thread
+ * that did not confine itself has its creator's filter, and the handler
+ * uses the role and fd last confined in the process (tinyvmm serve
+ * confines its main thread only, before it makes the others). */
 static __thread const char *thread_role;
 static __thread int thread_log_fd = -1;
+static const char *volatile process_role;
+static volatile int process_log_fd = -1;
 
 static size_t put_str(char *buf, size_t n, size_t cap, const char *s)
 {
@@ -234,7 +239,7 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 	(void)sig;
 	(void)uc;
 	n = put_str(line, n, cap, "tinyvmm: seccomp: the ");
-	n = put_str(line, n, cap, thread_role ? thread_role : "unconfined");
+	n = put_str(line, n, cap, thread_role ? thread_role : process_role ? process_role : "unconfined");
 	n = put_str(line, n, cap, " thread made a forbidden system call: ");
 	if (si->si_arch != AUDIT_ARCH_X86_64) {
 		n = put_str(line, n, cap, "number ");
@@ -254,7 +259,8 @@ static void on_sigsys(int sig, siginfo_t *si, void *uc)
 			n = put_str(line, n, cap, ")");
 	}
 	line[n++] = '\n';
-	ssize_t w = write(thread_log_fd >= 0 ? thread_log_fd : 2, line, n);
+	int fd = thread_role ? thread_log_fd : process_log_fd;
+	ssize_t w = write(fd >= 0 ? fd : 2, line, n);
 
 	(void)w;
 	_exit(TVM_SECCOMP_EXIT);
@@ -270,6 +276,14 @@ static void install_sigsys(void)
 
 static pthread_once_t sigsys_once = PTHREAD_ONCE_INIT;
 
+#ifdef TVM_SECCOMP_SELFTEST
+static void *selftest_daemon(void *arg)
+{
+	syscall(SYS_listen, -1, 0);
+	return arg;
+}
+#endif
+
 int sc_confine(enum sc_role role, unsigned features, enum tvm_seccomp mode, int log_fd, struct tvm_err *e)
 {
 	struct sock_filter prog[SC_MAX_INSNS];
@@ -284,7 +298,9 @@ int sc_confine(enum sc_role role, unsigned features, enum tvm_seccomp mode, int 
 		return n;
 	fprog = (struct sock_fprog){ .len = (unsigned short)n, .filter = prog };
 	thread_role = sc_role_name(role);
+	process_role = thread_role;
 	thread_log_fd = log_fd;
+	process_log_fd = log_fd;
 	if (mode == TVM_SECCOMP_LOG) {
 		/* A blocked SIGSYS would be forced to its default action: a
 		 * silent kill instead of the line. */
@@ -305,6 +321,15 @@ int sc_confine(enum sc_role role, unsigned features, enum tvm_seccomp mode, int 
 	 * sees TVM_SECCOMP_LOG's line and exit status. */
 	if (role == SC_EVLOOP)
 		syscall(SYS_openat, -100 /* AT_FDCWD */, "/", 0);
+	/* and the daemon, from a thread it makes after (the line names the
+	 * role it inherited): a listen(2), which it never calls once
+	 * confined */
+	if (role == SC_DAEMON) {
+		pthread_t t;
+
+		if (!pthread_create(&t, NULL, selftest_daemon, NULL))
+			pthread_join(t, NULL);
+	}
 #endif
 	return 0;
 }

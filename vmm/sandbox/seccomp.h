@@ -42,6 +42,9 @@ enum sc_role {
 	SC_EXEC,     /* tinyvmm exec: an agent client over the hybrid vsock socket, no VM */
 	SC_PAUSER,   /* tinyvmm run --pause-to's signal waiter: SC_SIGNALS, and on SIGUSR1
 		      * saving the VM (as SC_SNAPSHOT) before it stops it */
+	SC_DAEMON,   /* every thread of tinyvmm serve once it listens: HTTP clients, agent
+		      * clients, its state files; VMMs and TAPs only through its privileged
+		      * helper (vmm/serve/serve_priv.c), so no exec, fork, ioctl or non-Unix socket */
 	SC_ROLE_COUNT
 };
 

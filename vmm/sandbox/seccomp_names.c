@@ -20,7 +20,9 @@ static const char *const names[] = {
 	N(clock_nanosleep), N(nanosleep), N(getrandom), N(fcntl), N(openat), N(newfstatat), N(fstat),
 	N(statx), N(lseek), N(umask), N(fchmod), N(rename), N(unlink), N(mkdir), N(ftruncate),
 	N(copy_file_range), N(clone), N(clone3), N(set_robust_list), N(rseq), N(prctl), N(seccomp),
-	N(sigaltstack), N(rmdir),
+	N(sigaltstack), N(rmdir), N(unlinkat), N(renameat), N(renameat2), N(faccessat), N(faccessat2),
+	N(flock), N(wait4), N(waitid), N(geteuid), N(getuid), N(getegid), N(getgid), N(sysinfo),
+	N(readlinkat), N(getcwd), N(time), N(gettimeofday),
 	/* what an attacker wants */
 	N(open), N(openat2), N(creat), N(execve), N(execveat), N(fork), N(vfork), N(ptrace), N(kill),
 	N(rt_sigaction), N(bind), N(listen), N(accept), N(mount), N(umount2), N(pivot_root), N(chroot),

@@ -198,6 +198,75 @@ static const struct sc_rule snapshot[] = {
 	ONE_OF(seccomp, 0, SECCOMP_SET_MODE_FILTER),
 };
 
+/* tinyvmm serve's threads (SC_DAEMON). What the daemon asks of the host
+ * beyond its own files and sockets (a VMM started, a TAP made or
+ * removed, the host's addresses) its privileged helper does; a thread
+ * here may only talk to it. Signals go to one process at a time (no
+ * negative pid: no process group, not every process); the sole
+ * rt_sigaction is glibc's SIGSETXID handler, set at the first
+ * pthread_create. */
+static const struct sc_rule serve_daemon[] = {
+	ALLOW(poll),
+	ALLOW(read),
+	ALLOW(recvfrom),
+	ALLOW(sendto),
+	ALLOW(accept4),
+	ALLOW(getsockopt), /* SO_PEERCRED of each client */
+	ONE_OF(socket, 0, AF_UNIX),
+	ALLOW(connect),
+	ALLOW(sendmsg),
+	ALLOW(recvmsg),
+	ALLOW(shutdown),
+	ALLOW(ppoll),
+	ALLOW(clock_nanosleep),
+	ALLOW(nanosleep),
+	ALLOW(getrandom),
+	ALLOW(pread64),
+	ALLOW(pwrite64),
+	ALLOW(readv),
+	ALLOW(writev),
+	ALLOW(lseek),
+	ALLOW(fsync),
+	ALLOW(fdatasync),
+	ONE_OF(fcntl, 1, F_GETFL, F_SETFL, F_GETFD, F_SETFD),
+	ALLOW(openat),
+	ALLOW(newfstatat),
+	ALLOW(fstat),
+	ALLOW(statx), /* jail_remove_tree: a mount is never crossed */
+	ALLOW(getdents64),
+	ALLOW(mkdir),
+	ALLOW(rmdir),
+	ALLOW(unlink),
+	ALLOW(unlinkat),
+	ALLOW(rename),
+	ALLOW(renameat),
+	ALLOW(renameat2),
+	ALLOW(linkat), /* a fork's snapshot files, hard links of its parent's */
+	ALLOW(readlink),
+	ALLOW(readlinkat),
+	ALLOW(getcwd), /* realpath of a relative path: a template's base */
+	ALLOW(access),
+	ALLOW(faccessat),
+	ALLOW(faccessat2),
+	ALLOW(flock),
+	ALLOW(pipe2), /* an exec's control pipe */
+	WITHOUT(kill, 0, 0x80000000u),
+	ALLOW(wait4),
+	ALLOW(waitid),
+	ALLOW(geteuid),
+	ALLOW(getuid),
+	ALLOW(getegid),
+	ALLOW(getgid),
+	ALLOW(sysinfo), /* qsort's first large sort asks for the memory size */
+	ALLOW(time),    /* where the vDSO is missing */
+	ALLOW(gettimeofday),
+	ONE_OF(clone, 0, SC_THREAD_CLONE_FLAGS),
+	FAILS(clone3, ENOSYS),
+	ALLOW(set_robust_list),
+	ALLOW(rseq),
+	ONE_OF(rt_sigaction, 0, 33 /* SIGSETXID */),
+};
+
 #if defined(__SANITIZE_ADDRESS__)
 /* Test builds only (ASan+UBSan): what the sanitizer runtime calls on a
  * thread's behalf (its alternate signal stack is taken down as the thread
@@ -229,5 +298,6 @@ const struct sc_role_def sc_role_defs[SC_ROLE_COUNT] = {
 	[SC_PAUSER] = { "pause waiter",
 			{ SET(signals), SET(base), SET(vm_end), SET(device_io), SET(files), SET(snapshot), SET(evloop),
 			  SET_IF(SC_F_UDS, uds), SANITIZER } },
+	[SC_DAEMON] = { "daemon", { SET(serve_daemon), SET(base), SANITIZER } },
 };
 /* clang-format on */

@@ -19,6 +19,8 @@
  *   serve_fork.c     fork: new sandboxes from a paused one's snapshot
  *   serve_template.c custom templates: a sandbox's snapshot, named
  *   serve_net.c      a networked sandbox's TAP and /30, made and removed
+ *   serve_priv.c     the privileged helper: VMMs started, TAPs made and
+ *                    removed, for a daemon that confines itself
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -61,6 +63,15 @@ struct srv_cfg {
 	char exe[4096];             /* the tinyvmm binary that runs each sandbox */
 	uint32_t net_base;          /* net_range: networked sandboxes' /30s, host byte order */
 	unsigned net_prefix;        /* its prefix length, 8..30 */
+	enum tvm_seccomp seccomp;   /* the daemon's own filter (role SC_DAEMON); default log */
+};
+
+/* The privileged helper (serve_priv.c): the daemon's only way to start a
+ * VMM or touch a TAP once it is confined. */
+struct priv {
+	int fd; /* SOCK_SEQPACKET to the helper; -1: none */
+	pid_t pid;
+	pthread_mutex_t mu; /* one request and its answer at a time */
 };
 
 /* A sandbox's shape: what a create (or a warm-up) may ask for. */
@@ -174,6 +185,7 @@ struct srv {
 		pthread_t thread;
 		bool started;
 	} pool;
+	struct priv priv;
 	volatile int stopping;
 };
 
@@ -196,6 +208,68 @@ struct conn {
 	bool raw_stream;        /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
 	unsigned retry_after_s; /* the next error answer's Retry-After (RFC 9110 §10.2.3); 503s say 5 */
 };
+
+/* serve_priv.c: requests to the privileged helper, each checked there by
+ * priv_parse. A request is a struct priv_head, then (PRIV_SPAWN) argc
+ * NUL-terminated arguments filling the rest; a spawn carries one fd
+ * (SCM_RIGHTS), the VMM's log, a regular file. */
+enum priv_op {
+	PRIV_SPAWN = 1, /* start argv (cfg.exe run ...): the pid, a child of the daemon */
+	PRIV_TAP_UP,    /* make TAP name persistent, give it host/30, up, strict rp_filter */
+	PRIV_TAP_DOWN,  /* remove TAP name (absent: done) */
+	PRIV_ADDRS,     /* the host's IPv4 addresses (host byte order), at most PRIV_MAX_ADDRS */
+};
+#define PRIV_NAME_LEN 16
+#define PRIV_MAX_ARGS 512
+#define PRIV_MAX_MSG 65536
+#define PRIV_MAX_ADDRS 256
+
+struct priv_head {
+	uint32_t op;
+	uint32_t host;            /* PRIV_TAP_UP: the TAP's address (host byte order) */
+	char name[PRIV_NAME_LEN]; /* PRIV_TAP_*: "tvs" + 8 hex digits, NUL-padded */
+	uint32_t argc;            /* PRIV_SPAWN */
+};
+
+/* The answer: r is the pid, the address count, 0, or -errno with err. */
+struct priv_reply {
+	uint32_t op;
+	int32_t r;
+	char err[200];
+	uint32_t addrs[PRIV_MAX_ADDRS]; /* PRIV_ADDRS: r of them sent */
+};
+
+/* What the helper allows, fixed when it starts. */
+struct priv_limits {
+	char exe[4096];
+	uint32_t net_base;
+	unsigned net_prefix;
+};
+
+/* A parsed request: argv points into the request's bytes. */
+struct priv_msg {
+	uint32_t op, host, argc;
+	char name[PRIV_NAME_LEN];
+	const char *argv[PRIV_MAX_ARGS + 1];
+};
+
+/* Check n bytes of buf, which came with nfds files, against lim: 0 and m
+ * filled, or -EINVAL / -EPERM with a line in err. The one place a
+ * request's bytes are checked. */
+int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limits *lim, struct priv_msg *m, char *err,
+	       size_t cap);
+/* Fork the helper (before the daemon confines itself or starts a thread):
+ * 0 or -errno. */
+int priv_start(struct srv *s);
+/* Close the helper's socket and wait for its end. */
+void priv_stop(struct srv *s);
+/* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
+ * stdout and stderr on logfd: the pid, or -errno with err. */
+pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);
+/* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
+int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);
+int priv_tap_down(struct srv *s, const char *name);
+int priv_addrs(struct srv *s, uint32_t *out, size_t cap);
 
 /* serve_net.c: a networked sandbox's TAP and addresses. */
 /* "A.B.C.D/P" (P 8..30) into base (host order, host bits cleared) and P;
@@ -222,16 +296,23 @@ int net_egress_rules(const struct srv *s, const struct sandbox *sb, char rules[]
  * of p's /30 in them (alone, or a rule's CIDR of prefix 30 or more) made
  * the same of c's; wider rules stay as they are. 0 or -ENOMEM. */
 int net_inherit_args(struct sandbox *c, const struct sandbox *p);
-/* Remove the TAP of sandbox id if it is there: 0, or -errno (-EBUSY while
- * a VMM holds it). */
-int net_remove_tap(const char *id);
-/* Make its TAP (persistent), address the host end and bring it up; on
- * failure nothing is left and err says what (-errno). */
-int net_setup(struct sandbox *sb, char *err, size_t cap);
+/* Remove the TAP of sandbox id if it is there (through the helper): 0,
+ * or -errno (-EBUSY while a VMM holds it). */
+int net_remove_tap(struct srv *s, const char *id);
+/* Make its TAP (persistent), address the host end and bring it up
+ * (through the helper); on failure nothing is left and err says what
+ * (-errno). */
+int net_setup(struct srv *s, struct sandbox *sb, char *err, size_t cap);
 /* Remove its TAP (its VMM must be gone) and give back its /30; on failure
  * it keeps both and the supervisor tries again. A paused sandbox keeps
  * both until it ends: its guest has that address. */
-void net_release(struct sandbox *sb);
+void net_release(struct srv *s, struct sandbox *sb);
+/* The helper's side, run in the helper only (its request checked): make
+ * TAP name with host/30 (0, or -errno with err), remove TAP name (0 when
+ * absent), the host's IPv4 addresses into out (their count, or -errno). */
+int net_tap_up(const char *name, uint32_t host, char *err, size_t cap);
+int net_tap_down(const char *name);
+int net_host_addrs(uint32_t *out, size_t cap);
 
 /* serve_conn.c */
 void conn_serve(struct conn *c);

@@ -20,45 +20,52 @@
 
 #include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
+#include "vmm/sandbox/seccomp.h"
 #include "vmm/serve/serve.h"
 
 #define CONN_STACK (256u << 10)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
-		   "                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
-		   "                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
-		   "                     [--cgroup-parent PATH] [--net-range CIDR] [--no-jail]\n"
-		   "The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
-		   "  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
-		   "  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
-		   "  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
-		   "                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
-		   "                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
-		   "                       cgroup_parent, net_range, kept_execs and kept_output_mib (execs each\n"
-		   "                       sandbox keeps for GET and their output, default 256 and 128:\n"
-		   "                       beyond either the oldest ended one is forgotten)\n"
-		   "                       (flags given after it win)\n"
-		   "  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
-		   "  --socket-group NAME  the socket's group (default the daemon's)\n"
-		   "  --max-sandboxes N    running at once (default 16); over it: 503\n"
-		   "  --max-per-owner N    running at once per uid (default 8); over it: 429\n"
-		   "  --max-timeout S      the longest timeout_s a sandbox may ask for (default 86400)\n"
-		   "  --retention S        an ended sandbox stays visible this long, its files (snapshots\n"
-		   "                       too) kept on disk until then (default 600)\n"
-		   "  --cpu-budget S       CPU seconds each uid's sandboxes may use per UTC day (their VMM\n"
-		   "                       processes; default 0: no budget); spent: create answers 429\n"
-		   "  --pool N             keep N sandboxes of the default template restored and ready\n"
-		   "                       (default 0): a create takes one; PUT /v1/templates/default/pool\n"
-		   "  --cgroup-parent PATH each sandbox's VMM's cgroup is made under PATH (as tinyvmm run\n"
-		   "                       --cgroup-parent; default tinyvmm): a limit set on PATH holds\n"
-		   "                       them all, and a VMM its OOM killer ends is end_reason oom\n"
-		   "  --net-range CIDR     a networked sandbox gets a /30 of it (default 10.211.0.0/16): the\n"
-		   "                       host end on its TAP (tvs + 8 hex digits of its id), the other\n"
-		   "                       its guest's eth0 and default route; forwarding and NAT beyond\n"
-		   "                       the host are the host's (README: The sandbox service)\n"
-		   "  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n");
+	fprintf(f,
+		"usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
+		"                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
+		"                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
+		"                     [--cgroup-parent PATH] [--net-range CIDR] [--no-jail]\n"
+		"                     [--seccomp kill|log|off]\n"
+		"The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
+		"  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
+		"  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
+		"  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
+		"                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
+		"                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
+		"                       cgroup_parent, net_range, seccomp, kept_execs and kept_output_mib (execs each\n"
+		"                       sandbox keeps for GET and their output, default 256 and 128:\n"
+		"                       beyond either the oldest ended one is forgotten)\n"
+		"                       (flags given after it win)\n"
+		"  --socket-mode OCTAL  the socket's mode (default 0660): who may connect\n"
+		"  --socket-group NAME  the socket's group (default the daemon's)\n"
+		"  --max-sandboxes N    running at once (default 16); over it: 503\n"
+		"  --max-per-owner N    running at once per uid (default 8); over it: 429\n"
+		"  --max-timeout S      the longest timeout_s a sandbox may ask for (default 86400)\n"
+		"  --retention S        an ended sandbox stays visible this long, its files (snapshots\n"
+		"                       too) kept on disk until then (default 600)\n"
+		"  --cpu-budget S       CPU seconds each uid's sandboxes may use per UTC day (their VMM\n"
+		"                       processes; default 0: no budget); spent: create answers 429\n"
+		"  --pool N             keep N sandboxes of the default template restored and ready\n"
+		"                       (default 0): a create takes one; PUT /v1/templates/default/pool\n"
+		"  --cgroup-parent PATH each sandbox's VMM's cgroup is made under PATH (as tinyvmm run\n"
+		"                       --cgroup-parent; default tinyvmm): a limit set on PATH holds\n"
+		"                       them all, and a VMM its OOM killer ends is end_reason oom\n"
+		"  --net-range CIDR     a networked sandbox gets a /30 of it (default 10.211.0.0/16): the\n"
+		"                       host end on its TAP (tvs + 8 hex digits of its id), the other\n"
+		"                       its guest's eth0 and default route; forwarding and NAT beyond\n"
+		"                       the host are the host's (README: The sandbox service)\n"
+		"  --no-jail            sandboxes' VMMs not jailed (they are when the daemon is root)\n"
+		"  --seccomp MODE       the daemon's own seccomp filter once it listens (its VMMs have\n"
+		"                       theirs): log (default) refuses a call outside its allow-list with\n"
+		"                       one line naming it and ends the daemon, kill ends it silently,\n"
+		"                       off has none. VMMs and TAPs are made by its privileged helper\n");
 }
 
 static void cfg_defaults(struct srv_cfg *c)
@@ -78,6 +85,7 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .kept_output_mib = 128,
 			       .net_base = 0x0ad30000, /* 10.211.0.0/16 */
 			       .net_prefix = 16,
+			       .seccomp = TVM_SECCOMP_LOG,
 			       .jail = -1 };
 	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
@@ -93,6 +101,20 @@ static int num(const char *flag, const char *s, unsigned long long max, unsigned
 		fprintf(stderr, "tinyvmm serve: %s: '%s' is not a number from 0 to %llu\n", flag, s, max);
 		return -1;
 	}
+	return 0;
+}
+
+/* "kill", "log" or "off" into *mode: 0, or -1. */
+static int seccomp_mode(const char *v, enum tvm_seccomp *mode)
+{
+	if (!strcmp(v, "kill"))
+		*mode = TVM_SECCOMP_KILL;
+	else if (!strcmp(v, "log"))
+		*mode = TVM_SECCOMP_LOG;
+	else if (!strcmp(v, "off"))
+		*mode = TVM_SECCOMP_OFF;
+	else
+		return -1;
 	return 0;
 }
 
@@ -194,6 +216,15 @@ static int load_config(struct srv_cfg *c, const char *path)
 					path);
 				return -1;
 			}
+		} else if (json_str_eq(&d, k, "seccomp", 7)) {
+			char v[8];
+
+			if (json_get_string(&d, k + 1, v, sizeof(v), NULL) || seccomp_mode(v, &c->seccomp)) {
+				fprintf(stderr,
+					"tinyvmm serve: --config %s: seccomp: \"kill\", \"log\" or \"off\" is expected\n",
+					path);
+				return -1;
+			}
 		} else if (json_str_eq(&d, k, "jail", 4)) {
 			bool b;
 			if (json_get_bool(&d, k + 1, &b)) {
@@ -250,6 +281,11 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			if (net_range_parse(v, &c->net_base, &c->net_prefix)) {
 				fprintf(stderr,
 					"tinyvmm serve: --net-range: '%s' is not an IPv4 CIDR of prefix 8..30\n", v);
+				return -1;
+			}
+		} else if (!strcmp(f, "--seccomp")) {
+			if (seccomp_mode(v, &c->seccomp)) {
+				fprintf(stderr, "tinyvmm serve: --seccomp: '%s' is not kill, log or off\n", v);
 				return -1;
 			}
 		} else if (!strcmp(f, "--config")) {
@@ -464,6 +500,14 @@ int serve_main(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
 	mkparents(s->cfg.state_dir);
+	/* Before the helper forks: its VMMs get SIGPIPE ignored, as the
+	 * daemon's children always did. */
+	signal(SIGPIPE, SIG_IGN);
+	s->priv.fd = -1;
+	if ((r = priv_start(s))) {
+		fprintf(stderr, "tinyvmm serve: its privileged helper: %s\n", strerror(-r));
+		return 1;
+	}
 	if ((r = srv_state_init(s))) {
 		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
 			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
@@ -475,17 +519,26 @@ int serve_main(int argc, char **argv)
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
 	the_srv = s;
-	signal(SIGPIPE, SIG_IGN);
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	/* From here on every thread has the daemon's filter (threads inherit
+	 * it): no client byte is read before. */
+	struct tvm_err e = { 0 };
+	if (sc_supported(s->cfg.seccomp, &e) || sc_confine(SC_DAEMON, 0, s->cfg.seccomp, -1, &e)) {
+		fprintf(stderr, "tinyvmm serve: %s (--seccomp off runs without it)\n", e.msg);
+		return 1;
+	}
 	pthread_create(&sup, NULL, srv_supervisor, s);
 	pool_start(s);
 	pthread_attr_init(&at);
 	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
 	pthread_attr_setstacksize(&at, CONN_STACK);
-	fprintf(stderr, "tinyvmm serve: listening on %s (state in %s, jail %s)\n", s->cfg.socket_path, s->cfg.state_dir,
-		s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0) ? "on" : "off");
+	fprintf(stderr, "tinyvmm serve: listening on %s (state in %s, jail %s, seccomp %s)\n", s->cfg.socket_path,
+		s->cfg.state_dir, s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0) ? "on" : "off",
+		s->cfg.seccomp == TVM_SECCOMP_KILL  ? "kill"
+		: s->cfg.seccomp == TVM_SECCOMP_LOG ? "log"
+						    : "off");
 	/* It serves on (KVM may come later), but a create would fail: said
 	 * once here rather than only in each create's 500. */
 	if (access("/dev/kvm", R_OK | W_OK) < 0) {
@@ -542,6 +595,7 @@ int serve_main(int argc, char **argv)
 	pthread_join(sup, NULL);
 	pool_stop(s);
 	sb_drain_ended(s);
+	priv_stop(s);
 	fprintf(stderr, "tinyvmm serve: stopped; running sandboxes are left for the next daemon\n");
 	return 0;
 }

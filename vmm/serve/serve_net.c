@@ -139,15 +139,28 @@ int net_inherit_args(struct sandbox *c, const struct sandbox *p)
 	return 0;
 }
 
-/* Whether one of the host's interfaces has an address in the /30 of host
+/* Whether one of the host's addresses (n of them) is in the /30 of host
  * (host order): a TAP a crashed daemon left, another daemon's range. */
-static bool on_host(const struct ifaddrs *ifs, uint32_t host)
+static bool on_host(const uint32_t *addrs, int n, uint32_t host)
 {
-	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
-		    (ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) >> 2) == (host >> 2))
+	for (int i = 0; i < n; i++)
+		if ((addrs[i] >> 2) == (host >> 2))
 			return true;
 	return false;
+}
+
+int net_host_addrs(uint32_t *out, size_t cap)
+{
+	struct ifaddrs *ifs;
+	size_t n = 0;
+
+	if (getifaddrs(&ifs) < 0)
+		return -errno;
+	for (const struct ifaddrs *i = ifs; i && n < cap; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
+			out[n++] = ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+	freeifaddrs(ifs);
+	return (int)n;
 }
 
 /* The free /30s of the range, lowest first: sb (NULL: none) gets the
@@ -155,13 +168,12 @@ static bool on_host(const struct ifaddrs *ifs, uint32_t host)
 static unsigned free_slots_locked(struct srv *s, struct sandbox *sb)
 {
 	unsigned nslots = 1u << (30 - s->cfg.net_prefix), nfree = 0;
-	struct ifaddrs *ifs = NULL;
+	uint32_t addrs[PRIV_MAX_ADDRS];
+	int naddrs = priv_addrs(s, addrs, PRIV_MAX_ADDRS);
 
-	if (getifaddrs(&ifs) < 0)
-		ifs = NULL;
 	for (unsigned n = 0; n < nslots && !(sb && nfree); n++) {
 		uint32_t host = s->cfg.net_base + 4 * n + 1;
-		bool used = on_host(ifs, host);
+		bool used = on_host(addrs, naddrs, host);
 
 		/* by address, not by slot: a sandbox re-adopted from a
 		 * daemon with another range keeps what it has */
@@ -173,8 +185,6 @@ static unsigned free_slots_locked(struct srv *s, struct sandbox *sb)
 		}
 		nfree += !used;
 	}
-	if (ifs)
-		freeifaddrs(ifs);
 	return nfree;
 }
 
@@ -235,13 +245,11 @@ static int strict_rp_filter(const char *name)
 	return r;
 }
 
-int net_setup(struct sandbox *sb, char *err, size_t cap)
+int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
 {
-	char name[IFNAMSIZ];
 	const char *what = "/dev/net/tun";
 	int fd, sock = -1, r = 0;
 
-	net_tap_name(sb, name);
 	fd = tap_attach(name);
 	if (fd < 0) {
 		snprintf(err, cap, "network: TAP %s: %s", name, strerror(-fd));
@@ -257,7 +265,7 @@ int net_setup(struct sandbox *sb, char *err, size_t cap)
 		struct ifreq ifr = { 0 };
 
 		snprintf(ifr.ifr_name, IFNAMSIZ, "%s", name);
-		if (set_addr(sock, name, SIOCSIFADDR, sb->net_host) < 0)
+		if (set_addr(sock, name, SIOCSIFADDR, host) < 0)
 			what = "its address", r = -errno;
 		else if (set_addr(sock, name, SIOCSIFNETMASK, ~3u) < 0)
 			what = "its netmask", r = -errno;
@@ -278,12 +286,26 @@ int net_setup(struct sandbox *sb, char *err, size_t cap)
 	return r;
 }
 
-int net_remove_tap(const char *id)
+int net_setup(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 {
 	char name[IFNAMSIZ];
-	int fd, r = 0;
+
+	net_tap_name(sb, name);
+	return priv_tap_up(s, name, sb->net_host, err, cap);
+}
+
+int net_remove_tap(struct srv *s, const char *id)
+{
+	char name[IFNAMSIZ];
 
 	snprintf(name, sizeof(name), "tvs%.8s", id + 4);
+	return priv_tap_down(s, name);
+}
+
+int net_tap_down(const char *name)
+{
+	int fd, r = 0;
+
 	/* Absent already: a TUNSETIFF would make it. */
 	if (if_nametoindex(name) == 0)
 		return 0;
@@ -296,14 +318,14 @@ int net_remove_tap(const char *id)
 	return r;
 }
 
-void net_release(struct sandbox *sb)
+void net_release(struct srv *s, struct sandbox *sb)
 {
 	int r;
 
 	/* Paused: its snapshot's guest has the address, the resume the TAP. */
 	if (!sb->net_enabled || (sb->paused && sb->state != SB_ENDED))
 		return;
-	r = net_remove_tap(sb->id);
+	r = net_remove_tap(s, sb->id);
 	if (!r) {
 		sb->net_claimed = false;
 	} else if (!sb->net_warned) { /* the supervisor tries again */

@@ -466,7 +466,7 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	unlink(sb->uds);
 	tvm_agent_close(sb->keeper);
 	sb->keeper = NULL;
-	net_release(sb);
+	net_release(s, sb);
 	/* A VMM killed before it could clean up leaves its jail. */
 	if (status < 0 || WIFSIGNALED(status)) {
 		char jd[300];
@@ -498,7 +498,7 @@ static void reap_locked(struct srv *s, struct sandbox *sb)
 
 /* An ended sandbox's VMM past its stop grace gets SIGKILL; a TAP whose
  * removal failed (a VMM slow to let go) is tried again. */
-static void ended_chores_locked(struct sandbox *sb, uint64_t mono)
+static void ended_chores_locked(struct srv *s, struct sandbox *sb, uint64_t mono)
 {
 	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
 		/* Still that process (a re-adopted pid is not our child and
@@ -508,7 +508,7 @@ static void ended_chores_locked(struct sandbox *sb, uint64_t mono)
 		sb->kill_at_ns = 0;
 	}
 	if (sb->exited && sb->net_claimed)
-		net_release(sb);
+		net_release(s, sb);
 }
 
 void sb_drain_ended(struct srv *s)
@@ -523,7 +523,7 @@ void sb_drain_ended(struct srv *s)
 			if (sb->state != SB_ENDED)
 				continue;
 			reap_locked(s, sb);
-			ended_chores_locked(sb, now_ns());
+			ended_chores_locked(s, sb, now_ns());
 			left |= !sb->exited || sb->net_claimed;
 		}
 		if (!left || now_ns() >= deadline)
@@ -556,7 +556,7 @@ void *srv_supervisor(void *arg)
 					 mono - sb->last_active_ns >= (uint64_t)sb->idle_timeout_s * 1000000000u)
 					sb_end_locked(s, sb, "idle");
 			}
-			ended_chores_locked(sb, mono);
+			ended_chores_locked(s, sb, mono);
 			if (sb->state == SB_ENDED && sb->exited && !sb->refs && !sb->running_execs &&
 			    (sb->pooled || real - sb->ended_at >= (time_t)s->cfg.retention_s)) {
 				*pp = sb->next;
@@ -708,20 +708,20 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 		/* a create's, or a child's of a parent that had them */
 		if (sb->net_default && !sb->nnet_args && (r = default_rules(s, sb))) {
 			snprintf(err, errcap, "network: its default egress rules: %s", strerror(-r));
-			net_release(sb);
+			net_release(s, sb);
 			return r;
 		}
 		pthread_mutex_lock(&s->mu);
 		sb_persist_locked(s, sb); /* before its TAP exists: a daemon killed now still finds it */
 		pthread_mutex_unlock(&s->mu);
-		if ((r = net_setup(sb, err, errcap))) {
+		if ((r = net_setup(s, sb, err, errcap))) {
 			sb->net_claimed = sb->paused; /* a paused one keeps its /30: its guest has it */
 			return r;
 		}
 	}
 	if ((r = vmm_argv(s, sb, argv, VMM_ARGV_MAX, num))) {
 		snprintf(err, errcap, "too many network rules");
-		net_release(sb);
+		net_release(s, sb);
 		return r;
 	}
 	snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
@@ -729,33 +729,14 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 	if (logfd < 0) {
 		snprintf(err, errcap, "%s: %s", log, strerror(errno));
 		r = -errno;
-		net_release(sb);
+		net_release(s, sb);
 		return r;
 	}
-	pid = fork();
-	if (pid == 0) {
-		sigset_t none;
-		int null = open("/dev/null", O_RDONLY);
-
-		/* Its own session: a signal to the daemon's group (a ^C in its
-		 * terminal) is not one to the sandboxes, which outlive a
-		 * daemon restart. */
-		setsid();
-		sigemptyset(&none);
-		sigprocmask(SIG_SETMASK, &none, NULL);
-		dup2(null, 0);
-		dup2(logfd, 1);
-		dup2(logfd, 2);
-		close_range(3, ~0u, 0);
-		execv(argv[0], argv);
-		_exit(127);
-	}
+	pid = priv_spawn(s, argv, logfd, err, errcap);
 	close(logfd);
 	if (pid < 0) {
-		snprintf(err, errcap, "fork: %s", strerror(errno));
-		r = -errno;
-		net_release(sb);
-		return r;
+		net_release(s, sb);
+		return pid;
 	}
 	pthread_mutex_lock(&s->mu);
 	sb->pid = pid;
@@ -1096,7 +1077,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		/* A previous daemon's pool: nobody's, not worth re-adopting
 		 * (the new pool is made by its own settings). */
 		kill_wait(sb);
-		net_release(sb);
+		net_release(s, sb);
 		sb_remove_dir(dir);
 		free(text);
 		free(tok);
@@ -1181,7 +1162,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		sb_persist_locked(s, sb);
 	}
 	if (sb->state == SB_ENDED)
-		net_release(sb); /* its VMM is gone; the daemon that saw it end may not have removed it */
+		net_release(s, sb); /* its VMM is gone; the daemon that saw it end may not have removed it */
 	if (!sb->ended_at)
 		sb->ended_at = time(NULL);
 	sb->next = s->sandboxes;
@@ -1194,7 +1175,7 @@ bad:
 	/* A daemon killed between making its TAP and saving its state (or a
 	 * damaged state): its TAP, if any, goes by name; an unreadable state
 	 * proves no VMM of ours holds it. */
-	net_remove_tap(name);
+	net_remove_tap(s, name);
 	sb_remove_dir(dir);
 	free(text);
 	free(tok);

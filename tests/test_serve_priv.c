@@ -1,0 +1,427 @@
+/* The daemon's privileged helper (vmm/serve/serve_priv.c): its request
+ * check against hostile requests (a daemon taken over by a client), and
+ * the helper process itself: a spawn is the caller's child, a refused or
+ * malformed request leaves it serving, and it ends with its daemon. The
+ * TAP work is replaced by stand-ins that count their calls; the program a
+ * spawn starts is /bin/echo. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "vmm/serve/serve_priv.c"
+#include "tests/unit.h"
+
+/* Calls the stand-ins got, in the helper: a letter each on this fd (the
+ * helper's stderr, a pipe to the test). */
+static int calls_fd = -1;
+
+static void said(char what)
+{
+	if (calls_fd >= 0 && write(calls_fd, &what, 1) != 1)
+		_exit(9);
+}
+
+int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
+{
+	(void)name;
+	(void)host;
+	(void)err;
+	(void)cap;
+	said('u');
+	return 0;
+}
+
+int net_tap_down(const char *name)
+{
+	(void)name;
+	said('d');
+	return 0;
+}
+
+int net_host_addrs(uint32_t *out, size_t cap)
+{
+	if (cap < 2) /* no ck_assert here: check's own pipe is not this process's fd 3 */
+		return -E2BIG;
+	out[0] = 0x7f000001;
+	out[1] = 0x0ad30005;
+	said('a');
+	return 2;
+}
+
+static const struct priv_limits lim = { .exe = "/usr/bin/tinyvmm", .net_base = 0x0ad30000, .net_prefix = 16 };
+
+/* A request: head h, then the strings of argv (NULL-terminated) packed. */
+static size_t build(char *buf, size_t cap, struct priv_head h, const char *const *argv)
+{
+	size_t n = sizeof(h);
+
+	memcpy(buf, &h, sizeof(h));
+	for (; argv && *argv; argv++) {
+		size_t k = strlen(*argv) + 1;
+
+		ck_assert_uint_le(n + k, cap);
+		memcpy(buf + n, *argv, k);
+		n += k;
+	}
+	return n;
+}
+
+static int parse(const char *buf, size_t n, unsigned nfds, char *err)
+{
+	static struct priv_msg m;
+
+	err[0] = 0;
+	return priv_parse(buf, n, nfds, &lim, &m, err, 200);
+}
+
+static struct priv_head spawn_head(uint32_t argc)
+{
+	return (struct priv_head){ .op = PRIV_SPAWN, .argc = argc };
+}
+
+static struct priv_head tap_head(uint32_t op, const char *name, uint32_t host)
+{
+	struct priv_head h = { .op = op, .host = host };
+
+	memcpy(h.name, name, strnlen(name, PRIV_NAME_LEN));
+	return h;
+}
+
+START_TEST(a_spawn_is_only_this_binarys_run)
+{
+	static char buf[PRIV_MAX_MSG];
+	static struct priv_msg m;
+	const char *ok[] = { "/usr/bin/tinyvmm", "run", "--vsock-uds", "/x/vsock.sock", NULL };
+	char err[200];
+	size_t n = build(buf, sizeof(buf), spawn_head(4), ok);
+
+	ck_assert_int_eq(priv_parse(buf, n, 1, &lim, &m, err, sizeof(err)), 0);
+	ck_assert_uint_eq(m.argc, 4);
+	ck_assert_str_eq(m.argv[3], "/x/vsock.sock");
+	ck_assert_ptr_null(m.argv[4]);
+
+	const char *sh[] = { "/bin/sh", "run", NULL };
+	n = build(buf, sizeof(buf), spawn_head(2), sh);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+	ck_assert_str_eq(err, "spawn: only this binary's `run` is started");
+	const char *serve[] = { "/usr/bin/tinyvmm", "serve", NULL };
+	n = build(buf, sizeof(buf), spawn_head(2), serve);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+	/* a prefix of the path is not the path */
+	const char *prefix[] = { "/usr/bin/tinyvmm2", "run", NULL };
+	n = build(buf, sizeof(buf), spawn_head(2), prefix);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+}
+END_TEST
+
+START_TEST(malformed_spawns_are_refused)
+{
+	static char buf[PRIV_MAX_MSG];
+	const char *ok[] = { "/usr/bin/tinyvmm", "run", NULL };
+	char err[200];
+	size_t n = build(buf, sizeof(buf), spawn_head(2), ok);
+
+	/* its log: one file, no more, no less */
+	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
+	ck_assert_int_eq(parse(buf, n, 2, err), -EINVAL);
+	ck_assert_str_eq(err, "spawn: exactly one file (the VMM's log) is expected");
+	/* argc that the bytes do not hold, or out of range */
+	n = build(buf, sizeof(buf), spawn_head(3), ok);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	ck_assert_str_eq(err, "spawn: an argument is not NUL-terminated");
+	n = build(buf, sizeof(buf), spawn_head(1), ok);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	ck_assert_str_eq(err, "spawn: argument count out of range");
+	n = build(buf, sizeof(buf), spawn_head(0), NULL);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	n = build(buf, sizeof(buf), spawn_head(PRIV_MAX_ARGS + 1), ok);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	n = build(buf, sizeof(buf), spawn_head(0xffffffffu), ok);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	/* the last argument cut short of its NUL, bytes after the last */
+	n = build(buf, sizeof(buf), spawn_head(2), ok);
+	ck_assert_int_eq(parse(buf, n - 1, 1, err), -EINVAL);
+	buf[n] = 'x';
+	ck_assert_int_eq(parse(buf, n + 1, 1, err), -EINVAL);
+	ck_assert_str_eq(err, "spawn: bytes after the last argument");
+	/* a head cut short; no head at all */
+	ck_assert_int_eq(parse(buf, sizeof(struct priv_head) - 1, 1, err), -EINVAL);
+	ck_assert_int_eq(parse(buf, 0, 0, err), -EINVAL);
+	/* the most arguments there may be pass */
+	static const char *many[PRIV_MAX_ARGS + 1];
+	many[0] = "/usr/bin/tinyvmm";
+	for (int i = 1; i < PRIV_MAX_ARGS; i++)
+		many[i] = "run";
+	n = build(buf, sizeof(buf), spawn_head(PRIV_MAX_ARGS), many);
+	ck_assert_int_eq(parse(buf, n, 1, err), 0);
+}
+END_TEST
+
+START_TEST(taps_are_the_sandboxes_own)
+{
+	char buf[sizeof(struct priv_head) + 8], err[200];
+	size_t n;
+
+	n = build(buf, sizeof(buf), tap_head(PRIV_TAP_UP, "tvs0a1b2c3d", 0x0ad30005), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+	n = build(buf, sizeof(buf), tap_head(PRIV_TAP_DOWN, "tvs0a1b2c3d", 0), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+	/* the range's last /30 */
+	n = build(buf, sizeof(buf), tap_head(PRIV_TAP_UP, "tvs0a1b2c3d", 0x0ad3fffd), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+
+	static const char *const bad_names[] = { "eth0", "tvs0a1b2c3",  "tvs0A1B2C3D", "tvs0a1b2c3g",
+						 "lo",   "tvs../b2c3d", "xvs0a1b2c3d", "tvs0a1b2c3d0" };
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		n = build(buf, sizeof(buf), tap_head(PRIV_TAP_UP, bad_names[i], 0x0ad30005), NULL);
+		ck_assert_msg(parse(buf, n, 0, err) == -EPERM, "TAP_UP %s", bad_names[i]);
+		n = build(buf, sizeof(buf), tap_head(PRIV_TAP_DOWN, bad_names[i], 0), NULL);
+		ck_assert_msg(parse(buf, n, 0, err) == -EPERM, "TAP_DOWN %s", bad_names[i]);
+	}
+	/* a byte after the name's NUL */
+	struct priv_head h = tap_head(PRIV_TAP_DOWN, "tvs0a1b2c3d", 0);
+	h.name[13] = 'x';
+	n = build(buf, sizeof(buf), h, NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), -EPERM);
+	/* addresses: outside the range, not a /30's host end, the network's */
+	static const uint32_t bad_hosts[] = { 0x0ad40001, 0x0a000001, 0x0ad30004, 0x0ad30006,
+					      0x0ad30007, 0,          0xffffffff, 0x7f000001 };
+	for (size_t i = 0; i < sizeof(bad_hosts) / sizeof(bad_hosts[0]); i++) {
+		n = build(buf, sizeof(buf), tap_head(PRIV_TAP_UP, "tvs0a1b2c3d", bad_hosts[i]), NULL);
+		ck_assert_msg(parse(buf, n, 0, err) == -EPERM, "host 0x%x", bad_hosts[i]);
+	}
+	ck_assert_str_eq(err, "tap: not a sandbox's TAP, or its address is outside net_range");
+	/* a body or a file it does not take */
+	n = build(buf, sizeof(buf), tap_head(PRIV_TAP_UP, "tvs0a1b2c3d", 0x0ad30005), NULL);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	ck_assert_int_eq(parse(buf, n + 1, 0, err), -EINVAL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_ADDRS, "", 0), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL);
+	/* no such request */
+	n = build(buf, sizeof(buf), tap_head(0, "", 0), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_ADDRS + 1, "", 0), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
+	ck_assert_str_eq(err, "unknown request");
+}
+END_TEST
+
+/* A daemon's srv with a helper whose exe is /bin/echo; calls[0] reads
+ * what the stand-ins were asked. */
+static void start_helper(struct srv *s, int calls[2])
+{
+	memset(s, 0, sizeof(*s));
+	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "/bin/echo");
+	s->cfg.net_base = 0x0ad30000;
+	s->cfg.net_prefix = 16;
+	ck_assert_int_eq(pipe(calls), 0);
+	/* The helper keeps only fds 0 to 3 of ours: the pipe goes as its
+	 * stderr. */
+	int saved = dup(2);
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_eq(dup2(calls[1], 2), 2);
+	calls_fd = 2;
+	ck_assert_int_eq(priv_start(s), 0);
+	calls_fd = -1;
+	dup2(saved, 2);
+	close(saved);
+	close(calls[1]);
+}
+
+static char next_call(int fd)
+{
+	char c = 0;
+
+	ck_assert_int_eq(read(fd, &c, 1), 1);
+	return c;
+}
+
+/* A raw request on the helper's socket, with fds[nfds]: its answer. */
+static struct priv_reply raw(struct srv *s, const void *req, size_t len, const int *fds, unsigned nfds)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int) * 4)];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { (void *)req, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct priv_reply rep;
+
+	memset(&rep, 0, sizeof(rep));
+	if (nfds) {
+		struct cmsghdr *c;
+
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.b;
+		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+		memcpy(CMSG_DATA(c), fds, sizeof(int) * nfds);
+	}
+	ck_assert_int_eq(sendmsg(s->priv.fd, &mh, MSG_NOSIGNAL), (ssize_t)len);
+	ck_assert_int_ge(recv(s->priv.fd, &rep, sizeof(rep), 0), (ssize_t)offsetof(struct priv_reply, addrs));
+	return rep;
+}
+
+START_TEST(a_spawned_program_is_the_daemons_child)
+{
+	struct srv s;
+	int calls[2], status;
+	char log[] = "/tmp/tvm-priv-XXXXXX", out[64] = "", err[200] = "";
+	int logfd = mkstemp(log);
+	char *argv[] = { "/bin/echo", "run", "--snapshot", "x", NULL };
+
+	ck_assert_int_ge(logfd, 0);
+	start_helper(&s, calls);
+	pid_t pid = priv_spawn(&s, argv, logfd, err, sizeof(err));
+	ck_assert_msg(pid > 0, "%s", err);
+	/* CLONE_PARENT: ours to reap, not the helper's */
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	ck_assert_int_gt(pread(logfd, out, sizeof(out) - 1, 0), 0);
+	ck_assert_str_eq(out, "run --snapshot x\n");
+	close(logfd);
+	unlink(log);
+
+	/* the host's addresses, through the helper */
+	uint32_t a[4];
+	ck_assert_int_eq(priv_addrs(&s, a, 4), 2);
+	ck_assert_uint_eq(a[1], 0x0ad30005);
+	ck_assert_int_eq(next_call(calls[0]), 'a');
+	ck_assert_int_eq(priv_tap_up(&s, "tvs0a1b2c3d", 0x0ad30005, err, sizeof(err)), 0);
+	ck_assert_int_eq(next_call(calls[0]), 'u');
+	ck_assert_int_eq(priv_tap_down(&s, "tvs0a1b2c3d"), 0);
+	ck_assert_int_eq(next_call(calls[0]), 'd');
+	/* refused: never reaches the stand-ins */
+	ck_assert_int_eq(priv_tap_up(&s, "eth0", 0x0ad30005, err, sizeof(err)), -EPERM);
+	ck_assert_str_eq(err, "tap: not a sandbox's TAP, or its address is outside net_range");
+	ck_assert_int_eq(priv_tap_down(&s, "lo"), -EPERM);
+	priv_stop(&s);
+	ck_assert_int_eq(read(calls[0], out, 1), 0); /* no other call was made */
+	close(calls[0]);
+}
+END_TEST
+
+START_TEST(hostile_requests_leave_the_helper_serving)
+{
+	static char buf[PRIV_MAX_MSG + 4096];
+	struct srv s;
+	int calls[2], sv[2];
+	char log[] = "/tmp/tvm-priv-XXXXXX";
+	int logfd = mkstemp(log);
+	const char *sh[] = { "/bin/sh", "run", NULL }, *ok[] = { "/bin/echo", "run", NULL };
+	struct priv_reply rep;
+	size_t n;
+
+	ck_assert_int_ge(logfd, 0);
+	start_helper(&s, calls);
+	/* another program */
+	n = build(buf, sizeof(buf), spawn_head(2), sh);
+	rep = raw(&s, buf, n, &logfd, 1);
+	ck_assert_int_eq(rep.r, -EPERM);
+	/* a socket for a log: a VMM's stdout must be a file */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	n = build(buf, sizeof(buf), spawn_head(2), ok);
+	rep = raw(&s, buf, n, &sv[0], 1);
+	ck_assert_int_eq(rep.r, -EINVAL);
+	ck_assert_str_eq(rep.err, "spawn: the log is not a regular file");
+	/* three files */
+	int three[3] = { logfd, sv[0], sv[1] };
+	rep = raw(&s, buf, n, three, 3);
+	ck_assert_int_eq(rep.r, -EINVAL);
+	/* over the largest request: cut short by the socket, refused whole */
+	memset(buf + n, 'a', sizeof(buf) - n);
+	rep = raw(&s, buf, sizeof(buf), &logfd, 1);
+	ck_assert_int_eq(rep.r, -E2BIG);
+	/* a lone byte */
+	rep = raw(&s, "x", 1, NULL, 0);
+	ck_assert_int_eq(rep.r, -EINVAL);
+	/* still serving, and it made no process and no other call */
+	uint32_t a[2];
+	ck_assert_int_eq(priv_addrs(&s, a, 2), 2);
+	ck_assert_int_eq(next_call(calls[0]), 'a');
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), 0); /* the helper only: running */
+	priv_stop(&s);
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), -1);
+	ck_assert_int_eq(errno, ECHILD);
+	close(sv[0]);
+	close(sv[1]);
+	close(logfd);
+	unlink(log);
+	close(calls[0]);
+}
+END_TEST
+
+/* Whether pid runs (not gone, not a zombie no one reaped yet). */
+static bool running(pid_t pid)
+{
+	char path[64], st[512];
+	int fd;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, st, sizeof(st) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	st[n] = 0;
+	char *paren = strrchr(st, ')');
+	return paren && paren[1] == ' ' && paren[2] != 'Z' && paren[2] != 'X';
+}
+
+START_TEST(the_helper_ends_with_its_daemon)
+{
+	int p[2], status;
+	pid_t daemon, helper = 0;
+
+	ck_assert_int_eq(pipe(p), 0);
+	daemon = fork();
+	ck_assert_int_ge(daemon, 0);
+	if (daemon == 0) {
+		struct srv s;
+		int calls[2];
+
+		start_helper(&s, calls);
+		if (write(p[1], &s.priv.pid, sizeof(pid_t)) != sizeof(pid_t))
+			_exit(1);
+		pause(); /* until SIGKILL: no priv_stop, no EOF of ours */
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &helper, sizeof(helper)), sizeof(helper));
+	ck_assert(running(helper));
+	kill(daemon, SIGKILL);
+	ck_assert_int_eq(waitpid(daemon, &status, 0), daemon);
+	/* PR_SET_PDEATHSIG: killed with it (whoever reaps it) */
+	for (int i = 0; i < 500 && running(helper); i++)
+		usleep(10000);
+	ck_assert_msg(!running(helper), "the helper %d outlived its daemon", helper);
+	close(p[0]);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("serve_priv");
+	TCase *tc = tcase_create("helper");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, a_spawn_is_only_this_binarys_run);
+	tcase_add_test(tc, malformed_spawns_are_refused);
+	tcase_add_test(tc, taps_are_the_sandboxes_own);
+	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);
+	tcase_add_test(tc, hostile_requests_leave_the_helper_serving);
+	tcase_add_test(tc, the_helper_ends_with_its_daemon);
+	suite_add_tcase(s, tc);
+	return tvm_run_suite(s);
+}

@@ -1,0 +1,378 @@
+/* The daemon's privileged helper (serve.h, "The privileged helper").
+ *
+ * tinyvmm serve forks it before it reads a client's byte and before it
+ * confines itself (seccomp role SC_DAEMON: no exec, no fork, no ioctl,
+ * Unix sockets only). It then asks the helper for the few things that
+ * need more: a sandbox's VMM started (this binary's `run`), a sandbox's
+ * TAP made or removed, the host's IPv4 addresses. A daemon taken over by
+ * a client can ask for nothing else: every request is checked here, once,
+ * by priv_parse, before use (no other program, no interface but a tvs
+ * one, no address outside net_range, one log fd).
+ *
+ * Transport: a SOCK_SEQPACKET socketpair, one request and one answer at a
+ * time (the daemon's side holds a mutex across both). A VMM is made with
+ * clone(CLONE_PARENT): it is the daemon's child, which reaps, signals and
+ * re-adopts it as any other; the helper keeps no child. The helper ends at
+ * its socket's EOF, or with the daemon (PR_SET_PDEATHSIG). */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve.h"
+
+static void put_err(char *err, size_t cap, const char *msg)
+{
+	if (cap)
+		snprintf(err, cap, "%s", msg);
+}
+
+/* "tvs" and 8 lowercase hex digits, NUL-padded: a sandbox's TAP
+ * (net_tap_name), never another interface. */
+static bool tap_name_ok(const char name[PRIV_NAME_LEN])
+{
+	if (memcmp(name, "tvs", 3))
+		return false;
+	for (int i = 3; i < 11; i++)
+		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+			return false;
+	for (int i = 11; i < PRIV_NAME_LEN; i++)
+		if (name[i])
+			return false;
+	return true;
+}
+
+int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limits *lim, struct priv_msg *m, char *err,
+	       size_t cap)
+{
+	const struct priv_head *h = buf;
+	const char *p, *end;
+	uint32_t mask;
+
+	memset(m, 0, sizeof(*m));
+	if (n < sizeof(*h)) {
+		put_err(err, cap, "request shorter than its head");
+		return -EINVAL;
+	}
+	m->op = h->op;
+	m->host = h->host;
+	memcpy(m->name, h->name, PRIV_NAME_LEN);
+	if (h->op != PRIV_SPAWN && (n != sizeof(*h) || nfds)) {
+		put_err(err, cap, "request with a body or a file it does not take");
+		return -EINVAL;
+	}
+	switch (h->op) {
+	case PRIV_SPAWN:
+		if (nfds != 1) {
+			put_err(err, cap, "spawn: exactly one file (the VMM's log) is expected");
+			return -EINVAL;
+		}
+		if (h->argc < 2 || h->argc > PRIV_MAX_ARGS) {
+			put_err(err, cap, "spawn: argument count out of range");
+			return -EINVAL;
+		}
+		p = (const char *)buf + sizeof(*h);
+		end = (const char *)buf + n;
+		for (uint32_t i = 0; i < h->argc; i++) {
+			const char *z = memchr(p, 0, (size_t)(end - p));
+
+			if (!z) {
+				put_err(err, cap, "spawn: an argument is not NUL-terminated");
+				return -EINVAL;
+			}
+			m->argv[i] = p;
+			p = z + 1;
+		}
+		if (p != end) {
+			put_err(err, cap, "spawn: bytes after the last argument");
+			return -EINVAL;
+		}
+		m->argv[h->argc] = NULL;
+		m->argc = h->argc;
+		if (strcmp(m->argv[0], lim->exe) || strcmp(m->argv[1], "run")) {
+			put_err(err, cap, "spawn: only this binary's `run` is started");
+			return -EPERM;
+		}
+		return 0;
+	case PRIV_TAP_UP:
+		mask = ~0u << (32 - lim->net_prefix);
+		if (!tap_name_ok(h->name) || (h->host & mask) != lim->net_base || (h->host & 3u) != 1) {
+			put_err(err, cap, "tap: not a sandbox's TAP, or its address is outside net_range");
+			return -EPERM;
+		}
+		return 0;
+	case PRIV_TAP_DOWN:
+		if (!tap_name_ok(h->name)) {
+			put_err(err, cap, "tap: not a sandbox's TAP");
+			return -EPERM;
+		}
+		return 0;
+	case PRIV_ADDRS: return 0;
+	default: put_err(err, cap, "unknown request"); return -EINVAL;
+	}
+}
+
+/* The VMM, as the daemon's child: its own session (a ^C to the daemon's
+ * terminal is not one to the sandboxes, which outlive a daemon restart),
+ * no signal blocked, stdin /dev/null, stdout and stderr its log. */
+static int spawn(const struct priv_msg *m, int logfd, const char *exe)
+{
+	long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+
+	if (pid == 0) {
+		sigset_t none;
+		int null = open("/dev/null", O_RDONLY);
+
+		setsid();
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		dup2(null, 0);
+		dup2(logfd, 1);
+		dup2(logfd, 2);
+		close_range(3, ~0u, 0);
+		execv(exe, (char *const *)m->argv);
+		_exit(127);
+	}
+	return pid < 0 ? -errno : (int)pid;
+}
+
+static void answer(int fd, const struct priv_reply *rep)
+{
+	size_t len = offsetof(struct priv_reply, addrs);
+
+	if (rep->r > 0 && rep->op == PRIV_ADDRS)
+		len += (size_t)rep->r * sizeof(rep->addrs[0]);
+	if (send(fd, rep, len, MSG_NOSIGNAL) < 0) {
+		/* the daemon is gone: the next recvmsg sees its EOF */
+	}
+}
+
+static void __attribute__((noreturn)) helper_main(int fd, const struct priv_limits *lim)
+{
+	static char buf[PRIV_MAX_MSG];
+	static struct priv_msg m;
+	static struct priv_reply rep;
+
+	for (;;) {
+		union {
+			char b[CMSG_SPACE(sizeof(int) * 8)];
+			struct cmsghdr align;
+		} cm;
+		struct iovec iov = { buf, sizeof(buf) };
+		struct msghdr mh = {
+			.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof(cm.b)
+		};
+		int fds[8];
+		unsigned nfds = 0;
+		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+
+		if (n == 0)
+			_exit(0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			_exit(1);
+		}
+		for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)
+				continue;
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int) && nfds < 8; i++)
+				memcpy(&fds[nfds++], CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+		}
+		memset(&rep, 0, offsetof(struct priv_reply, addrs));
+		rep.op = n >= (ssize_t)sizeof(uint32_t) ? ((const struct priv_head *)buf)->op : 0;
+		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) {
+			rep.r = -E2BIG;
+			put_err(rep.err, sizeof(rep.err), "request too large");
+		} else if ((rep.r = priv_parse(buf, (size_t)n, nfds, lim, &m, rep.err, sizeof(rep.err))) == 0) {
+			switch (m.op) {
+			case PRIV_SPAWN: {
+				struct stat st;
+
+				/* a log file, not a socket or a device to hand a VMM */
+				if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode)) {
+					rep.r = -EINVAL;
+					put_err(rep.err, sizeof(rep.err), "spawn: the log is not a regular file");
+				} else if ((rep.r = spawn(&m, fds[0], lim->exe)) < 0) {
+					snprintf(rep.err, sizeof(rep.err), "fork: %s", strerror(-rep.r));
+				}
+				break;
+			}
+			case PRIV_TAP_UP: rep.r = net_tap_up(m.name, m.host, rep.err, sizeof(rep.err)); break;
+			case PRIV_TAP_DOWN: rep.r = net_tap_down(m.name); break;
+			case PRIV_ADDRS: rep.r = net_host_addrs(rep.addrs, PRIV_MAX_ADDRS); break;
+			}
+		}
+		for (unsigned i = 0; i < nfds; i++)
+			close(fds[i]);
+		answer(fd, &rep);
+	}
+}
+
+int priv_start(struct srv *s)
+{
+	struct priv_limits lim = { .net_base = s->cfg.net_base, .net_prefix = s->cfg.net_prefix };
+	pid_t daemon = getpid(), pid;
+	int sv[2];
+
+	snprintf(lim.exe, sizeof(lim.exe), "%s", s->cfg.exe);
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		int err = errno;
+
+		close(sv[0]);
+		close(sv[1]);
+		return -err;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+		/* Nothing of the daemon's but its stderr: no listening
+		 * socket, no state lock (a helper must not keep either). */
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != daemon || null < 0 || dup2(null, 0) < 0 ||
+		    dup2(null, 1) < 0 || dup3(sv[1], 3, O_CLOEXEC) < 0)
+			_exit(1);
+		close_range(4, ~0u, 0);
+		setsid();
+		prctl(PR_SET_NAME, "tinyvmm-priv");
+		helper_main(3, &lim);
+	}
+	close(sv[1]);
+	s->priv.fd = sv[0];
+	s->priv.pid = pid;
+	pthread_mutex_init(&s->priv.mu, NULL);
+	return 0;
+}
+
+void priv_stop(struct srv *s)
+{
+	if (s->priv.fd < 0)
+		return;
+	close(s->priv.fd);
+	s->priv.fd = -1;
+	while (waitpid(s->priv.pid, NULL, 0) < 0 && errno == EINTR)
+		;
+}
+
+/* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
+ * the helper is gone. */
+static int call(struct srv *s, const void *req, size_t len, int fd, struct priv_reply *rep)
+{
+	union {
+		char b[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cm;
+	struct iovec iov = { (void *)req, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	ssize_t n;
+
+	if (fd >= 0) {
+		struct cmsghdr *c;
+
+		memset(&cm, 0, sizeof(cm));
+		mh.msg_control = cm.b;
+		mh.msg_controllen = sizeof(cm.b);
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+	}
+	pthread_mutex_lock(&s->priv.mu);
+	do
+		n = sendmsg(s->priv.fd, &mh, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n == (ssize_t)len)
+		do
+			n = recv(s->priv.fd, rep, sizeof(*rep), 0);
+		while (n < 0 && errno == EINTR);
+	else
+		n = -1;
+	pthread_mutex_unlock(&s->priv.mu);
+	if (n < (ssize_t)offsetof(struct priv_reply, addrs) ||
+	    (rep->r > 0 && rep->op == PRIV_ADDRS &&
+	     (rep->r > PRIV_MAX_ADDRS ||
+	      (size_t)n != offsetof(struct priv_reply, addrs) + (size_t)rep->r * sizeof(rep->addrs[0])))) {
+		snprintf(rep->err, sizeof(rep->err), "the daemon's privileged helper is gone");
+		return rep->r = -EPIPE;
+	}
+	rep->err[sizeof(rep->err) - 1] = 0;
+	return rep->r;
+}
+
+pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap)
+{
+	struct priv_reply rep;
+	struct priv_head h = { .op = PRIV_SPAWN };
+	size_t len = sizeof(h);
+	char *req;
+	int r;
+
+	for (h.argc = 0; argv[h.argc]; h.argc++)
+		len += strlen(argv[h.argc]) + 1;
+	if (len > PRIV_MAX_MSG || !(req = malloc(len))) {
+		put_err(err, cap, "spawn: arguments too long");
+		return -E2BIG;
+	}
+	memcpy(req, &h, sizeof(h));
+	len = sizeof(h);
+	for (uint32_t i = 0; i < h.argc; i++) {
+		size_t k = strlen(argv[i]) + 1;
+
+		memcpy(req + len, argv[i], k);
+		len += k;
+	}
+	r = call(s, req, len, logfd, &rep);
+	free(req);
+	if (r < 0)
+		put_err(err, cap, rep.err);
+	return r;
+}
+
+int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap)
+{
+	struct priv_head h = { .op = PRIV_TAP_UP, .host = host };
+	struct priv_reply rep;
+	int r;
+
+	memcpy(h.name, name, strnlen(name, PRIV_NAME_LEN - 1));
+	r = call(s, &h, sizeof(h), -1, &rep);
+	if (r < 0)
+		put_err(err, cap, rep.err);
+	return r;
+}
+
+int priv_tap_down(struct srv *s, const char *name)
+{
+	struct priv_head h = { .op = PRIV_TAP_DOWN };
+	struct priv_reply rep;
+
+	memcpy(h.name, name, strnlen(name, PRIV_NAME_LEN - 1));
+	return call(s, &h, sizeof(h), -1, &rep);
+}
+
+int priv_addrs(struct srv *s, uint32_t *out, size_t cap)
+{
+	struct priv_head h = { .op = PRIV_ADDRS };
+	struct priv_reply rep;
+	int r = call(s, &h, sizeof(h), -1, &rep);
+
+	if (r < 0)
+		return r;
+	if ((size_t)r > cap)
+		r = (int)cap;
+	memcpy(out, rep.addrs, (size_t)r * sizeof(*out));
+	return r;
+}
