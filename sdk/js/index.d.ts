@@ -250,7 +250,7 @@ export declare function templates(opts?: { socketPath?: string }): Promise<Templ
 export declare function buildTemplate(name: string, warmup: string, opts?: { cpus?: number; memoryMib?: number; timeout?: number; network?: boolean | NetworkOptions; socketPath?: string; requestTimeoutMs?: number }): Promise<Template>;
 export declare function getTemplate(name: string, opts?: { socketPath?: string }): Promise<Template>;
 export declare function deleteTemplate(name: string, opts?: { socketPath?: string }): Promise<boolean>;
-export declare function health(opts?: { socketPath?: string }): Promise<{ status: string; sandboxes: number }>;
+export declare function health(opts?: { socketPath?: string }): Promise<{ status: 'ok' | 'degraded'; sandboxes: number; problems: string[] }>;
 export declare function version(opts?: { socketPath?: string }): Promise<{ version: string; api: string }>;
 
 export default Sandbox;

@@ -481,7 +481,12 @@ class T01Service(ServeTest):
     def test_health_and_version(self):
         r = call(UID_A, "GET", "/v1/health")
         self.assertEqual(r.status, 200)
-        self.assertEqual(r.json["status"], "ok")
+        if NO_VM:  # the daemon answers, and says why no sandbox can start
+            self.assertEqual(r.json["status"], "degraded")
+            self.assertEqual(len(r.json["problems"]), 1, r.json)
+            self.assertRegex(r.json["problems"][0], r"^/dev/kvm: .*: no sandbox can start$")
+        else:
+            self.assertEqual((r.json["status"], r.json["problems"]), ("ok", []))
         r = call(UID_B, "GET", "/v1/version")
         self.assertEqual(r.status, 200)
         self.assertEqual(r.json["api"], "v1")
@@ -2540,6 +2545,25 @@ class T16DaemonWalls(ServeTest):
             self.assertEqual((r.status, r.json["exit_code"]), (200, 0))
         finally:
             delete(UID_A, sid)
+
+    def test_a_daemon_whose_helper_is_gone_says_so(self):
+        """Its helper killed: health is degraded and says why, a create is
+        a 500 naming it, the daemon lives on; a restart mends it."""
+        helpers = [c for c in children_of(DAEMON.pid) if is_helper_of(c, DAEMON.pid)]
+        self.assertEqual(len(helpers), 1)
+        os.kill(helpers[0], signal.SIGKILL)
+        wait_for(lambda: proc_status(helpers[0]).get("State", "Z").startswith("Z"), "the helper to end")
+        r = call(UID_A, "GET", "/v1/health")
+        self.assertEqual(r.json["status"], "degraded")
+        self.assertIn("the daemon's privileged helper is gone: no sandbox can start (restart the daemon)",
+                      r.json["problems"])
+        e = self.expect_error(create(UID_A, expect=500), 500, "internal")
+        self.assertIn("the daemon's privileged helper is gone", e["message"])
+        self.assertEqual(leaks(), [])
+        restart_daemon()
+        r = call(UID_A, "GET", "/v1/health")
+        self.assertNotIn("the daemon's privileged helper is gone: no sandbox can start (restart the daemon)",
+                         r.json["problems"])
 
     def test_a_forbidden_call_ends_the_daemon(self):
         """The test binary's daemon makes a call its role forbids (listen,

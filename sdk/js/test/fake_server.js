@@ -299,7 +299,7 @@ export class FakeDaemon {
     const m = req.method;
     if (parts[0] !== 'v1') throw new ApiError(404, 'not_found', 'no route');
     const [, a, sid, ...rest] = parts;
-    if (a === 'health' && !sid) return this.json(res, 200, { status: 'ok', sandboxes: this.sandboxes.size });
+    if (a === 'health' && !sid) return this.json(res, 200, { status: 'ok', sandboxes: this.sandboxes.size, problems: [] });
     if (a === 'version' && !sid) return this.json(res, 200, { version: '0.0.0-fake', api: 'v1' });
     if (a === 'templates' && rest.length === 1 && rest[0] === 'pool') {
       if (sid !== 'default') throw new ApiError(404, 'not_found', `no template "${sid}"`);

@@ -504,7 +504,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if method == "GET":
                 with f.lock:
                     n = sum(1 for s in f.sandboxes.values() if s.state == "running")
-                return self._send_json(200, {"status": "ok", "sandboxes": n})
+                return self._send_json(200, {"status": "ok", "sandboxes": n, "problems": []})
         elif parts == ["version"]:
             allowed = "GET"
             if method == "GET":

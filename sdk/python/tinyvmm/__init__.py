@@ -35,7 +35,9 @@ __all__ = [
 
 
 def health(socket_path: "str | None" = None) -> dict:
-    """``GET /v1/health``: ``{"status": "ok", "sandboxes": N}``."""
+    """``GET /v1/health``: ``{"status": "ok", "sandboxes": N, "problems": []}``;
+    ``"status": "degraded"`` with one line per reason in ``problems`` when
+    no sandbox can start (no usable ``/dev/kvm``, the daemon's helper gone)."""
     return Client(socket_path).call("GET", "/health")
 
 
