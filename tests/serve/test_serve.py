@@ -2280,6 +2280,35 @@ class T15Network(ServeTest):
                     flags = json.load(f)["net_args"]
             self.assertEqual(flags, want, net)
 
+    def test_saved_rules_are_checked_again_at_load(self):
+        """A state file is input too: a restarted daemon runs each saved
+        egress value through the VMM's parsers again, and one they refuse
+        leaves the sandbox with no way out (--net-deny-all), said once."""
+        r = as_uid(UID_C, Client(SOCK, API, timeout=CREATE_WAIT).request, "POST", "/v1/sandboxes",
+                   json={"network": {"enabled": True, "allow_out": ["10.0.0.0/8"]}}, check="response")
+        if r.status == 201:
+            sid = r.json["id"]
+            CREATED[sid] = (UID_C, r.json["access_token"])
+            self.assertEqual(delete(UID_C, sid).status, 204)
+            wait_ended(UID_C, sid)
+        else:
+            self.assertTrue(NO_VM and r.status == 500, r.body)
+            sid = re.search(rb"sandboxes/(sbx_[0-9a-f]{32})/", r.body).group(1).decode()
+        path = os.path.join(STATE, "sandboxes", sid, "state.json")
+        said = "sandbox %s: its egress rules are unreadable: it is given none" % sid
+        for args, bad in ((["--net-allow", "10.0.0.0/8"], False), (["--net-allow", "bogus"], True),
+                          (["--net-allow", "10.0.0.0/33"], True), (["--net-dns", "not-an-address"], True),
+                          (["--net-dns", "10.0.0.1"] * 5, True), (["--net-exec", "/bin/sh"], True)):
+            self.assertTrue(stop_daemon(), log_tail())
+            with open(path) as f:
+                st = json.load(f)
+            self.assertIn("net_args", st)
+            st["net_args"] = args
+            with open(path, "w") as f:
+                json.dump(st, f)
+            start_daemon()
+            self.assertEqual(said in log_tail(20), bad, (args, log_tail(20)))
+
     def test_the_daemon_gives_each_a_tap_and_a_30_and_removes_it(self):
         """network.enabled: a TAP of its own made by the daemon with the
         host end of a /30 of --net-range; the guest's eth0 has the other

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "vmm/sandbox/jail.h"
+#include "devices/net/net_filter.h"
 #include "vmm/serve/serve.h"
 
 #define STOP_GRACE_NS (5ull * 1000000000ull) /* SIGTERM, then SIGKILL */
@@ -953,11 +954,26 @@ static void kill_wait(const struct sandbox *sb)
  * empty or missing list (an older daemon's state): it fails closed, to
  * --net-deny-all. True when it read pairs (rules that may be the default
  * ones), false when sb denies all. */
+/* A saved egress flag's value, checked as its create's was (the VMM's own
+ * parsers): a state file is input too, and a value the VMM refuses would
+ * make a resume fail. ndns counts the --net-dns ones. */
+static bool net_value_ok(const char *flag, const char *value, unsigned *ndns)
+{
+	struct tvm_err e = { 0 };
+	struct net_rule r;
+	struct net_policy p = { 0 };
+
+	if (!strcmp(flag, "--net-dns"))
+		return ++*ndns <= TVM_MAX_NET_DNS && !net_policy_add_dns(&p, value, &e);
+	return !net_rule_parse(value, &r, &e);
+}
+
 static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 {
 	int a = json_find(d, 0, "net_args"), n = 0;
 	bool ok = a >= 0 && d->tok[a].type == JSON_ARRAY && d->tok[a].size <= 4 * SB_NET_RULES_MAX;
 	char flag[16], value[72];
+	unsigned ndns = 0;
 
 	if (ok && d->tok[a].size == 1 && !json_get_string(d, json_first(d, a), flag, sizeof(flag), NULL) &&
 	    !strcmp(flag, "--net-deny-all") && !sb_net_arg_add(sb, flag, NULL))
@@ -967,7 +983,8 @@ static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 			ok = !json_get_string(d, k, flag, sizeof(flag), NULL) &&
 			     (!strcmp(flag, "--net-allow") || !strcmp(flag, "--net-dns"));
 		else
-			ok = !json_get_string(d, k, value, sizeof(value), NULL) && !sb_net_arg_add(sb, flag, value);
+			ok = !json_get_string(d, k, value, sizeof(value), NULL) && net_value_ok(flag, value, &ndns) &&
+			     !sb_net_arg_add(sb, flag, value);
 	}
 	if (ok && n && n % 2 == 0)
 		return true;
