@@ -627,6 +627,12 @@ class T02Sandboxes(ServeTest):
                  (b'{"network": {"enabled": true, "dns": ["10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4",'
                   b' "10.0.0.5"]}}', "network.dns: an array of at most 4"),
                  (b'{"network": {"enabled": true, "allow_out": ["10.0.0.0/33"]}}', "prefix length over 32"),
+                 # the rule named whole, also one that starts with a colon or holds a range
+                 (b'{"network": {"enabled": true, "allow_out": ["::1/129"]}}',
+                  "network.allow_out: ::1/129: prefix length over 128"),
+                 (b'{"network": {"enabled": true, "allow_out": ["10.0.0.0/8:80-90"]}}',
+                  'network.allow_out: "10.0.0.0/8:80-90": CIDR[:PORT[/tcp|udp]] (one port per rule) is expected'),
+                 (b'{"network": {"enabled": true, "allow_out": [5]}}', "a string of at most 71 bytes"),
                  (b'{"network": {"enabled": true, "dns": ["10.0.0.0/8"]}}', "network.dns: 10.0.0.0/8: expected a plain"),
                  # rules without enabled: no network would be a surprise
                  (b'{"network": {"allow_out": ["10.0.0.0/8:80/tcp"]}}', "network.allow_out: given without"),

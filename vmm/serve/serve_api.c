@@ -161,16 +161,21 @@ static bool rule_ok(const char *s)
 /* The rule parser's messages name the CLI's flag ("net-allow 1.2.3.4:0:
  * port must be 1..65535"); an API client named no flag, so the flag goes
  * and the message starts at the value, or at the reason when none is
- * quoted ("net-allow: empty rule"). */
+ * quoted ("net-allow: empty rule", "net-dns : ..." of an empty value).
+ * Only the flag's own separator goes: a value may begin with a colon
+ * ("::1/129"). */
 static const char *api_words(const char *msg, const char *flag)
 {
 	size_t n = strlen(flag);
 
 	if (strncmp(msg, flag, n))
 		return msg;
-	for (msg += n; *msg == ':' || *msg == ' ';) /* and the ": " of an empty value */
+	msg += n;
+	if (!strncmp(msg, " : ", 3)) /* an empty value */
+		return msg + 3;
+	if (*msg == ':')
 		msg++;
-	return msg;
+	return *msg == ' ' ? msg + 1 : msg;
 }
 
 int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb)
@@ -220,14 +225,22 @@ int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb)
 			return -1;
 		}
 		for (int k = json_first(d, a); k >= 0; k = json_next(d, a, k)) {
-			static const char *const want[2] = { "CIDR[:PORT[/tcp|udp]]", "an IPv4 or IPv6 address" };
+			static const char *const want[2] = { "CIDR[:PORT[/tcp|udp]] (one port per rule)",
+							     "an IPv4 or IPv6 address" };
 			struct tvm_err e = { 0 };
 			struct net_rule r;
 			struct net_policy p = { 0 };
 			char v[72];
 
-			if (json_get_string(d, k, v, sizeof(v), NULL) || !rule_ok(v)) {
-				conn_error(c, 400, "bad_request", "network.%s: %s is expected", lists[l], want[l]);
+			if (json_get_string(d, k, v, sizeof(v), NULL)) {
+				conn_error(c, 400, "bad_request",
+					   "network.%s: %s, a string of at most %zu bytes, is expected", lists[l],
+					   want[l], sizeof(v) - 1);
+				return -1;
+			}
+			if (!rule_ok(v)) { /* named: the JSON writer escapes what it must */
+				conn_error(c, 400, "bad_request", "network.%s: \"%s\": %s is expected", lists[l], v,
+					   want[l]);
 				return -1;
 			}
 			/* the VMM's own parser: a rule it would refuse is the
