@@ -144,6 +144,7 @@ static void make_allowed_calls(const void *arg)
 			break;
 		case SC_NOBITS: call_with(r->nr, r->arg, 0); break;
 		case SC_BITS: call_with(r->nr, r->arg, r->val[0]); break;
+		case SC_POS: call_with(r->nr, r->arg, 1); break;
 		case SC_ERRNO:
 			if (call_with(r->nr, -1, 0) != -1 || errno != (int)r->val[0])
 				_exit(3);
@@ -179,7 +180,7 @@ static long perturbed(const struct sc_rule *r)
 
 	if (r->kind == SC_NOBITS)
 		return r->val[0];
-	if (r->kind == SC_BITS)
+	if (r->kind == SC_BITS || r->kind == SC_POS)
 		return 0;
 	for (unsigned i = 0; i < r->nval; i++)
 		if (r->val[i] == v) {
@@ -458,11 +459,13 @@ static void kill_probe(const void *arg)
 
 START_TEST(the_daemon_signals_one_process_at_a_time)
 {
-	pid_t self = getpid(), all = -1, group = -getpgrp();
+	pid_t self = getpid(), all = -1, group = -getpgrp(), own_group = 0, lowest = (pid_t)0x80000000u;
 
 	ck_assert(exited_ok(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &self)));
 	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &all)));
 	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &group)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &own_group)));
+	ck_assert(killed_by_sigsys(run_confined(SC_DAEMON, 0, TVM_SECCOMP_KILL, -1, kill_probe, &lowest)));
 }
 END_TEST
 

@@ -52,7 +52,23 @@ int net_host_addrs(uint32_t *out, size_t cap)
 	return 2;
 }
 
-static const struct priv_limits lim = { .exe = "/usr/bin/tinyvmm", .net_base = 0x0ad30000, .net_prefix = 16 };
+static const struct priv_limits lim = { .exe = "/usr/bin/tinyvmm",
+					.state_dir = "/var/lib/tinyvmm/serve",
+					.cgroup_parent = "tinyvmm",
+					.jail = true,
+					.net_base = 0x0ad30000,
+					.net_prefix = 16 };
+
+/* A sandbox's directory under lim.state_dir, and another's. */
+#define SBX "/var/lib/tinyvmm/serve/sandboxes/sbx_0a1b2c3d0123456789abcdef01234567"
+#define SBY "/var/lib/tinyvmm/serve/sandboxes/sbx_ffffffff0123456789abcdef01234567"
+/* What vmm_argv gives a create (its head and tail around the optional
+ * middle): the test's baseline. */
+#define VMM_HEAD                                                                                                \
+	"/usr/bin/tinyvmm", "run", "--vsock-uds", SBX "/vsock.sock", "--serial-out", "/dev/null", "--pause-to", \
+		SBX "/paused-1"
+#define VMM_TAIL \
+	"--idle-timeout", "600", "--cgroup-parent", "tinyvmm", "--jail", "--jail-dir", "/var/lib/tinyvmm/serve/jail"
 
 /* A request: head h, then the strings of argv (NULL-terminated) packed. */
 static size_t build(char *buf, size_t cap, struct priv_head h, const char *const *argv)
@@ -91,30 +107,127 @@ static struct priv_head tap_head(uint32_t op, const char *name, uint32_t host)
 	return h;
 }
 
+static size_t count(const char *const *v)
+{
+	size_t n = 0;
+
+	while (v[n])
+		n++;
+	return n;
+}
+
+/* priv_parse of a spawn of argv with one file. */
+static int parse_argv(const char *const *argv, char *err)
+{
+	static char buf[PRIV_MAX_MSG];
+	size_t n = build(buf, sizeof(buf), spawn_head((uint32_t)count(argv)), argv);
+
+	return parse(buf, n, 1, err);
+}
+
 START_TEST(a_spawn_is_only_this_binarys_run)
 {
 	static char buf[PRIV_MAX_MSG];
 	static struct priv_msg m;
-	const char *ok[] = { "/usr/bin/tinyvmm", "run", "--vsock-uds", "/x/vsock.sock", NULL };
+	const char *ok[] = { VMM_HEAD, "--mem", "512", "--cpus", "1", VMM_TAIL, NULL };
 	char err[200];
-	size_t n = build(buf, sizeof(buf), spawn_head(4), ok);
+	size_t n = build(buf, sizeof(buf), spawn_head((uint32_t)count(ok)), ok);
 
 	ck_assert_int_eq(priv_parse(buf, n, 1, &lim, &m, err, sizeof(err)), 0);
-	ck_assert_uint_eq(m.argc, 4);
-	ck_assert_str_eq(m.argv[3], "/x/vsock.sock");
-	ck_assert_ptr_null(m.argv[4]);
+	ck_assert_uint_eq(m.argc, count(ok));
+	ck_assert_str_eq(m.argv[3], SBX "/vsock.sock");
+	ck_assert_ptr_null(m.argv[m.argc]);
 
-	const char *sh[] = { "/bin/sh", "run", NULL };
-	n = build(buf, sizeof(buf), spawn_head(2), sh);
-	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+	const char *sh[] = { "/bin/sh", "run", "--vsock-uds", SBX "/vsock.sock", "--pause-to", SBX "/paused-1", NULL };
+	ck_assert_int_eq(parse_argv(sh, err), -EPERM);
 	ck_assert_str_eq(err, "spawn: only this binary's `run` is started");
 	const char *serve[] = { "/usr/bin/tinyvmm", "serve", NULL };
-	n = build(buf, sizeof(buf), spawn_head(2), serve);
-	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+	ck_assert_int_eq(parse_argv(serve, err), -EPERM);
 	/* a prefix of the path is not the path */
 	const char *prefix[] = { "/usr/bin/tinyvmm2", "run", NULL };
-	n = build(buf, sizeof(buf), spawn_head(2), prefix);
-	ck_assert_int_eq(parse(buf, n, 1, err), -EPERM);
+	ck_assert_int_eq(parse_argv(prefix, err), -EPERM);
+}
+END_TEST
+
+/* Only what vmm_argv gives: its flags, each path one of the same
+ * sandbox's under the state dir, the jail when the daemon jails. */
+START_TEST(a_spawn_has_only_the_daemons_flags)
+{
+	char err[200];
+	const char *create[] = { VMM_HEAD, "--mem", "512", "--cpus", "2", VMM_TAIL, NULL };
+	const char *resume[] = { VMM_HEAD, "--snapshot", SBX "/paused-12", VMM_TAIL, NULL };
+	const char *net[] = { VMM_HEAD,      VMM_TAIL,
+			      "--net",       "tvs0a1b2c3d",
+			      "--net-mac",   "02:0a:1b:2c:3d:01",
+			      "--net-allow", "10.0.0.0/8:443/tcp",
+			      "--net-allow", "::/0",
+			      "--net-dns",   "10.0.0.53",
+			      NULL };
+	const char *deny[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d", "--net-deny-all", NULL };
+
+	ck_assert_int_eq(parse_argv(create, err), 0);
+	ck_assert_int_eq(parse_argv(resume, err), 0);
+	ck_assert_int_eq(parse_argv(net, err), 0);
+	ck_assert_int_eq(parse_argv(deny, err), 0);
+
+	/* a flag it never gives, or one of its with a value it never gives */
+	static const char *const bad[][2] = {
+		{ "--no-seccomp", NULL },
+		{ "--seccomp", "off" },
+		{ "--put", "/etc/shadow:/x" },
+		{ "--get", "/x:/etc/passwd" },
+		{ "--kernel", "/boot/vmlinuz" },
+		{ "--drive", "/dev/sda" },
+		{ "--metrics", "/etc/cron.d/x" },
+		{ "--snapshot", "/var/lib/tinyvmm/serve/templates/0/t" },
+		{ "--snapshot", SBY "/paused-1" },
+		{ "--snapshot", SBX "/paused-1/../../../../../../etc" },
+		{ "--snapshot", SBX "/paused-" },
+		{ "--serial-out", "/tmp/x" },
+		{ "--mem", "lots" },
+		{ "--mem", "" },
+		{ "--cgroup-parent", "/" },
+		{ "--jail-dir", "/" },
+		{ "--net", "eth0" },
+		{ "--net", "tvsffffffff" },
+		{ "--net", "tvs0a1b2c3d0" },
+		{ "--net-mac", "ff:ff:ff:ff:ff:ff" },
+		{ "--net-allow", "bogus" },
+		{ "--net-dns", "10.0.0.0/8" },
+		{ "--vsock-uds", SBX "/vsock.sock" }, /* twice */
+		{ "--idle-timeout", NULL },           /* no value: the last argument */
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = { VMM_HEAD, VMM_TAIL, bad[i][0], bad[i][1], NULL };
+
+		ck_assert_msg(parse_argv(argv, err) == -EPERM, "%s %s was taken", bad[i][0], bad[i][1]);
+	}
+	/* paths of another sandbox, or of none */
+	const char *mixed[] = { "/usr/bin/tinyvmm", "run",           "--vsock-uds", SBX "/vsock.sock",
+				"--pause-to",       SBY "/paused-1", VMM_TAIL,      NULL };
+	ck_assert_int_eq(parse_argv(mixed, err), -EPERM);
+	const char *outside[] = { "/usr/bin/tinyvmm", "run",           "--vsock-uds", "/run/docker.sock",
+				  "--pause-to",       SBX "/paused-1", VMM_TAIL,      NULL };
+	ck_assert_int_eq(parse_argv(outside, err), -EPERM);
+	const char *prefix[] = {
+		"/usr/bin/tinyvmm", "run",
+		"--vsock-uds",      "/var/lib/tinyvmm/serve2/sandboxes/sbx_0a1b2c3d0123456789abcdef01234567/vsock.sock",
+		"--pause-to",       SBX "/paused-1",
+		VMM_TAIL,           NULL
+	};
+	ck_assert_int_eq(parse_argv(prefix, err), -EPERM);
+	/* the TAP of another sandbox, given before the paths */
+	const char *tap_first[] = { "/usr/bin/tinyvmm", "run",        "--net",         "tvsffffffff", "--vsock-uds",
+				    SBX "/vsock.sock",  "--pause-to", SBX "/paused-1", VMM_TAIL,      NULL };
+	ck_assert_int_eq(parse_argv(tap_first, err), -EPERM);
+	ck_assert_str_eq(err, "spawn: --net is another sandbox's TAP");
+	/* the daemon jails: no VMM without --jail; and five resolvers */
+	const char *unjailed[] = { VMM_HEAD, "--idle-timeout", "600", NULL };
+	ck_assert_int_eq(parse_argv(unjailed, err), -EPERM);
+	ck_assert_str_eq(err, "spawn: --vsock-uds, --pause-to, --jail or --jail-dir missing");
+	const char *dns5[] = { VMM_HEAD,   VMM_TAIL,    "--net-dns", "10.0.0.1",  "--net-dns", "10.0.0.2", "--net-dns",
+			       "10.0.0.3", "--net-dns", "10.0.0.4",  "--net-dns", "10.0.0.5",  NULL };
+	ck_assert_int_eq(parse_argv(dns5, err), -EPERM);
 }
 END_TEST
 
@@ -153,9 +266,15 @@ START_TEST(malformed_spawns_are_refused)
 	ck_assert_int_eq(parse(buf, 0, 0, err), -EINVAL);
 	/* the most arguments there may be pass */
 	static const char *many[PRIV_MAX_ARGS + 1];
-	many[0] = "/usr/bin/tinyvmm";
-	for (int i = 1; i < PRIV_MAX_ARGS; i++)
-		many[i] = "run";
+	const char *head[] = { VMM_HEAD, VMM_TAIL };
+	int k = (int)(sizeof(head) / sizeof(head[0]));
+	memcpy(many, head, sizeof(head));
+	if ((PRIV_MAX_ARGS - k) % 2)
+		many[k++] = "--net-deny-all";
+	while (k < PRIV_MAX_ARGS) {
+		many[k++] = "--net-allow";
+		many[k++] = "10.0.0.0/8";
+	}
 	n = build(buf, sizeof(buf), spawn_head(PRIV_MAX_ARGS), many);
 	ck_assert_int_eq(parse(buf, n, 1, err), 0);
 }
@@ -217,6 +336,7 @@ static void start_helper(struct srv *s, int calls[2])
 {
 	memset(s, 0, sizeof(*s));
 	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "/bin/echo");
+	snprintf(s->cfg.state_dir, sizeof(s->cfg.state_dir), "/var/lib/tinyvmm/serve");
 	s->cfg.net_base = 0x0ad30000;
 	s->cfg.net_prefix = 16;
 	ck_assert_int_eq(pipe(calls), 0);
@@ -274,9 +394,9 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 {
 	struct srv s;
 	int calls[2], status;
-	char log[] = "/tmp/tvm-priv-XXXXXX", out[64] = "", err[200] = "";
+	char log[] = "/tmp/tvm-priv-XXXXXX", out[512] = "", err[200] = "";
 	int logfd = mkstemp(log);
-	char *argv[] = { "/bin/echo", "run", "--snapshot", "x", NULL };
+	char *argv[] = { "/bin/echo", "run", "--vsock-uds", SBX "/vsock.sock", "--pause-to", SBX "/paused-1", NULL };
 
 	ck_assert_int_ge(logfd, 0);
 	start_helper(&s, calls);
@@ -286,7 +406,7 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ck_assert_int_gt(pread(logfd, out, sizeof(out) - 1, 0), 0);
-	ck_assert_str_eq(out, "run --snapshot x\n");
+	ck_assert_str_eq(out, "run --vsock-uds " SBX "/vsock.sock --pause-to " SBX "/paused-1\n");
 	close(logfd);
 	unlink(log);
 
@@ -316,7 +436,9 @@ START_TEST(hostile_requests_leave_the_helper_serving)
 	int calls[2], sv[2];
 	char log[] = "/tmp/tvm-priv-XXXXXX";
 	int logfd = mkstemp(log);
-	const char *sh[] = { "/bin/sh", "run", NULL }, *ok[] = { "/bin/echo", "run", NULL };
+	const char *sh[] = { "/bin/sh", "run", NULL }, *ok[] = {
+		"/bin/echo", "run", "--vsock-uds", SBX "/vsock.sock", "--pause-to", SBX "/paused-1", NULL
+	};
 	struct priv_reply rep;
 	size_t n;
 
@@ -328,7 +450,7 @@ START_TEST(hostile_requests_leave_the_helper_serving)
 	ck_assert_int_eq(rep.r, -EPERM);
 	/* a socket for a log: a VMM's stdout must be a file */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	n = build(buf, sizeof(buf), spawn_head(2), ok);
+	n = build(buf, sizeof(buf), spawn_head(6), ok);
 	rep = raw(&s, buf, n, &sv[0], 1);
 	ck_assert_int_eq(rep.r, -EINVAL);
 	ck_assert_str_eq(rep.err, "spawn: the log is not a regular file");
@@ -340,9 +462,12 @@ START_TEST(hostile_requests_leave_the_helper_serving)
 	memset(buf + n, 'a', sizeof(buf) - n);
 	rep = raw(&s, buf, sizeof(buf), &logfd, 1);
 	ck_assert_int_eq(rep.r, -E2BIG);
-	/* a lone byte */
+	/* a lone byte; an empty request (a read of 0, not the daemon's end) */
 	rep = raw(&s, "x", 1, NULL, 0);
 	ck_assert_int_eq(rep.r, -EINVAL);
+	rep = raw(&s, "", 0, NULL, 0);
+	ck_assert_int_eq(rep.r, -EINVAL);
+	ck_assert_str_eq(rep.err, "request shorter than its head");
 	/* still serving, and it made no process and no other call */
 	uint32_t a[2];
 	ck_assert_int_eq(priv_addrs(&s, a, 2), 2);
@@ -417,6 +542,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_spawn_is_only_this_binarys_run);
+	tcase_add_test(tc, a_spawn_has_only_the_daemons_flags);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, taps_are_the_sandboxes_own);
 	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);

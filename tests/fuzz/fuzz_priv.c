@@ -4,7 +4,8 @@
  * many files came with the request (0-3); the rest is the request. Whatever
  * the bytes: no crash, no read past them, and an accepted request holds
  * what the helper relies on, checked again here independently: a spawn is
- * cfg.exe's `run` with one file and every argument inside the request, a
+ * cfg.exe's `run` with one file, every argument inside the request, its
+ * paths a sandbox's under the state dir and --jail among them, a
  * TAP request names a tvs TAP and (up) a /30's host end inside net_range,
  * and nothing else carries a file or a body. */
 #include <stdint.h>
@@ -38,7 +39,12 @@ int net_host_addrs(uint32_t *out, size_t cap)
 	abort();
 }
 
-static const struct priv_limits lim = { .exe = "/usr/local/bin/tinyvmm", .net_base = 0x0ad30000, .net_prefix = 16 };
+static const struct priv_limits lim = { .exe = "/usr/local/bin/tinyvmm",
+					.state_dir = "/var/lib/tinyvmm/serve",
+					.cgroup_parent = "tinyvmm",
+					.jail = true,
+					.net_base = 0x0ad30000,
+					.net_prefix = 16 };
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -71,6 +77,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(memchr(m.argv[i], 0, (size_t)(buf + size - 1 - m.argv[i])));
 			}
 			CHECK(!strcmp(m.argv[0], lim.exe) && !strcmp(m.argv[1], "run"));
+			/* every path one under the state dir, the jail on */
+			for (uint32_t i = 2; i + 1 < m.argc; i++) {
+				if (!strcmp(m.argv[i], "--vsock-uds") || !strcmp(m.argv[i], "--pause-to") ||
+				    !strcmp(m.argv[i], "--snapshot"))
+					CHECK(!strncmp(m.argv[i + 1], "/var/lib/tinyvmm/serve/sandboxes/sbx_", 37) &&
+					      !strstr(m.argv[i + 1], "/.."));
+				CHECK(strcmp(m.argv[i], "--no-seccomp") && strcmp(m.argv[i], "--put") &&
+				      strcmp(m.argv[i], "--kernel") && strcmp(m.argv[i], "--drive"));
+			}
+			bool jailed = false;
+			for (uint32_t i = 2; i < m.argc; i++)
+				jailed |= !strcmp(m.argv[i], "--jail");
+			CHECK(jailed);
 			break;
 		case PRIV_TAP_UP:
 			CHECK(m.host >> 16 == 0x0ad3 && (m.host & 3) == 1);

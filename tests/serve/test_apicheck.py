@@ -196,8 +196,13 @@ class CheckTest(unittest.TestCase):
         self.bad(self.resp("POST", "/v1/sandboxes", 200, CREATED))
 
     def test_health_version(self):
-        self.ok(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": 2}))
-        self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": -1}))
+        self.ok(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": 2, "problems": []}))
+        self.ok(self.resp("GET", "/v1/health", 200, {"status": "degraded", "sandboxes": 0,
+                                                     "problems": ["/dev/kvm: No such file or directory"]}))
+        self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": 2}))
+        self.bad(self.resp("GET", "/v1/health", 200, {"status": "sick", "sandboxes": 0, "problems": []}))
+        self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": 0, "problems": [1]}))
+        self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": -1, "problems": []}))
         self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok"}))
         self.bad(self.resp("GET", "/v1/health", 200, {"status": "ok", "sandboxes": 1, "x": 1}))
         self.bad(self.resp("GET", "/v1/health", 200, "not json"))

@@ -250,7 +250,7 @@ static const struct sc_rule serve_daemon[] = {
 	ALLOW(faccessat2),
 	ALLOW(flock),
 	ALLOW(pipe2), /* an exec's control pipe */
-	WITHOUT(kill, 0, 0x80000000u),
+	{ .nr = __NR_kill, .kind = SC_POS, .arg = 0 },
 	ALLOW(wait4),
 	ALLOW(waitid),
 	ALLOW(geteuid),

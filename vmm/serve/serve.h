@@ -69,10 +69,13 @@ struct srv_cfg {
 /* The privileged helper (serve_priv.c): the daemon's only way to start a
  * VMM or touch a TAP once it is confined. */
 struct priv {
-	int fd; /* SOCK_SEQPACKET to the helper; -1: none */
+	int fd; /* SOCK_SEQPACKET to the helper; -1: none, or given up */
 	pid_t pid;
+	bool reaped;        /* the helper has ended and was waited for */
 	pthread_mutex_t mu; /* one request and its answer at a time */
 };
+/* A helper that does not answer a request in this long is given up. */
+#define PRIV_TIMEOUT_MS 10000
 
 /* A sandbox's shape: what a create (or a warm-up) may ask for. */
 #define SB_CPUS_MAX 8
@@ -187,6 +190,7 @@ struct srv {
 	} pool;
 	struct priv priv;
 	volatile int stopping;
+	volatile int failed; /* stopping for a fault (the helper gone): exit 1 */
 };
 
 /* One HTTP connection, served by one thread. */
@@ -239,9 +243,13 @@ struct priv_reply {
 	uint32_t addrs[PRIV_MAX_ADDRS]; /* PRIV_ADDRS: r of them sent */
 };
 
-/* What the helper allows, fixed when it starts. */
+/* What the helper allows, fixed when it starts: the daemon's settings
+ * that shape a VMM's argv (vmm_argv in serve_sandbox.c). */
 struct priv_limits {
 	char exe[4096];
+	char state_dir[256];
+	char cgroup_parent[256]; /* "": none given */
+	bool jail;               /* every VMM must run --jail --jail-dir <state>/jail */
 	uint32_t net_base;
 	unsigned net_prefix;
 };
@@ -255,14 +263,20 @@ struct priv_msg {
 
 /* Check n bytes of buf, which came with nfds files, against lim: 0 and m
  * filled, or -EINVAL / -EPERM with a line in err. The one place a
- * request's bytes are checked. */
+ * request's bytes are checked. A spawn's argv must be one vmm_argv
+ * makes: `run` and only its flags, each path one of a single sandbox's
+ * under lim->state_dir, --jail when lim->jail, the TAP that sandbox's,
+ * the egress values ones the VMM's parsers take. */
 int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limits *lim, struct priv_msg *m, char *err,
 	       size_t cap);
 /* Fork the helper (before the daemon confines itself or starts a thread):
  * 0 or -errno. */
 int priv_start(struct srv *s);
-/* Close the helper's socket and wait for its end. */
+/* Close the helper's socket, end it and wait for it. */
 void priv_stop(struct srv *s);
+/* Whether requests can still go to the helper (it runs, its socket is
+ * not given up); reaps it once it has ended. The supervisor's check. */
+bool priv_alive(struct srv *s);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);

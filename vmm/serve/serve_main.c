@@ -597,5 +597,5 @@ int serve_main(int argc, char **argv)
 	sb_drain_ended(s);
 	priv_stop(s);
 	fprintf(stderr, "tinyvmm serve: stopped; running sandboxes are left for the next daemon\n");
-	return 0;
+	return s->failed ? 1 : 0;
 }

@@ -16,6 +16,7 @@
  * its socket's EOF, or with the daemon (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stddef.h>
@@ -29,6 +30,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "devices/net/net_filter.h"
 #include "vmm/serve/serve.h"
 
 static void put_err(char *err, size_t cap, const char *msg)
@@ -50,6 +52,132 @@ static bool tap_name_ok(const char name[PRIV_NAME_LEN])
 		if (name[i])
 			return false;
 	return true;
+}
+
+static bool number(const char *v)
+{
+	return *v && strlen(v) <= 9 && strspn(v, "0123456789") == strlen(v);
+}
+
+/* s is "<state>/sandboxes/sbx_<32 hex>" + tail ("/paused-" takes a
+ * generation after it): the id's 32 hex digits into id[33], or false. */
+static bool sandbox_path(const struct priv_limits *lim, const char *s, const char *tail, char id[33])
+{
+	size_t k = strlen(lim->state_dir);
+
+	if (strncmp(s, lim->state_dir, k) || strncmp(s + k, "/sandboxes/sbx_", 15))
+		return false;
+	s += k + 15;
+	for (int i = 0; i < 32; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	memcpy(id, s, 32);
+	id[32] = 0;
+	s += 32;
+	if (!strcmp(tail, "/paused-"))
+		return !strncmp(s, tail, 8) && number(s + 8);
+	return !strcmp(s, tail);
+}
+
+/* "02:" and 5 bytes of lowercase hex, colon-separated (net_mac). */
+static bool mac_ok(const char *v)
+{
+	if (strlen(v) != 17 || strncmp(v, "02:", 3))
+		return false;
+	for (int i = 3; i < 17; i++)
+		if (i % 3 == 2 ? v[i] != ':' : !((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+			return false;
+	return true;
+}
+
+/* The flags vmm_argv gives, each at most once but the egress values. */
+static const char *const once[] = { "--vsock-uds", "--pause-to", "--jail",        "--jail-dir",     "--serial-out",
+				    "--snapshot",  "--mem",      "--cpus",        "--idle-timeout", "--cgroup-parent",
+				    "--net",       "--net-mac",  "--net-deny-all" };
+#define NONCE (sizeof(once) / sizeof(once[0]))
+
+/* One flag f (value v, NULL: none) of a spawn; id: the sandbox its paths
+ * name, set by the first. Whether vmm_argv could have given it. */
+static bool spawn_arg_ok(const struct priv_limits *lim, const char *f, const char *v, char id[33], unsigned *ndns)
+{
+	char other[33], jail_dir[300];
+
+	if (!v)
+		return false;
+	if (!strcmp(f, "--vsock-uds") || !strcmp(f, "--pause-to") || !strcmp(f, "--snapshot")) {
+		if (!sandbox_path(lim, v, f[2] == 'v' ? "/vsock.sock" : "/paused-", other) ||
+		    (*id && strcmp(id, other)))
+			return false;
+		memcpy(id, other, 33);
+		return true;
+	}
+	if (!strcmp(f, "--serial-out"))
+		return !strcmp(v, "/dev/null");
+	if (!strcmp(f, "--mem") || !strcmp(f, "--cpus") || !strcmp(f, "--idle-timeout"))
+		return number(v);
+	if (!strcmp(f, "--cgroup-parent"))
+		return lim->cgroup_parent[0] && !strcmp(v, lim->cgroup_parent);
+	if (!strcmp(f, "--jail-dir")) {
+		snprintf(jail_dir, sizeof(jail_dir), "%s/jail", lim->state_dir);
+		return !strcmp(v, jail_dir);
+	}
+	if (!strcmp(f, "--net")) {
+		char tap[PRIV_NAME_LEN] = "";
+
+		if (strlen(v) >= PRIV_NAME_LEN)
+			return false;
+		memcpy(tap, v, strlen(v));
+		return tap_name_ok(tap); /* its sandbox's: checked at the end */
+	}
+	if (!strcmp(f, "--net-mac"))
+		return mac_ok(v);
+	if (!strcmp(f, "--net-allow") || !strcmp(f, "--net-dns")) {
+		struct tvm_err e = { 0 };
+		struct net_rule r;
+		struct net_policy p = { 0 };
+
+		return f[6] == 'a' ? !net_rule_parse(v, &r, &e)
+				   : ++*ndns <= TVM_MAX_NET_DNS && !net_policy_add_dns(&p, v, &e);
+	}
+	return false;
+}
+
+/* argv[2..argc) of a spawn (see priv_parse): 0, or -EPERM with err. */
+static int spawn_args_ok(const struct priv_limits *lim, const char *const *argv, uint32_t argc, char *err, size_t cap)
+{
+	unsigned seen[NONCE] = { 0 }, ndns = 0;
+	char id[33] = "";
+	const char *tap = NULL;
+
+	for (uint32_t i = 2; i < argc; i++) {
+		const char *f = argv[i];
+		bool flag_only = !strcmp(f, "--jail") || !strcmp(f, "--net-deny-all");
+		size_t k;
+
+		for (k = 0; k < NONCE && strcmp(f, once[k]); k++)
+			;
+		if (k < NONCE && seen[k]++) {
+			snprintf(err, cap, "spawn: %.40s given twice", f);
+			return -EPERM;
+		}
+		if (!flag_only && !spawn_arg_ok(lim, f, i + 1 < argc ? argv[i + 1] : NULL, id, &ndns)) {
+			snprintf(err, cap, "spawn: argument %u (%.40s) is not one the daemon gives", i, f);
+			return -EPERM;
+		}
+		if (!strcmp(f, "--net"))
+			tap = argv[i + 1];
+		i += !flag_only;
+	}
+	if (!seen[0] || !seen[1] || (lim->jail && (!seen[2] || !seen[3]))) {
+		snprintf(err, cap, "spawn: --vsock-uds, --pause-to%s missing",
+			 lim->jail ? ", --jail or --jail-dir" : "");
+		return -EPERM;
+	}
+	if (tap && strncmp(tap + 3, id, 8)) {
+		snprintf(err, cap, "spawn: --net is another sandbox's TAP");
+		return -EPERM;
+	}
+	return 0;
 }
 
 int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limits *lim, struct priv_msg *m, char *err,
@@ -103,7 +231,7 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 			put_err(err, cap, "spawn: only this binary's `run` is started");
 			return -EPERM;
 		}
-		return 0;
+		return spawn_args_ok(lim, m->argv, m->argc, err, cap);
 	case PRIV_TAP_UP:
 		mask = ~0u << (32 - lim->net_prefix);
 		if (!tap_name_ok(h->name) || (h->host & mask) != lim->net_base || (h->host & 3u) != 1) {
@@ -125,7 +253,7 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 /* The VMM, as the daemon's child: its own session (a ^C to the daemon's
  * terminal is not one to the sandboxes, which outlive a daemon restart),
  * no signal blocked, stdin /dev/null, stdout and stderr its log. */
-static int spawn(const struct priv_msg *m, int logfd, const char *exe)
+static int spawn(const struct priv_msg *m, int logfd, int exe)
 {
 	long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
 
@@ -139,8 +267,8 @@ static int spawn(const struct priv_msg *m, int logfd, const char *exe)
 		dup2(null, 0);
 		dup2(logfd, 1);
 		dup2(logfd, 2);
-		close_range(3, ~0u, 0);
-		execv(exe, (char *const *)m->argv);
+		close_range(3, ~0u, CLOSE_RANGE_CLOEXEC); /* exe among them: gone at the exec */
+		execveat(exe, "", (char *const *)m->argv, environ, AT_EMPTY_PATH);
 		_exit(127);
 	}
 	return pid < 0 ? -errno : (int)pid;
@@ -157,7 +285,10 @@ static void answer(int fd, const struct priv_reply *rep)
 	}
 }
 
-static void __attribute__((noreturn)) helper_main(int fd, const struct priv_limits *lim)
+/* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
+ * opened O_PATH before any client), what every spawn executes: a file put
+ * at its path later is never run. */
+static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct priv_limits *lim)
 {
 	static char buf[PRIV_MAX_MSG];
 	static struct priv_msg m;
@@ -176,8 +307,12 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct priv_limi
 		unsigned nfds = 0;
 		ssize_t n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
 
-		if (n == 0)
-			_exit(0);
+		if (n == 0) { /* the daemon's end closed, or an empty request */
+			struct pollfd pf = { .fd = fd, .events = POLLIN };
+
+			if (poll(&pf, 1, 0) == 1 && (pf.revents & POLLHUP))
+				_exit(0);
+		}
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -203,7 +338,7 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct priv_limi
 				if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode)) {
 					rep.r = -EINVAL;
 					put_err(rep.err, sizeof(rep.err), "spawn: the log is not a regular file");
-				} else if ((rep.r = spawn(&m, fds[0], lim->exe)) < 0) {
+				} else if ((rep.r = spawn(&m, fds[0], exe)) < 0) {
 					snprintf(rep.err, sizeof(rep.err), "fork: %s", strerror(-rep.r));
 				}
 				break;
@@ -221,11 +356,15 @@ static void __attribute__((noreturn)) helper_main(int fd, const struct priv_limi
 
 int priv_start(struct srv *s)
 {
-	struct priv_limits lim = { .net_base = s->cfg.net_base, .net_prefix = s->cfg.net_prefix };
+	struct priv_limits lim = { .net_base = s->cfg.net_base,
+				   .net_prefix = s->cfg.net_prefix,
+				   .jail = s->cfg.jail == 1 || (s->cfg.jail < 0 && geteuid() == 0) };
 	pid_t daemon = getpid(), pid;
 	int sv[2];
 
 	snprintf(lim.exe, sizeof(lim.exe), "%s", s->cfg.exe);
+	snprintf(lim.state_dir, sizeof(lim.state_dir), "%s", s->cfg.state_dir);
+	snprintf(lim.cgroup_parent, sizeof(lim.cgroup_parent), "%s", s->cfg.cgroup_parent);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -242,12 +381,13 @@ int priv_start(struct srv *s)
 		/* Nothing of the daemon's but its stderr: no listening
 		 * socket, no state lock (a helper must not keep either). */
 		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != daemon || null < 0 || dup2(null, 0) < 0 ||
-		    dup2(null, 1) < 0 || dup3(sv[1], 3, O_CLOEXEC) < 0)
+		    dup2(null, 1) < 0 || dup3(sv[1], 3, O_CLOEXEC) < 0 ||
+		    dup3(open(lim.exe, O_PATH | O_CLOEXEC), 4, O_CLOEXEC) < 0)
 			_exit(1);
-		close_range(4, ~0u, 0);
+		close_range(5, ~0u, 0);
 		setsid();
 		prctl(PR_SET_NAME, "tinyvmm-priv");
-		helper_main(3, &lim);
+		helper_main(3, 4, &lim);
 	}
 	close(sv[1]);
 	s->priv.fd = sv[0];
@@ -256,14 +396,37 @@ int priv_start(struct srv *s)
 	return 0;
 }
 
+/* The channel is given up (the helper gone, or stuck past PRIV_TIMEOUT_MS):
+ * no request goes to it again (the supervisor then stops the daemon).
+ * Under priv.mu. */
+static void give_up_locked(struct srv *s)
+{
+	if (s->priv.fd >= 0) {
+		close(s->priv.fd);
+		__atomic_store_n(&s->priv.fd, -1, __ATOMIC_RELEASE);
+	}
+}
+
 void priv_stop(struct srv *s)
 {
-	if (s->priv.fd < 0)
-		return;
-	close(s->priv.fd);
-	s->priv.fd = -1;
-	while (waitpid(s->priv.pid, NULL, 0) < 0 && errno == EINTR)
-		;
+	pthread_mutex_lock(&s->priv.mu);
+	give_up_locked(s);
+	pthread_mutex_unlock(&s->priv.mu);
+	/* Its EOF ends it; one stopped or stuck is killed (no other
+	 * thread reaps it by now, so the pid is still its). */
+	if (!s->priv.reaped)
+		kill(s->priv.pid, SIGKILL);
+	if (!s->priv.reaped)
+		while (waitpid(s->priv.pid, NULL, 0) < 0 && errno == EINTR)
+			;
+	s->priv.reaped = true;
+}
+
+bool priv_alive(struct srv *s)
+{
+	if (!s->priv.reaped && waitpid(s->priv.pid, NULL, WNOHANG) == s->priv.pid)
+		s->priv.reaped = true;
+	return !s->priv.reaped && __atomic_load_n(&s->priv.fd, __ATOMIC_ACQUIRE) >= 0;
 }
 
 /* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
@@ -291,15 +454,24 @@ static int call(struct srv *s, const void *req, size_t len, int fd, struct priv_
 		memcpy(CMSG_DATA(c), &fd, sizeof(int));
 	}
 	pthread_mutex_lock(&s->priv.mu);
-	do
-		n = sendmsg(s->priv.fd, &mh, MSG_NOSIGNAL);
-	while (n < 0 && errno == EINTR);
-	if (n == (ssize_t)len)
+	n = -1;
+	if (s->priv.fd >= 0) {
+		struct pollfd pf = { .fd = s->priv.fd, .events = POLLIN };
+		int r;
+
 		do
-			n = recv(s->priv.fd, rep, sizeof(*rep), 0);
+			n = sendmsg(s->priv.fd, &mh, MSG_NOSIGNAL);
 		while (n < 0 && errno == EINTR);
-	else
-		n = -1;
+		/* Every request is quick (a fork, a TAP's ioctls): a helper
+		 * that does not answer is stuck or stopped, and is given up
+		 * rather than hold every caller (some hold srv.mu). */
+		do
+			r = n == (ssize_t)len ? poll(&pf, 1, PRIV_TIMEOUT_MS) : -1;
+		while (r < 0 && errno == EINTR);
+		n = r == 1 ? recv(s->priv.fd, rep, sizeof(*rep), MSG_DONTWAIT) : -1;
+		if (r == 0)
+			give_up_locked(s);
+	}
 	pthread_mutex_unlock(&s->priv.mu);
 	if (n < (ssize_t)offsetof(struct priv_reply, addrs) ||
 	    (rep->r > 0 && rep->op == PRIV_ADDRS &&

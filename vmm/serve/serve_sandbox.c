@@ -546,6 +546,17 @@ void *srv_supervisor(void *arg)
 		time_t real = time(NULL);
 		struct sandbox **pp = &s->sandboxes;
 
+		/* No VMM can start and no TAP go without it, and a confined
+		 * daemon cannot make another: it stops, so that its service
+		 * manager starts a new one (which re-adopts the sandboxes). */
+		if (!priv_alive(s)) {
+			fprintf(stderr, "tinyvmm serve: its privileged helper is gone: the daemon stops (its sandboxes "
+					"stay for the next daemon)\n");
+			s->failed = 1;
+			s->stopping = 1;
+			break;
+		}
+
 		while (*pp) {
 			struct sandbox *sb = *pp;
 
