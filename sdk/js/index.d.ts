@@ -110,12 +110,23 @@ export interface RunOptions {
 
 export interface WaitOptions { timeoutMs?: number; onStdout?: OutputCallback; onStderr?: OutputCallback; check?: boolean; }
 
+/** CommandHandle.status(): GET .../execs/{eid}, camelCase. */
+export interface CommandStatus {
+  execId: string;
+  state: 'running' | 'exited' | 'failed';
+  /** once exited: the result, as wait() gives it; null while running or when failed */
+  result: CommandResult | null;
+  /** when failed (e.g. the sandbox ended): the API error code and message; else null */
+  error: { error: string; message: string } | null;
+}
+
 export declare class CommandHandle {
   readonly sandbox: Sandbox;
   readonly execId: string;
   readonly stdout: string;
   readonly stderr: string;
-  status(): Promise<{ exec_id: string; state: 'running' | 'exited' | 'failed'; result: Record<string, any> | null; error: { error: string; message: string } | null }>;
+  /** the command's state now (no waiting) */
+  status(): Promise<CommandStatus>;
   wait(opts?: WaitOptions): Promise<CommandResult>;
   kill(signal?: number): Promise<void>;
   sendStdin(data: string | Uint8Array): Promise<void>;
@@ -165,7 +176,15 @@ export interface SandboxInfo {
   metadata: Record<string, string>;
 }
 
-export interface NetworkOptions { enabled?: boolean; allow_out?: string[]; dns?: string[]; }
+/** A sandbox's network (sent as the API's {enabled, allow_out, dns}); any other key (allow_out too) is a TypeError. */
+export interface NetworkOptions {
+  /** give the sandbox a network device (TAP, /30, eth0); false or left out: none */
+  enabled?: boolean;
+  /** egress rules, 'CIDR[:PORT[/tcp|udp]]' (at most 32); left out with dns too: the default rules (anywhere but other sandboxes); [] with dns []: nothing goes out */
+  allowOut?: string[];
+  /** resolvers the sandbox may reach (at most 4); the first IPv4 one is its resolver */
+  dns?: string[];
+}
 
 export interface CreateOptions {
   /** 'default' (the base image) or one of your templates (saveAsTemplate, buildTemplate): then leave cpus and memoryMib out, and give network exactly when the template has one */
@@ -206,7 +225,7 @@ export declare class Sandbox {
   static list(opts?: { state?: 'running' | 'paused' | 'ended'; metadata?: Record<string, string>; socketPath?: string }): Promise<SandboxInfo[]>;
   static kill(sandboxId: string, opts?: { accessToken?: string; socketPath?: string }): Promise<boolean>;
   kill(): Promise<boolean>;
-  /** end the sandbox timeoutMs from now (rounded up to seconds); resolves with expires_at */
+  /** end the sandbox timeoutMs from now (rounded up to seconds); resolves with the new expiresAt (RFC 3339) */
   setTimeout(timeoutMs: number): Promise<string>;
   /** save the sandbox and end its VM (ConflictError while commands run or when paused already); info.state 'paused' */
   pause(opts?: { requestTimeoutMs?: number }): Promise<SandboxInfo>;
@@ -222,12 +241,29 @@ export declare class Sandbox {
   [Symbol.asyncDispose](): Promise<void>;
 }
 
-export interface PoolLatency { samples: number; p50_ms: number | null; p99_ms: number | null }
+/** Percentiles of the last 256 (ms); null without samples. */
+export interface PoolLatency { samples: number; p50Ms: number | null; p99Ms: number | null }
+/** Percentiles of the last 256 (KiB); null without samples. */
+export interface PoolSize { samples: number; p50Kib: number | null; p99Kib: number | null }
+/** The warm pool of a template (GET/PUT /v1/templates/{name}/pool). */
 export interface Pool {
-  template: string; size: number; ready: number; starting: number; hits: number; misses: number;
-  cpus: number; memory_mib: number; create_latency: { hit: PoolLatency; miss: PoolLatency };
-  /** the pauses of the template's sandboxes: how long, and the memory saved (KiB) */
-  pause_time: PoolLatency; pause_size: { samples: number; p50_kib: number | null; p99_kib: number | null };
+  template: string;
+  /** sandboxes kept restored ahead of creates (setPool) */
+  size: number;
+  /** pooled sandboxes ready to be taken, and being restored */
+  ready: number;
+  starting: number;
+  /** creates that took a pooled sandbox (hits) and that restored one on demand (misses) */
+  hits: number;
+  misses: number;
+  cpus: number;
+  memoryMib: number;
+  /** from a create's request to its answer, with a pooled sandbox (hit) or without (miss) */
+  createLatency: { hit: PoolLatency; miss: PoolLatency };
+  /** the pauses of the template's sandboxes: how long */
+  pauseTime: PoolLatency;
+  /** the pauses of the template's sandboxes: the memory file's allocated size */
+  pauseSize: PoolSize;
 }
 export declare function pool(opts?: { template?: string; socketPath?: string }): Promise<Pool>;
 export declare function setPool(size: number, opts?: { template?: string; socketPath?: string }): Promise<Pool>;
@@ -235,13 +271,14 @@ export declare function setPool(size: number, opts?: { template?: string; socket
 export interface Template {
   /** 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not 'default' */
   name: string;
-  created_at: string;
-  /** the sandbox it was saved from */
-  from_sandbox: string;
+  /** RFC 3339 */
+  createdAt: string;
+  /** the sandbox it was saved from (for buildTemplate: the warm-up's, ended) */
+  fromSandbox: string;
   cpus: number;
-  memory_mib: number;
+  memoryMib: number;
   /** its memory file on disk (a diff against the default template) */
-  memory_kib: number;
+  memoryKib: number;
   /** saved from a networked sandbox: every create from it needs network.enabled true */
   network: boolean;
 }

@@ -256,6 +256,7 @@ export async function* ndjson(res) {
 // Commands
 // ---------------------------------------------------------------------------
 
+/** A wire Result (exec answer, exit event, status().result) as a CommandResult. */
 function resultFromJson(d, stdout, stderr) {
   const so = !!d.stdout_truncated;
   const se = !!d.stderr_truncated;
@@ -327,6 +328,14 @@ function notImplemented(e, what) {
   return e;
 }
 
+/** GET .../execs/{eid}: {exec_id, state, result, error} as {execId, state, result: CommandResult | null, error}. */
+function statusFromJson(d) {
+  return {
+    execId: d.exec_id, state: d.state, result: d.result ? resultFromJson(d.result) : null,
+    error: d.error ? { error: d.error.error, message: d.error.message } : null,
+  };
+}
+
 /** A command running in the background; it outlives this process (keep execId). */
 export class CommandHandle {
   constructor(sandbox, execId, { onStdout, onStderr, since = 0 } = {}) {
@@ -339,8 +348,8 @@ export class CommandHandle {
   get stdout() { return this._col.text('stdout'); }
   get stderr() { return this._col.text('stderr'); }
 
-  /** {exec_id, state, result, error} of GET .../execs/{eid}. */
-  status() { return this.sandbox._client.call('GET', this._base); }
+  /** {execId, state, result: CommandResult | null, error: {error, message} | null} of GET .../execs/{eid}. */
+  async status() { return statusFromJson(await this.sandbox._client.call('GET', this._base)); }
 
   /** Follow the output until the command ends; resolve with its result. timeoutMs bounds this wait only. */
   async wait({ timeoutMs, onStdout, onStderr, check = false } = {}) {
@@ -382,14 +391,14 @@ export class CommandHandle {
         this._col.finish();
         try {
           const st = await this.status();
-          if (st && st.result) return resultFromJson(st.result);
+          if (st.result) return st.result;
         } catch { /* fall back to what was streamed */ }
         return resultFromJson({ exec_id: this.execId, ...exitEv }, this.stdout, this.stderr);
       }
       const st = await this.status();
       if (st.state !== 'running') {
         this._col.finish();
-        if (st.result) return resultFromJson(st.result);
+        if (st.result) return st.result;
         throw await streamError(this.sandbox, st.error || { error: 'failed', message: 'exec failed' });
       }
       await new Promise((r) => setTimeout(r, Math.min(50 * (drops + 1), 1000)));
@@ -571,14 +580,35 @@ const secs = (s) => (s === undefined || s === null ? undefined : Math.ceil(s));
 
 const CREATE_OPTIONS = new Set(['template', 'timeout', 'timeoutMs', 'idleTimeout', 'cpus', 'memoryMib', 'envs',
   'secretEnvs', 'metadata', 'network', 'socketPath', 'requestTimeoutMs']);
+const NETWORK_OPTIONS = new Set(['enabled', 'allowOut', 'dns']);
 
-// true is the common case ({ enabled: true }: the default egress rules); any
-// other non-object is refused here, by name, before a request is sent.
+// A misspelt or snake_case option would be left out (a default create, no
+// rules), silently (Python's keyword arguments refuse it): refused here by
+// name, with the camelCase option meant (memory_mib: memoryMib).
+function refuseUnknown(opts, known, where) {
+  for (const k of Object.keys(opts)) {
+    if (!known.has(k)) {
+      const camel = k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+      throw new TypeError(`${where}: unknown option ${k}` + (known.has(camel) ? ` (did you mean ${camel}?)` : ''));
+    }
+  }
+}
+
+// The wire's network ({enabled, allow_out, dns}) of the option. true is the
+// common case ({ enabled: true }: the default egress rules); any other
+// non-object, or an unknown key, is refused here, by name, before a request is sent.
 function networkBody(v) {
   if (v === undefined || v === null || v === false) return undefined;
   if (v === true) return { enabled: true };
-  if (typeof v === 'object' && !Array.isArray(v)) return v;
-  throw new TypeError(`network: expected true, false or an object { enabled, allow_out, dns }, not ${Array.isArray(v) ? 'an array' : typeof v}`);
+  if (typeof v !== 'object' || Array.isArray(v)) {
+    throw new TypeError(`network: expected true, false or an object { enabled, allowOut, dns }, not ${Array.isArray(v) ? 'an array' : typeof v}`);
+  }
+  refuseUnknown(v, NETWORK_OPTIONS, 'network');
+  const body = {};
+  if (v.enabled !== undefined) body.enabled = v.enabled;
+  if (v.allowOut !== undefined) body.allow_out = v.allowOut;
+  if (v.dns !== undefined) body.dns = v.dns;
+  return body;
 }
 
 /** A microVM sandbox of `tinyvmm serve`. */
@@ -598,17 +628,11 @@ export class Sandbox {
   /**
    * Start a sandbox. timeout: lifetime in seconds (default 300; or timeoutMs), idleTimeout (s),
    * template, cpus, memoryMib, envs, secretEnvs, metadata, socketPath, network: true (the default
-   * egress rules: anywhere but other sandboxes) or { enabled, allow_out, dns }.
+   * egress rules: anywhere but other sandboxes) or { enabled, allowOut, dns }.
+   * An unknown option (memory_mib, a typo) is a TypeError naming it.
    */
   static async create(opts = {}) {
-    // A misspelt or snake_case option would be a default create, silently
-    // (Python's keyword arguments refuse it): refused here by name.
-    for (const k of Object.keys(opts)) {
-      if (!CREATE_OPTIONS.has(k)) {
-        const camel = k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-        throw new TypeError(`Sandbox.create: unknown option ${k}` + (CREATE_OPTIONS.has(camel) ? ` (did you mean ${camel}?)` : ''));
-      }
-    }
+    refuseUnknown(opts, CREATE_OPTIONS, 'Sandbox.create');
     const body = {};
     const timeout = opts.timeoutMs !== undefined ? opts.timeoutMs / 1000 : opts.timeout;
     const put = (k, v) => { if (v !== undefined && v !== null) body[k] = v; };
@@ -712,16 +736,16 @@ export class Sandbox {
   /**
    * Save this sandbox (its files and running processes) as the custom template `name` (1 to 63 of
    * a-z 0-9 - _ ., a letter or digit first, not 'default'); Sandbox.create({template: name}) then starts
-   * from it with its cpus and memory_mib. The sandbox is paused for the copy and runs on. Resolves with
-   * the Template {name, created_at, from_sandbox, cpus, memory_mib, memory_kib, network} (network: saved
+   * from it with its cpus and memoryMib. The sandbox is paused for the copy and runs on. Resolves with
+   * the Template {name, createdAt, fromSandbox, cpus, memoryMib, memoryKib, network} (network: saved
    * from a networked sandbox, so every create from it needs network: {enabled: true}). Only the owner's
    * uid may (a token does not do: SandboxNotFoundError); BadRequestError for a bad name; ConflictError if
    * the name exists, while commands run or when paused; QuotaExceededError past 64.
    */
   async saveAsTemplate(name, { requestTimeoutMs = 300_000 } = {}) {
     // ownership is by uid: the token (if any) is not sent, it would not count
-    return this._client.withToken(null).call('POST', '/templates',
-      { json: { name, from_sandbox: this.sandboxId }, timeoutMs: requestTimeoutMs });
+    return templateFromJson(await this._client.withToken(null).call('POST', '/templates',
+      { json: { name, from_sandbox: this.sandboxId }, timeoutMs: requestTimeoutMs }));
   }
 
   async getInfo() {
@@ -750,19 +774,42 @@ if (typeof Symbol.asyncDispose === 'symbol') {
   };
 }
 
-/** Health of the daemon: {status, sandboxes}. */
+/** Health of the daemon: {status: "ok" or "degraded", sandboxes, problems (why no sandbox can start)}. */
 export function health({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/health'); }
-/** The warm pool of a template: {template, size, ready, starting, hits, misses, cpus, memory_mib, create_latency}. */
-export function pool({ template = 'default', socketPath } = {}) {
-  return new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(template)}/pool`);
+
+// The wire's {samples, p50_ms, p99_ms} (a create's latency, a pause's time) and {samples, p50_kib, p99_kib}.
+const latencyFromJson = (l = {}) => ({ samples: l.samples ?? 0, p50Ms: l.p50_ms ?? null, p99Ms: l.p99_ms ?? null });
+const sizesFromJson = (s = {}) => ({ samples: s.samples ?? 0, p50Kib: s.p50_kib ?? null, p99Kib: s.p99_kib ?? null });
+
+/** A wire Pool as {template, size, ready, starting, hits, misses, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
+function poolFromJson(d) {
+  return {
+    template: d.template, size: d.size, ready: d.ready, starting: d.starting, hits: d.hits, misses: d.misses,
+    cpus: d.cpus, memoryMib: d.memory_mib,
+    createLatency: { hit: latencyFromJson(d.create_latency?.hit), miss: latencyFromJson(d.create_latency?.miss) },
+    pauseTime: latencyFromJson(d.pause_time), pauseSize: sizesFromJson(d.pause_size),
+  };
 }
-/** Keep `size` sandboxes restored ahead of creates (root or the daemon's uid, else ForbiddenError); resolves with the pool. */
-export function setPool(size, { template = 'default', socketPath } = {}) {
-  return new Client({ socketPath }).call('PUT', `/templates/${encodeURIComponent(template)}/pool`, { json: { size } });
+
+/** A wire Template as {name, createdAt, fromSandbox, cpus, memoryMib, memoryKib, network}. */
+function templateFromJson(d) {
+  return {
+    name: d.name, createdAt: d.created_at, fromSandbox: d.from_sandbox, cpus: d.cpus,
+    memoryMib: d.memory_mib, memoryKib: d.memory_kib, network: !!d.network,
+  };
+}
+
+/** The warm pool of a template: Pool {template, size, ready, starting, hits, misses, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
+export async function pool({ template = 'default', socketPath } = {}) {
+  return poolFromJson(await new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(template)}/pool`));
+}
+/** Keep `size` sandboxes restored ahead of creates (root or the daemon's uid, else ForbiddenError); resolves with the Pool. */
+export async function setPool(size, { template = 'default', socketPath } = {}) {
+  return poolFromJson(await new Client({ socketPath }).call('PUT', `/templates/${encodeURIComponent(template)}/pool`, { json: { size } }));
 }
 /** The caller's custom templates ('default' always exists and is not listed): Template[]. */
 export async function templates({ socketPath } = {}) {
-  return (await new Client({ socketPath }).call('GET', '/templates')).templates || [];
+  return ((await new Client({ socketPath }).call('GET', '/templates')).templates || []).map(templateFromJson);
 }
 /**
  * Build the template `name` from a warm-up: the daemon runs `sh -c warmup` as root in a new sandbox of the
@@ -771,18 +818,22 @@ export async function templates({ socketPath } = {}) {
  * warm-up's, in seconds (the daemon's default 600). Resolves to the Template; WarmupFailedError (422) when
  * the warm-up exits non-zero or times out (nothing saved), ConflictError if the name exists or is being built.
  */
-export async function buildTemplate(name, warmup, { cpus, memoryMib, timeout, network, socketPath, requestTimeoutMs = ((timeout ?? 600) + 900) * 1000 } = {}) {
+const BUILD_OPTIONS = new Set(['cpus', 'memoryMib', 'timeout', 'network', 'socketPath', 'requestTimeoutMs']);
+
+export async function buildTemplate(name, warmup, opts = {}) {
+  refuseUnknown(opts, BUILD_OPTIONS, 'buildTemplate');
+  const { cpus, memoryMib, timeout, network, socketPath, requestTimeoutMs = ((timeout ?? 600) + 900) * 1000 } = opts;
   const json = { name, warmup };
   const net = networkBody(network);
   if (net !== undefined) json.network = net;
   if (cpus !== undefined) json.cpus = cpus;
   if (memoryMib !== undefined) json.memory_mib = memoryMib;
   if (timeout !== undefined) json.timeout_s = timeout;
-  return new Client({ socketPath }).call('POST', '/templates', { json, timeoutMs: requestTimeoutMs });
+  return templateFromJson(await new Client({ socketPath }).call('POST', '/templates', { json, timeoutMs: requestTimeoutMs }));
 }
 /** One of the caller's templates, else TemplateNotFoundError. */
-export function getTemplate(name, { socketPath } = {}) {
-  return new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(name)}`);
+export async function getTemplate(name, { socketPath } = {}) {
+  return templateFromJson(await new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(name)}`));
 }
 /** Delete one of the caller's templates: true, or false if there is none by that name. Sandboxes made from it run on. */
 export async function deleteTemplate(name, { socketPath } = {}) {

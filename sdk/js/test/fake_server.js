@@ -14,6 +14,10 @@
 // own only (set `uid` to another to play another caller). A create from a
 // template copies its files and takes its shape (400 on another shape or a
 // network); `templateQuota` (64) templates per uid.
+// What a client sent: `requests` counts every request, `networks` keeps
+// each create's and warm-up's "network" body (refused, as the daemon's
+// parse_network, when it has a field but enabled, allow_out and dns).
+// `poolStats`: the Pool's create_latency, pause_time and pause_size.
 import http from 'node:http';
 import fs from 'node:fs';
 import os from 'node:os';
@@ -42,6 +46,22 @@ export class FakeDaemon {
     this.capacityFull = false;
     this.uploads = [];
     this.uid = process.getuid();
+    this.requests = 0;
+    this.networks = [];
+    const lat = () => ({ samples: 0, p50_ms: null, p99_ms: null });
+    this.poolStats = { create_latency: { hit: lat(), miss: lat() }, pause_time: lat(),
+      pause_size: { samples: 0, p50_kib: null, p99_kib: null } };
+  }
+
+  /** A body's "network" (wire names): whether enabled; 400 on an unknown field, as the daemon. */
+  network(b) {
+    const n = b.network;
+    if (n === undefined || n === null) return false;
+    if (typeof n !== 'object' || Array.isArray(n)) throw new ApiError(400, 'bad_request', 'network: an object is expected');
+    const unknown = Object.keys(n).filter((k) => !['enabled', 'allow_out', 'dns'].includes(k));
+    if (unknown.length) throw new ApiError(400, 'bad_request', `network: unknown field "${unknown[0]}"`);
+    this.networks.push(n);
+    return n.enabled === true;
   }
 
   start() {
@@ -224,6 +244,7 @@ export class FakeDaemon {
     for (const [k, lo, hi] of [['cpus', 1, 8], ['memory_mib', 64, 16384], ['timeout_s', 1, 86400]]) {
       if (k in b && !(Number.isInteger(b[k]) && b[k] >= lo && b[k] <= hi)) throw new ApiError(400, 'bad_request', `${k}: must be an integer in ${lo}..${hi}`);
     }
+    const networked = this.network(b);
     const key = `${this.uid}/${b.name}`;
     if (this.templates.has(key)) throw new ApiError(409, 'conflict', `template "${b.name}" exists: DELETE /v1/templates/${b.name} first`);
     this.admit(this.uid, 1);
@@ -239,7 +260,7 @@ export class FakeDaemon {
     }
     const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
     fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: Boolean(b.network && b.network.enabled) };
+    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: networked };
     this.templates.set(key, { json, root });
     return this.json(res, 201, json);
   }
@@ -297,6 +318,7 @@ export class FakeDaemon {
     const q = u.searchParams;
     const parts = u.pathname.split('/').filter(Boolean);
     const m = req.method;
+    this.requests++;
     if (parts[0] !== 'v1') throw new ApiError(404, 'not_found', 'no route');
     const [, a, sid, ...rest] = parts;
     if (a === 'health' && !sid) return this.json(res, 200, { status: 'ok', sandboxes: this.sandboxes.size, problems: [] });
@@ -308,10 +330,8 @@ export class FakeDaemon {
         if (!Number.isInteger(b.size) || b.size < 0 || b.size > 16) throw new ApiError(400, 'bad_request', 'size: 0..16');
         this.poolSize = b.size;
       } else if (m !== 'GET') throw new ApiError(405, 'method_not_allowed', 'GET or PUT');
-      const lat = { samples: 0, p50_ms: null, p99_ms: null };
       return this.json(res, 200, { template: 'default', size: this.poolSize ?? 0, ready: this.poolSize ?? 0, starting: 0,
-        hits: 0, misses: 0, cpus: 1, memory_mib: 256, create_latency: { hit: lat, miss: { ...lat } },
-        pause_time: { ...lat }, pause_size: { samples: 0, p50_kib: null, p99_kib: null } });
+        hits: 0, misses: 0, cpus: 1, memory_mib: 256, ...this.poolStats });
     }
     if (a === 'templates' && !rest.length) return this.templateRoute(req, res, m, sid);
     if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');
@@ -327,12 +347,13 @@ export class FakeDaemon {
         if (b.timeout_s !== undefined && (!Number.isInteger(b.timeout_s) || b.timeout_s < 1)) throw new ApiError(400, 'bad_request', 'timeout_s: integer >= 1');
         if (b.cpus !== undefined && (!Number.isInteger(b.cpus) || b.cpus < 1 || b.cpus > 8)) throw new ApiError(400, 'bad_request', 'cpus: 1..8');
         if (b.memory_mib !== undefined && (!Number.isInteger(b.memory_mib) || b.memory_mib < 64 || b.memory_mib > 16384)) throw new ApiError(400, 'bad_request', 'memory_mib: 64..16384');
+        const networked = this.network(b);
         if (tmpl) { // the template's shape: left out or equal; a network exactly when it has one
           const t = tmpl.json;
           for (const k of ['cpus', 'memory_mib']) {
             if (b[k] !== undefined && b[k] !== t[k]) throw new ApiError(400, 'bad_request', `${k}: template "${t.name}" has ${t.cpus} CPUs and ${t.memory_mib} MiB: leave them out`);
           }
-          if (Boolean(b.network && b.network.enabled) !== t.network) {
+          if (networked !== t.network) {
             throw new ApiError(400, 'bad_request', `network: template "${t.name}" ` + (t.network
               ? 'has a network device: network.enabled true is required'
               : 'has no network device (a networked sandbox or warm-up makes one that has)'));
@@ -341,7 +362,7 @@ export class FakeDaemon {
         this.admit(this.uid, 1);
         const sb = this.newSandbox({ timeoutS: b.timeout_s ?? 300, cpus: tmpl ? tmpl.json.cpus : b.cpus ?? 1,
           memory: tmpl ? tmpl.json.memory_mib : b.memory_mib ?? 256, template: tmpl ? tmpl.json.name : 'default',
-          network: !!(b.network && b.network.enabled), filesFrom: tmpl ? tmpl.root : null,
+          network: networked, filesFrom: tmpl ? tmpl.root : null,
           metadata: b.metadata || {}, envs: { ...(b.envs || {}), ...(b.secret_envs || {}) } });
         return this.json(res, 201, { ...this.sbJson(sb), access_token: sb.token });
       }

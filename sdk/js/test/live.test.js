@@ -2,7 +2,7 @@
 // TINYVMM_SERVE_SOCKET names its socket.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, SandboxNotFoundError } from '../index.js';
+import { Sandbox, SandboxNotFoundError, pool } from '../index.js';
 
 const socketPath = process.env.TINYVMM_SERVE_SOCKET;
 const skip = socketPath ? false : 'set TINYVMM_SERVE_SOCKET to run against a real tinyvmm serve';
@@ -25,4 +25,22 @@ test('live seed flow', { skip, timeout: 300_000 }, async () => {
   const running = await Sandbox.list({ state: 'running', socketPath });
   assert.ok(!running.some((s) => s.sandboxId === sb.sandboxId));
   await assert.rejects(Sandbox.connect('sbx_' + '0'.repeat(32), { socketPath }), SandboxNotFoundError);
+});
+
+test('live camelCase results: CommandHandle.status(), pool()', { skip, timeout: 300_000 }, async () => {
+  const sb = await Sandbox.create({ timeout: 300, metadata: { test: 'sdk-js-live' }, socketPath });
+  try {
+    const h = await sb.commands.run('echo hi', { background: true, timeoutMs: 30_000 });
+    await h.wait({ timeoutMs: 60_000 });
+    const st = await h.status();
+    assert.deepEqual([st.execId, st.state, st.error], [h.execId, 'exited', null]);
+    assert.deepEqual([st.result.execId, st.result.exitCode, st.result.stdout, st.result.ok], [h.execId, 0, 'hi\n', true]);
+  } finally {
+    await sb.kill();
+  }
+  const p = await pool({ socketPath });
+  assert.equal(p.template, 'default');
+  assert.equal(typeof p.memoryMib, 'number');
+  for (const l of [p.createLatency.hit, p.createLatency.miss, p.pauseTime]) assert.deepEqual(Object.keys(l), ['samples', 'p50Ms', 'p99Ms']);
+  assert.deepEqual(Object.keys(p.pauseSize), ['samples', 'p50Kib', 'p99Kib']);
 });

@@ -17,6 +17,9 @@ before(async () => { fake = await new FakeDaemon().start(); socketPath = fake.so
 after(async () => { await fake.stop(); });
 
 const TASK = "import json\nprint(json.dumps({'total': sum([3, 4, 5, 6, 7])}))\n";
+// A Template's keys: camelCase, none of the wire's (created_at, from_sandbox, memory_mib, memory_kib).
+const TEMPLATE_KEYS = ['cpus', 'createdAt', 'fromSandbox', 'memoryKib', 'memoryMib', 'name', 'network'];
+const assertTemplate = (t) => assert.deepEqual(Object.keys(t).sort(), TEMPLATE_KEYS);
 
 test('seed flow: write, run as the unprivileged user with a 30 s timeout, kill in finally', async () => {
   const sb = await Sandbox.create({ timeout: 60, socketPath });
@@ -84,6 +87,7 @@ test('background, reconnect from another client, nothing missed', async () => {
   const sb = await Sandbox.create({ socketPath });
   try {
     const h = await sb.commands.run('for i in $(seq 1 15); do echo l$i; sleep 0.03; done', { background: true });
+    assert.deepEqual(await h.status(), { execId: h.execId, state: 'running', result: null, error: null });
     await new Promise((r) => setTimeout(r, 150));
     const sb2 = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
     const seen = [];
@@ -92,6 +96,13 @@ test('background, reconnect from another client, nothing missed', async () => {
     const expect = Array.from({ length: 15 }, (_, i) => `l${i + 1}\n`).join('');
     assert.equal(r.stdout, expect);
     assert.equal(seen.join(''), expect);
+    // status(): camelCase, its result a CommandResult as wait() gives it
+    const st = await h.status();
+    assert.deepEqual(Object.keys(st).sort(), ['error', 'execId', 'result', 'state']);
+    assert.deepEqual([st.execId, st.state, st.error], [h.execId, 'exited', null]);
+    assert.deepEqual([st.result.execId, st.result.exitCode, st.result.stdout, st.result.timedOut, st.result.ok], [h.execId, 0, expect, false, true]);
+    assert.deepEqual(st.result, r);
+    assert.ok(!('exit_code' in st.result) && !('exec_id' in st));
     const slow = await sb.commands.run('sleep 3', { background: true });
     await assert.rejects(slow.wait({ timeoutMs: 300 }), TimeoutError);
     await slow.kill();
@@ -160,8 +171,14 @@ test('errors: not found, expired, quota, capacity, bad request, no daemon', asyn
   assert.equal((await health({ socketPath })).status, 'ok');
   assert.equal((await version({ socketPath })).api, 'v1');
   assert.equal((await pool({ socketPath })).size, 0);
-  assert.equal((await setPool(2, { socketPath })).size, 2);
-  assert.equal((await pool({ socketPath, template: 'default' })).ready, 2);
+  // the wire's Pool (snake_case) comes back camelCase, each number in its place
+  fake.poolStats = { create_latency: { hit: { samples: 3, p50_ms: 12, p99_ms: 40 }, miss: { samples: 1, p50_ms: 900, p99_ms: 950 } },
+    pause_time: { samples: 2, p50_ms: 150, p99_ms: 300 }, pause_size: { samples: 2, p50_kib: 2048, p99_kib: 4096 } };
+  const sized = await setPool(2, { socketPath });
+  assert.deepEqual(sized, { template: 'default', size: 2, ready: 2, starting: 0, hits: 0, misses: 0, cpus: 1, memoryMib: 256,
+    createLatency: { hit: { samples: 3, p50Ms: 12, p99Ms: 40 }, miss: { samples: 1, p50Ms: 900, p99Ms: 950 } },
+    pauseTime: { samples: 2, p50Ms: 150, p99Ms: 300 }, pauseSize: { samples: 2, p50Kib: 2048, p99Kib: 4096 } });
+  assert.deepEqual(await pool({ socketPath, template: 'default' }), sized);
   await assert.rejects(setPool(-1, { socketPath }), BadRequestError);
   assert.ok(errorFromResponse(403, Buffer.from('{"code":403,"error":"forbidden","message":"m"}')) instanceof ForbiddenError);
   const e = errorFromResponse(410, Buffer.from('{"code":410,"error":"sandbox_expired","message":"m","end_reason":"idle"}'));
@@ -284,8 +301,10 @@ test('an early error answer during an upload is reported, not a broken pipe', as
 test('templates: build from a warm-up; a failed one is WarmupFailedError and saves nothing', async () => {
   const cmd = 'mkdir -p /tmp/w && echo ready > /tmp/w/f';
   const t = await buildTemplate('warm-js', cmd, { socketPath, memoryMib: 512, timeout: 30 });
-  assert.deepEqual([t.name, t.cpus, t.memory_mib], ['warm-js', 1, 512]);
-  assert.equal((await Sandbox.connect(t.from_sandbox, { socketPath })).info.state, 'ended');
+  assertTemplate(t);
+  assert.deepEqual([t.name, t.cpus, t.memoryMib, t.memoryKib, t.network], ['warm-js', 1, 512, 1024, false]);
+  assert.match(t.createdAt, /Z$/);
+  assert.equal((await Sandbox.connect(t.fromSandbox, { socketPath })).info.state, 'ended');
   const kid = await Sandbox.create({ socketPath, template: 'warm-js' });
   try {
     assert.equal(await kid.files.read('/tmp/w/f'), 'ready\n');
@@ -294,6 +313,9 @@ test('templates: build from a warm-up; a failed one is WarmupFailedError and sav
     await assert.rejects(getTemplate('bad-js', { socketPath }), TemplateNotFoundError);
     await assert.rejects(buildTemplate('warm-js', 'true', { socketPath }), ConflictError);
     await assert.rejects(buildTemplate('x', '', { socketPath }), BadRequestError);
+    // a snake_case option is refused by name, not left out of the request
+    await assert.rejects(buildTemplate('x', 'true', { socketPath, memory_mib: 512 }),
+      { name: 'TypeError', message: 'buildTemplate: unknown option memory_mib (did you mean memoryMib?)' });
     // a networked warm-up (network: true is { enabled: true }) makes a networked template
     assert.equal((await buildTemplate('net-js', 'true', { socketPath, network: true })).network, true);
     await assert.rejects(Sandbox.create({ socketPath, template: 'net-js' }), BadRequestError);
@@ -312,9 +334,10 @@ test('templates: save, list, get, create from it (files, shape), delete', async 
     assert.deepEqual(await templates({ socketPath }), []);
     await sb.files.write('/tmp/warm.txt', 'warmed up');
     const t = await sb.saveAsTemplate('py-3.12');
-    assert.deepEqual([t.name, t.from_sandbox, t.cpus, t.memory_mib], ['py-3.12', sb.sandboxId, 2, 512]);
-    assert.match(t.created_at, /Z$/);
-    assert.ok(Number.isInteger(t.memory_kib));
+    assertTemplate(t);
+    assert.deepEqual([t.name, t.fromSandbox, t.cpus, t.memoryMib, t.network], ['py-3.12', sb.sandboxId, 2, 512, false]);
+    assert.match(t.createdAt, /Z$/);
+    assert.ok(Number.isInteger(t.memoryKib));
     assert.equal((await sb.getInfo()).state, 'running'); // the sandbox runs on
     assert.deepEqual(await templates({ socketPath }), [t]);
     assert.deepEqual(await getTemplate('py-3.12', { socketPath }), t);
@@ -332,7 +355,7 @@ test('templates: save, list, get, create from it (files, shape), delete', async 
     assert.equal(await again.files.read('/tmp/warm.txt'), 'warmed up');
     // through a token-carrying handle of the same uid: the token is not needed
     const holder = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
-    assert.equal((await holder.saveAsTemplate('second')).from_sandbox, sb.sandboxId);
+    assert.equal((await holder.saveAsTemplate('second')).fromSandbox, sb.sandboxId);
     assert.deepEqual((await templates({ socketPath })).map((x) => x.name), ['py-3.12', 'second']);
     assert.equal(await deleteTemplate('py-3.12', { socketPath }), true);
     assert.equal(await deleteTemplate('py-3.12', { socketPath }), false); // twice: false, like kill
@@ -392,7 +415,7 @@ test('templates: 400 bad name, 409 duplicate / paused / busy, a networked one ne
     const holder = await Sandbox.connect(sb.sandboxId, { accessToken: sb.accessToken, socketPath });
     await assert.rejects(holder.saveAsTemplate('theirs'), (e) => e instanceof SandboxNotFoundError && e.error === 'sandbox_not_found');
     fake.uid = uid;
-    assert.equal((await getTemplate('py', { socketPath })).from_sandbox, sb.sandboxId);
+    assert.equal((await getTemplate('py', { socketPath })).fromSandbox, sb.sandboxId);
     fake.templateQuota = 2;
     await assert.rejects(sb.saveAsTemplate('one-too-many'), QuotaExceededError);
     fake.templateQuota = 64;
@@ -404,6 +427,32 @@ test('templates: 400 bad name, 409 duplicate / paused / busy, a networked one ne
     fake.templateQuota = 64;
     for (const n of ['py', 'x'.repeat(63)]) await deleteTemplate(n, { socketPath });
     await net.kill();
+    await sb.kill();
+  }
+});
+
+test('network: allowOut is sent as the wire allow_out; allow_out or another key is a TypeError naming it, nothing sent', async () => {
+  const rules = ['10.211.0.0/16:8080/tcp'];
+  const sent = fake.requests;
+  const refusals = [
+    [{ enabled: true, allow_out: rules }, /^network: unknown option allow_out \(did you mean allowOut\?\)$/],
+    [{ enabled: true, allowOut: rules, dnss: [] }, /^network: unknown option dnss$/],
+  ];
+  for (const [network, message] of refusals) {
+    await assert.rejects(Sandbox.create({ socketPath, network }), (e) => e instanceof TypeError && message.test(e.message));
+    await assert.rejects(buildTemplate('never-js', 'true', { socketPath, network }), (e) => e instanceof TypeError && message.test(e.message));
+  }
+  assert.equal(fake.requests, sent); // refused before any request
+  const networks = fake.networks.length;
+  const sb = await Sandbox.create({ socketPath, network: { enabled: true, allowOut: rules, dns: ['1.1.1.1'] } });
+  try {
+    assert.deepEqual(fake.networks.slice(networks), [{ enabled: true, allow_out: rules, dns: ['1.1.1.1'] }]);
+    const t = await buildTemplate('net-rules-js', 'true', { socketPath, network: { enabled: true, allowOut: [], dns: [] } });
+    assert.equal(t.network, true);
+    await (await Sandbox.create({ socketPath, template: 'net-rules-js', network: true })).kill();
+    assert.deepEqual(fake.networks.slice(networks + 1), [{ enabled: true, allow_out: [], dns: [] }, { enabled: true }]);
+  } finally {
+    await deleteTemplate('net-rules-js', { socketPath });
     await sb.kill();
   }
 });
