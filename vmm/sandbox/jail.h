@@ -193,18 +193,28 @@ int jail_drop_privileges(uint32_t uid, uint32_t gid, struct tvm_err *e);
 int jail_landlock_abi(void);
 
 /* One Landlock rule: what may be done beneath path (JAIL_LL_* bits). */
-#define JAIL_LL_READ 1u  /* read files, list directories */
-#define JAIL_LL_WRITE 2u /* also create, write, truncate, remove regular files and sockets */
+#define JAIL_LL_READ 1u   /* read files, list directories */
+#define JAIL_LL_WRITE 2u  /* also create, write, truncate, remove regular files and sockets */
+#define JAIL_LL_TREE 4u   /* also make and remove directories, link and rename across them */
+#define JAIL_LL_REMOVE 8u /* remove files (only) */
 struct jail_ll_rule {
 	const char *path;
 	unsigned access;
 };
 
+/* What jail_landlock_scoped may scope (Landlock ABI 6). */
+#define JAIL_LL_SCOPE_ABSTRACT_UNIX 1u /* no abstract Unix socket outside the domain */
+#define JAIL_LL_SCOPE_SIGNAL 2u        /* no signal to a process outside the domain */
+
 /* Restrict this thread and its future children to rules (everything else
- * in the file system denied; TCP bind/connect denied and abstract sockets
- * and signals scoped where the kernel has it). Needs PR_SET_NO_NEW_PRIVS.
- * A kernel without Landlock: 0, nothing done. */
+ * in the file system denied, execution included; TCP bind/connect denied
+ * and abstract sockets and signals scoped where the kernel has it; no
+ * ptrace or /proc/PID/mem of a process outside the domain). Needs
+ * PR_SET_NO_NEW_PRIVS or CAP_SYS_ADMIN. A kernel without Landlock: 0,
+ * nothing done. */
 int jail_landlock(const struct jail_ll_rule *rules, unsigned n, struct tvm_err *e);
+/* The same with only the scopes (JAIL_LL_SCOPE_*) asked. */
+int jail_landlock_scoped(const struct jail_ll_rule *rules, unsigned n, unsigned scopes, struct tvm_err *e);
 
 /* "pid starttime" of the owner file; starttime is field 22 of
  * /proc/PID/stat. Return 0 or -EINVAL. */

@@ -107,16 +107,21 @@ static uint64_t rule_rights(unsigned access, int dir, uint64_t handled)
 
 	if (access & (JAIL_LL_READ | JAIL_LL_WRITE))
 		r |= LANDLOCK_ACCESS_FS_READ_FILE | (dir ? LANDLOCK_ACCESS_FS_READ_DIR : 0);
-	if (access & JAIL_LL_WRITE)
+	if (access & (JAIL_LL_WRITE | JAIL_LL_TREE))
 		r |= LANDLOCK_ACCESS_FS_WRITE_FILE | LL_FS_TRUNCATE |
 		     (dir ? LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_REMOVE_FILE
 			  : 0);
+	if ((access & JAIL_LL_TREE) && dir)
+		r |= LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR | LANDLOCK_ACCESS_FS_MAKE_DIR |
+		     LANDLOCK_ACCESS_FS_REMOVE_DIR | LL_FS_REFER;
+	if ((access & JAIL_LL_REMOVE) && dir)
+		r |= LANDLOCK_ACCESS_FS_REMOVE_FILE;
 	return r & handled;
 }
 
 /* The ruleset as a descriptor (-1: no Landlock here), built while the
  * rules' paths can still be opened; returns it or -errno. */
-static int landlock_ruleset(const struct jail_ll_rule *rules, unsigned n, struct tvm_err *e)
+static int landlock_ruleset(const struct jail_ll_rule *rules, unsigned n, unsigned scopes, struct tvm_err *e)
 {
 	struct ll_ruleset_attr a = { 0 };
 	size_t size = sizeof(a.handled_access_fs);
@@ -138,7 +143,8 @@ static int landlock_ruleset(const struct jail_ll_rule *rules, unsigned n, struct
 		size = offsetof(struct ll_ruleset_attr, scoped);
 	}
 	if (abi >= 6) {
-		a.scoped = LL_SCOPE_ABSTRACT_UNIX | LL_SCOPE_SIGNAL; /* signals only within the jail */
+		a.scoped = (scopes & JAIL_LL_SCOPE_ABSTRACT_UNIX ? LL_SCOPE_ABSTRACT_UNIX : 0) |
+			   (scopes & JAIL_LL_SCOPE_SIGNAL ? LL_SCOPE_SIGNAL : 0);
 		size = sizeof(a);
 	}
 	fd = (int)syscall(SYS_landlock_create_ruleset, &a, size, 0);
@@ -176,11 +182,17 @@ static int landlock_restrict(int fd, struct tvm_err *e)
 	return r;
 }
 
-int jail_landlock(const struct jail_ll_rule *rules, unsigned n, struct tvm_err *e)
+int jail_landlock_scoped(const struct jail_ll_rule *rules, unsigned n, unsigned scopes, struct tvm_err *e)
 {
-	int fd = landlock_ruleset(rules, n, e);
+	int fd = landlock_ruleset(rules, n, scopes, e);
 
 	return fd < -1 ? fd : landlock_restrict(fd, e);
+}
+
+int jail_landlock(const struct jail_ll_rule *rules, unsigned n, struct tvm_err *e)
+{
+	/* signals only within the jail */
+	return jail_landlock_scoped(rules, n, JAIL_LL_SCOPE_ABSTRACT_UNIX | JAIL_LL_SCOPE_SIGNAL, e);
 }
 
 int jail_lockdown(struct jail *j, struct tvm_err *e)
@@ -199,7 +211,8 @@ int jail_lockdown(struct jail *j, struct tvm_err *e)
 	for (unsigned i = 0; i < j->nst; i++)
 		if (j->st[i].snapshot) /* written after the guest ran */
 			rules[n++] = (struct jail_ll_rule){ j->m[j->st[i].mount].path, JAIL_LL_WRITE };
-	ll = landlock_ruleset(rules, n, e); /* as root: every path opens */
+	ll = landlock_ruleset(rules, n, JAIL_LL_SCOPE_ABSTRACT_UNIX | JAIL_LL_SCOPE_SIGNAL,
+			      e); /* as root: every path opens */
 	if (ll < -1)
 		return ll;
 	r = jail_set_rlimits(&l, e);

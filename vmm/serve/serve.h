@@ -21,6 +21,7 @@
  *   serve_net.c      a networked sandbox's TAP and /30, made and removed
  *   serve_priv.c     the privileged helper: VMMs started, TAPs made and
  *                    removed, for a daemon that confines itself
+ *   serve_walls.c    that confinement: Landlock and seccomp
  * The daemon never maps guest memory: each sandbox is its own VMM process;
  * the daemon talks to the guest agent through that VMM's hybrid vsock
  * socket (guest/PROTOCOL.md). One mutex guards every table; one condition
@@ -212,6 +213,13 @@ struct conn {
 	bool raw_stream;        /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
 	unsigned retry_after_s; /* the next error answer's Retry-After (RFC 9110 §10.2.3); 503s say 5 */
 };
+
+/* serve_walls.c: confine the calling thread, and every thread it makes
+ * after, as the daemon (c->seccomp; TVM_SECCOMP_OFF: nothing): Landlock
+ * (read anywhere, write beneath c->state_dir, remove the socket; no
+ * exec, TCP, abstract socket or ptrace out) and the seccomp role
+ * SC_DAEMON. 0 or -errno with e filled. */
+int srv_walls(const struct srv_cfg *c, struct tvm_err *e);
 
 /* serve_priv.c: requests to the privileged helper, each checked there by
  * priv_parse. A request is a struct priv_head, then (PRIV_SPAWN) argc

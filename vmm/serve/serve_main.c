@@ -20,7 +20,6 @@
 
 #include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
-#include "vmm/sandbox/seccomp.h"
 #include "vmm/serve/serve.h"
 
 #define CONN_STACK (256u << 10)
@@ -522,11 +521,11 @@ int serve_main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
-	/* From here on every thread has the daemon's filter (threads inherit
-	 * it): no client byte is read before. */
+	/* From here on every thread has the daemon's walls (threads inherit
+	 * them): no client byte is read before. */
 	struct tvm_err e = { 0 };
-	if (sc_supported(s->cfg.seccomp, &e) || sc_confine(SC_DAEMON, 0, s->cfg.seccomp, -1, &e)) {
-		fprintf(stderr, "tinyvmm serve: %s (--seccomp off runs without it)\n", e.msg);
+	if (srv_walls(&s->cfg, &e)) {
+		fprintf(stderr, "tinyvmm serve: %s (--seccomp off runs without its walls)\n", e.msg);
 		return 1;
 	}
 	pthread_create(&sup, NULL, srv_supervisor, s);

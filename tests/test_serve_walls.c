@@ -1,0 +1,178 @@
+/* The daemon's walls (vmm/serve/serve_walls.c): in a forked child that
+ * puts them on as tinyvmm serve does, what a daemon taken over by a client
+ * could try. It writes beneath its state dir only and removes files
+ * beside its socket, reads anywhere, cannot open another process's memory,
+ * write /proc/sys or reach an abstract socket, and still signals a process
+ * outside (its VMMs are the helper's children). Each step a child exit
+ * status. */
+#include <check.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "vmm/serve/serve_walls.c"
+#include "tests/unit.h"
+
+static char state[] = "/tmp/tvm-walls-state-XXXXXX", sock_dir[] = "/tmp/tvm-walls-sock-XXXXXX",
+	    outside[] = "/tmp/tvm-walls-out-XXXXXX";
+
+static int abstract_listener(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "tvm-walls-%d", (int)getpid());
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	return fd;
+}
+
+/* The child's steps: 0 all as expected, else 10 + the step that was not. */
+static int as_the_daemon(pid_t parent, int abi)
+{
+	char p[256], q[256];
+	int fd;
+
+	/* its state dir: files, directories, links across them, renames */
+	snprintf(p, sizeof(p), "%s/sandboxes", state);
+	if (mkdir(p, 0700))
+		return 10;
+	snprintf(p, sizeof(p), "%s/sandboxes/a", state);
+	snprintf(q, sizeof(q), "%s/b", state);
+	if (mkdir(p, 0700) || mkdir(q, 0700))
+		return 11;
+	snprintf(p, sizeof(p), "%s/sandboxes/a/f", state);
+	if ((fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0 || write(fd, "x", 1) != 1)
+		return 12;
+	close(fd);
+	snprintf(q, sizeof(q), "%s/b/f", state);
+	if (linkat(AT_FDCWD, p, AT_FDCWD, q, 0) || unlink(p))
+		return 13;
+	snprintf(p, sizeof(p), "%s/b2", state);
+	snprintf(q, sizeof(q), "%s/b", state);
+	if (rename(q, p))
+		return 14;
+	/* reads anywhere; the socket's directory: removals only */
+	if ((fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC)) < 0)
+		return 15;
+	close(fd);
+	snprintf(p, sizeof(p), "%s/api.sock", sock_dir);
+	if (unlink(p))
+		return 16;
+	snprintf(p, sizeof(p), "%s/new", sock_dir);
+	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)
+		return 17;
+	/* nothing elsewhere */
+	snprintf(p, sizeof(p), "%s/planted", outside);
+	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0755) >= 0 || errno != EACCES)
+		return 18;
+	snprintf(p, sizeof(p), "%s/victim", outside);
+	if (open(p, O_WRONLY | O_CLOEXEC) >= 0 || unlink(p) == 0 || rename(p, "/tmp/tvm-walls-moved") == 0)
+		return 19;
+	if (open("/proc/sys/kernel/core_pattern", O_WRONLY | O_CLOEXEC) >= 0)
+		return 20;
+	/* another process's memory (a root daemon could write the helper's) */
+	snprintf(p, sizeof(p), "/proc/%d/mem", (int)parent);
+	if (open(p, O_RDONLY | O_CLOEXEC) >= 0)
+		return 21;
+	/* an abstract socket outside (ABI 6 and later) */
+	if (abi >= 6) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1, "tvm-walls-%d", (int)parent);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			return 22;
+		close(fd);
+	}
+	/* its VMMs are outside its domain: signals must still reach them */
+	if (kill(parent, 0))
+		return 23;
+	return 0;
+}
+
+START_TEST(the_daemon_writes_its_state_dir_only)
+{
+	struct srv_cfg c = { .seccomp = TVM_SECCOMP_LOG };
+	char p[256];
+	int status, lfd, fd;
+	pid_t parent = getpid(), pid;
+	int abi = jail_landlock_abi();
+
+	if (abi == 0) {
+		printf("test_serve_walls: SKIPPED: no Landlock on this kernel\n");
+		return;
+	}
+	ck_assert_ptr_nonnull(mkdtemp(state));
+	ck_assert_ptr_nonnull(mkdtemp(sock_dir));
+	ck_assert_ptr_nonnull(mkdtemp(outside));
+	snprintf(c.state_dir, sizeof(c.state_dir), "%s", state);
+	snprintf(c.socket_path, sizeof(c.socket_path), "%s/api.sock", sock_dir);
+	ck_assert_int_ge(fd = open(c.socket_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/victim", outside);
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), 0);
+	close(fd);
+	lfd = abstract_listener();
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tvm_err e = { 0 };
+
+		if (srv_walls(&c, &e)) {
+			fprintf(stderr, "%s\n", e.msg);
+			_exit(2);
+		}
+		_exit(as_the_daemon(parent, abi));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x: step %d", status,
+		      WIFEXITED(status) ? WEXITSTATUS(status) - 10 : -1);
+	close(lfd);
+	snprintf(p, sizeof(p), "rm -rf %s %s %s", state, sock_dir, outside);
+	ck_assert_int_eq(system(p), 0);
+}
+END_TEST
+
+/* --seccomp off: no walls at all, Landlock included. */
+START_TEST(off_is_no_walls)
+{
+	struct srv_cfg c = { .seccomp = TVM_SECCOMP_OFF };
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char p[] = "/tmp/tvm-walls-off-XXXXXX";
+		int fd;
+
+		snprintf(c.state_dir, sizeof(c.state_dir), "/nonexistent");
+		if (srv_walls(&c, NULL) || (fd = mkstemp(p)) < 0)
+			_exit(1);
+		unlink(p);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("serve_walls");
+	TCase *tc = tcase_create("walls");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, the_daemon_writes_its_state_dir_only);
+	tcase_add_test(tc, off_is_no_walls);
+	suite_add_tcase(s, tc);
+	return tvm_run_suite(s);
+}
