@@ -352,7 +352,8 @@ export class CommandHandle {
   async status() { return statusFromJson(await this.sandbox._client.call('GET', this._base)); }
 
   /** Follow the output until the command ends; resolve with its result. timeoutMs bounds this wait only. */
-  async wait({ timeoutMs, onStdout, onStderr, check = false } = {}) {
+  async wait(o = {}) {
+    const { timeoutMs, onStdout, onStderr, check = false } = known(o, 'wait', ['timeoutMs', 'onStdout', 'onStderr', 'check']);
     if (onStdout) this._col.on.stdout = onStdout;
     if (onStderr) this._col.on.stderr = onStderr;
     if (!this._result) this._result = await this._follow(timeoutMs);
@@ -441,9 +442,9 @@ export class Commands {
    * memoryMib and pidsMax limit the command's own cgroup in the guest (oomKilled, pidsLimited).
    */
   async run(cmd, opts = {}) {
-    if ('timeout' in opts) throw new TypeError('commands.run: the option is timeoutMs (milliseconds), not timeout');
+    if (opts && 'timeout' in opts) throw new TypeError('commands.run: the option is timeoutMs (milliseconds), not timeout');
     const { args, envs, cwd, user, timeoutMs, stdin, onStdout, onStderr, background = false,
-      check = false, maxOutputBytes, memoryMib, pidsMax, requestTimeoutMs } = opts;
+      check = false, maxOutputBytes, memoryMib, pidsMax, requestTimeoutMs } = known(opts, 'commands.run', RUN_OPTIONS);
     const body = {};
     if (Array.isArray(cmd)) body.cmd = [...cmd, ...(args || [])].map(String);
     else if (args) body.cmd = [cmd, ...args].map(String);
@@ -498,7 +499,8 @@ export class Commands {
   }
 
   /** Reattach to a background command; wait() replays its kept output from the start. */
-  async connect(execId, { onStdout, onStderr } = {}) {
+  async connect(execId, o = {}) {
+    const { onStdout, onStderr } = known(o, 'commands.connect', ['onStdout', 'onStderr']);
     const h = new CommandHandle(this._sb, execId, { onStdout, onStderr });
     await h.status();
     return h;
@@ -519,7 +521,8 @@ export class Files {
   get _path() { return `/sandboxes/${this._sb.sandboxId}/files`; }
 
   /** Write data (string, Buffer/Uint8Array, Readable or async iterable: streamed) to path. */
-  async write(path, data, { mode } = {}) {
+  async write(path, data, o = {}) {
+    const { mode } = known(o, 'files.write', ['mode']);
     const query = { path };
     if (mode !== undefined) query.mode = typeof mode === 'number' ? mode.toString(8).padStart(4, '0') : String(mode);
     const d = await this._sb._client.call('PUT', this._path, { query, body: data });
@@ -527,7 +530,8 @@ export class Files {
   }
 
   /** Read path: format 'text' (string, default), 'bytes' (Uint8Array/Buffer) or 'stream' (Readable). */
-  async read(path, { format = 'text' } = {}) {
+  async read(path, o = {}) {
+    const { format = 'text' } = known(o, 'files.read', ['format']);
     if (!['text', 'bytes', 'stream'].includes(format)) throw new TypeError("format: 'text', 'bytes' or 'stream'");
     const res = await this._sb._client.open('GET', this._path, { query: { path }, accept: 'application/octet-stream' });
     if (format === 'stream') return res;
@@ -578,6 +582,8 @@ function infoFromJson(d) {
 
 const secs = (s) => (s === undefined || s === null ? undefined : Math.ceil(s));
 
+const RUN_OPTIONS = ['args', 'envs', 'cwd', 'user', 'timeoutMs', 'stdin', 'onStdout', 'onStderr', 'background', 'check',
+  'maxOutputBytes', 'memoryMib', 'pidsMax', 'requestTimeoutMs'];
 const CREATE_OPTIONS = new Set(['template', 'timeout', 'timeoutMs', 'idleTimeout', 'cpus', 'memoryMib', 'envs',
   'secretEnvs', 'metadata', 'network', 'socketPath', 'requestTimeoutMs']);
 const NETWORK_OPTIONS = new Set(['enabled', 'allowOut', 'dns']);
@@ -589,9 +595,22 @@ function refuseUnknown(opts, known, where) {
   for (const k of Object.keys(opts)) {
     if (!known.has(k)) {
       const camel = k.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
-      throw new TypeError(`${where}: unknown option ${k}` + (known.has(camel) ? ` (did you mean ${camel}?)` : ''));
+      // timeout_s: timeout (seconds are the SDK's default unit)
+      const meant = known.has(camel) ? camel : (camel.endsWith('S') && known.has(camel.slice(0, -1)) ? camel.slice(0, -1) : null);
+      throw new TypeError(`${where}: unknown option ${k}` + (meant ? ` (did you mean ${meant}?)` : ''));
     }
   }
+}
+
+// The options object of a call (undefined: none): refused by name when it
+// holds a key the call does not take, or is not an object (fork(2)).
+function known(opts, where, names) {
+  if (opts === undefined || opts === null) return {};
+  if (typeof opts !== 'object' || Array.isArray(opts)) {
+    throw new TypeError(`${where}: options are an object { ${names.join(', ')} }, not ${Array.isArray(opts) ? 'an array' : typeof opts}`);
+  }
+  refuseUnknown(opts, new Set(names), where);
+  return opts;
 }
 
 // The wire's network ({enabled, allow_out, dns}) of the option. true is the
@@ -651,14 +670,16 @@ export class Sandbox {
   }
 
   /** Attach to an existing sandbox (yours, or any with its access token). */
-  static async connect(sandboxId, { accessToken, socketPath } = {}) {
+  static async connect(sandboxId, o = {}) {
+    const { accessToken, socketPath } = known(o, 'Sandbox.connect', ['accessToken', 'socketPath']);
     const client = new Client({ socketPath, accessToken });
     const d = await client.call('GET', `/sandboxes/${sandboxId}`);
     return new Sandbox(d, { client, accessToken });
   }
 
   /** Your sandboxes ({state: 'running'|'paused'|'ended', metadata: {k: v}}). */
-  static async list({ state, metadata, socketPath } = {}) {
+  static async list(o = {}) {
+    const { state, metadata, socketPath } = known(o, 'Sandbox.list', ['state', 'metadata', 'socketPath']);
     const q = [];
     if (state) q.push(['state', state]);
     for (const [k, v] of Object.entries(metadata || {})) q.push([`metadata.${k}`, v]);
@@ -667,7 +688,8 @@ export class Sandbox {
   }
 
   /** End a sandbox by id; false if there is no such sandbox. */
-  static async kill(sandboxId, { accessToken, socketPath } = {}) {
+  static async kill(sandboxId, o = {}) {
+    const { accessToken, socketPath } = known(o, 'Sandbox.kill', ['accessToken', 'socketPath']);
     try {
       await new Client({ socketPath, accessToken }).call('DELETE', `/sandboxes/${sandboxId}`);
       return true;
@@ -702,7 +724,8 @@ export class Sandbox {
    * until resume(). ConflictError (409) while commands run or when paused already.
    * Resolves with (and keeps as .info) the sandbox's info, state 'paused'.
    */
-  async pause({ requestTimeoutMs = 300_000 } = {}) {
+  async pause(o = {}) {
+    const { requestTimeoutMs = 300_000 } = known(o, 'pause', ['requestTimeoutMs']);
     this._info = infoFromJson(await this._client.call('POST', `/sandboxes/${this.sandboxId}/pause`, { timeoutMs: requestTimeoutMs }));
     return this._info;
   }
@@ -712,7 +735,8 @@ export class Sandbox {
    * ConflictError (409) if not paused; QuotaExceededError / ServiceUnavailableError as a create.
    * Resolves with (and keeps as .info) the sandbox's info, state 'running'.
    */
-  async resume({ requestTimeoutMs = 300_000 } = {}) {
+  async resume(o = {}) {
+    const { requestTimeoutMs = 300_000 } = known(o, 'resume', ['requestTimeoutMs']);
     this._info = infoFromJson(await this._client.call('POST', `/sandboxes/${this.sandboxId}/resume`, { timeoutMs: requestTimeoutMs }));
     return this._info;
   }
@@ -724,7 +748,8 @@ export class Sandbox {
    * fork (a token holder gets ForbiddenError); ConflictError while commands run. A paused sandbox
    * is forked from its snapshot and stays paused. All or nothing.
    */
-  async fork({ count = 1, timeoutS, requestTimeoutMs = 300_000 } = {}) {
+  async fork(o = {}) {
+    const { count = 1, timeoutS, requestTimeoutMs = 300_000 } = known(o, 'fork', ['count', 'timeoutS', 'requestTimeoutMs']);
     const body = { count };
     if (timeoutS !== undefined && timeoutS !== null) body.timeout_s = secs(timeoutS);
     const d = await this._client.call('POST', `/sandboxes/${this.sandboxId}/fork`, { json: body, timeoutMs: requestTimeoutMs });
@@ -742,7 +767,8 @@ export class Sandbox {
    * uid may (a token does not do: SandboxNotFoundError); BadRequestError for a bad name; ConflictError if
    * the name exists, while commands run or when paused; QuotaExceededError past 64.
    */
-  async saveAsTemplate(name, { requestTimeoutMs = 300_000 } = {}) {
+  async saveAsTemplate(name, o = {}) {
+    const { requestTimeoutMs = 300_000 } = known(o, 'saveAsTemplate', ['requestTimeoutMs']);
     // ownership is by uid: the token (if any) is not sent, it would not count
     return templateFromJson(await this._client.withToken(null).call('POST', '/templates',
       { json: { name, from_sandbox: this.sandboxId }, timeoutMs: requestTimeoutMs }));
@@ -775,7 +801,10 @@ if (typeof Symbol.asyncDispose === 'symbol') {
 }
 
 /** Health of the daemon: {status: "ok" or "degraded", sandboxes, problems (why no sandbox can start)}. */
-export function health({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/health'); }
+export async function health(o = {}) {
+  const { socketPath } = known(o, 'health', ['socketPath']);
+  return new Client({ socketPath }).call('GET', '/health');
+}
 
 // The wire's {samples, p50_ms, p99_ms} (a create's latency, a pause's time) and {samples, p50_kib, p99_kib}.
 const latencyFromJson = (l = {}) => ({ samples: l.samples ?? 0, p50Ms: l.p50_ms ?? null, p99Ms: l.p99_ms ?? null });
@@ -800,15 +829,18 @@ function templateFromJson(d) {
 }
 
 /** The warm pool of a template: Pool {template, size, ready, starting, hits, misses, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
-export async function pool({ template = 'default', socketPath } = {}) {
+export async function pool(o = {}) {
+  const { template = 'default', socketPath } = known(o, 'pool', ['template', 'socketPath']);
   return poolFromJson(await new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(template)}/pool`));
 }
 /** Keep `size` sandboxes restored ahead of creates (root or the daemon's uid, else ForbiddenError); resolves with the Pool. */
-export async function setPool(size, { template = 'default', socketPath } = {}) {
+export async function setPool(size, o = {}) {
+  const { template = 'default', socketPath } = known(o, 'setPool', ['template', 'socketPath']);
   return poolFromJson(await new Client({ socketPath }).call('PUT', `/templates/${encodeURIComponent(template)}/pool`, { json: { size } }));
 }
 /** The caller's custom templates ('default' always exists and is not listed): Template[]. */
-export async function templates({ socketPath } = {}) {
+export async function templates(o = {}) {
+  const { socketPath } = known(o, 'templates', ['socketPath']);
   return ((await new Client({ socketPath }).call('GET', '/templates')).templates || []).map(templateFromJson);
 }
 /**
@@ -832,11 +864,13 @@ export async function buildTemplate(name, warmup, opts = {}) {
   return templateFromJson(await new Client({ socketPath }).call('POST', '/templates', { json, timeoutMs: requestTimeoutMs }));
 }
 /** One of the caller's templates, else TemplateNotFoundError. */
-export async function getTemplate(name, { socketPath } = {}) {
+export async function getTemplate(name, o = {}) {
+  const { socketPath } = known(o, 'getTemplate', ['socketPath']);
   return templateFromJson(await new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(name)}`));
 }
 /** Delete one of the caller's templates: true, or false if there is none by that name. Sandboxes made from it run on. */
-export async function deleteTemplate(name, { socketPath } = {}) {
+export async function deleteTemplate(name, o = {}) {
+  const { socketPath } = known(o, 'deleteTemplate', ['socketPath']);
   try {
     await new Client({ socketPath }).call('DELETE', `/templates/${encodeURIComponent(name)}`);
     return true;
@@ -846,6 +880,9 @@ export async function deleteTemplate(name, { socketPath } = {}) {
   }
 }
 /** Version of the daemon: {version, api}. */
-export function version({ socketPath } = {}) { return new Client({ socketPath }).call('GET', '/version'); }
+export async function version(o = {}) {
+  const { socketPath } = known(o, 'version', ['socketPath']);
+  return new Client({ socketPath }).call('GET', '/version');
+}
 
 export default Sandbox;

@@ -456,3 +456,39 @@ test('network: allowOut is sent as the wire allow_out; allow_out or another key 
     await sb.kill();
   }
 });
+
+test('every call refuses an option it does not take, by name, before any request', async () => {
+  const sb = await Sandbox.create({ socketPath, timeout: 60 });
+  try {
+    const sent = fake.requests;
+    const refusals = [
+      [() => sb.commands.run('true', { timeout_ms: 500 }), /^commands\.run: unknown option timeout_ms \(did you mean timeoutMs\?\)$/],
+      [() => sb.commands.run('true', { memory_mib: 64 }), /^commands\.run: unknown option memory_mib \(did you mean memoryMib\?\)$/],
+      [() => sb.commands.run('true', { on_stdout: () => {} }), /did you mean onStdout/],
+      [() => sb.commands.connect('x', { since: 5 }), /^commands\.connect: unknown option since$/],
+      [() => sb.files.write('/tmp/x', 'y', { mod: 0o600 }), /^files\.write: unknown option mod$/],
+      [() => sb.files.read('/tmp/x', { encoding: 'utf8' }), /^files\.read: unknown option encoding$/],
+      [() => Sandbox.connect(sb.sandboxId, { socketPath, access_token: 'x' }), /did you mean accessToken/],
+      [() => Sandbox.list({ socket_path: socketPath }), /^Sandbox\.list: unknown option socket_path \(did you mean socketPath\?\)$/],
+      [() => Sandbox.kill(sb.sandboxId, { socketPath, token: 'x' }), /^Sandbox\.kill: unknown option token$/],
+      [() => sb.fork({ count: 1, timeout_s: 10 }), /^fork: unknown option timeout_s \(did you mean timeoutS\?\)$/],
+      [() => sb.fork(2), /^fork: options are an object \{ count, timeoutS, requestTimeoutMs \}, not number$/],
+      [() => sb.pause({ timeout: 1 }), /^pause: unknown option timeout$/],
+      [() => sb.saveAsTemplate('t', { name: 't' }), /^saveAsTemplate: unknown option name$/],
+      [() => pool({ socketPath, size: 2 }), /^pool: unknown option size$/],
+      [() => setPool(2, { socketPath, templ: 'default' }), /^setPool: unknown option templ$/],
+      [() => health({ socket: socketPath }), /^health: unknown option socket$/],
+      [() => version([socketPath]), /^version: options are an object \{ socketPath \}, not an array$/],
+      [() => Sandbox.create({ socketPath, timeout_s: 30 }), /^Sandbox\.create: unknown option timeout_s \(did you mean timeout\?\)$/],
+    ];
+    for (const [call, message] of refusals) {
+      await assert.rejects(call(), (e) => e instanceof TypeError && message.test(e.message), String(call));
+    }
+    assert.equal(fake.requests, sent);
+    // the right names still work, and undefined options are none
+    assert.equal((await sb.commands.run('echo ok', { timeoutMs: 5000 })).stdout, 'ok\n');
+    assert.equal((await health({ socketPath }, undefined)).status, 'ok');
+  } finally {
+    await sb.kill();
+  }
+});
