@@ -2618,6 +2618,38 @@ class T16DaemonWalls(ServeTest):
         wait_for(lambda: not procs_matching(DIR), "the stopped helper to be ended with its daemon", timeout=30)
         start_daemon()
 
+    def test_no_guest_is_said_in_the_daemons_terms(self):
+        """A daemon whose TINYVMM_DATA_DIR has no guest: the create's 500
+        says where the daemon's VMMs look, not the CLI's --kernel, and the
+        daemon's log has the VMM's own last line."""
+        d = tempfile.mkdtemp(dir=DIR)
+        sock = os.path.join(d, "s.sock")
+        env = dict(os.environ, TINYVMM_DATA_DIR=os.path.join(d, "empty"), TINYVMM_CACHE=os.path.join(d, "cache"))
+        os.mkdir(env["TINYVMM_DATA_DIR"])
+        logf = open(os.path.join(d, "log"), "wb")
+        p = subprocess.Popen([BIN, "serve", "--socket", sock, "--state-dir", os.path.join(d, "state"),
+                              "--socket-mode", "0666"], env=env, stdin=subprocess.DEVNULL, stdout=logf,
+                             stderr=subprocess.STDOUT)
+        logf.close()
+        try:
+            def healthy():
+                try:
+                    return Client(sock, API, timeout=10).get("/v1/health").status == 200
+                except OSError:
+                    return False
+            wait_for(healthy, "the daemon without a guest to answer")
+            r = Client(sock, API, timeout=CREATE_WAIT).request("POST", "/v1/sandboxes", json={}, check="response")
+            self.assertEqual(r.status, 500, r.body)
+            msg = r.json["message"]
+            self.assertIn("no guest kernel", msg)
+            self.assertIn("tinyvmm serve's VMMs take the guest from $TINYVMM_DATA_DIR", msg)
+        finally:
+            p.terminate()
+            self.assertEqual(p.wait(WAIT), 0)
+        with open(os.path.join(d, "log"), "rb") as f:
+            log = f.read().decode()
+        self.assertRegex(log, r"its VMM \(pid \d+\) ended by itself \(status 0x[0-9a-f]+\): tinyvmm: no guest kernel")
+
     def test_a_forbidden_call_ends_the_daemon(self):
         """The test binary's daemon makes a call its role forbids (listen,
         from a thread made after the filter) as soon as it is confined."""

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 		"  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
 		"  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		"  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
-		"                       max_connections, default_timeout_s, max_timeout_s, retention_s,\n"
+		"                       max_connections, max_connections_per_uid, default_timeout_s,\n"
+		"                       max_timeout_s, retention_s,\n"
 		"                       orphan_timeout_s, max_file_bytes, cpu_budget_s, pool_size, jail,\n"
 		"                       cgroup_parent, net_range, seccomp, kept_execs and kept_output_mib (execs each\n"
 		"                       sandbox keeps for GET and their output, default 256 and 128:\n"
@@ -169,8 +170,10 @@ static int load_config(struct srv_cfg *c, const char *path)
 		return -1;
 	}
 	if (json_parse(&d, buf, (size_t)n, tok, 512, 0, &je) || tok[0].type != JSON_OBJECT) {
-		fprintf(stderr, "tinyvmm serve: --config %s: byte %zu: %s\n", path, je.off,
-			je.msg[0] ? je.msg : "a JSON object is expected");
+		if (je.msg[0]) /* it names the byte */
+			fprintf(stderr, "tinyvmm serve: --config %s: %s\n", path, je.msg);
+		else
+			fprintf(stderr, "tinyvmm serve: --config %s: a JSON object is expected\n", path);
 		return -1;
 	}
 	for (int k = json_first(&d, 0); k >= 0; k = json_next(&d, 0, k)) {

@@ -435,6 +435,8 @@ static bool snapshot_complete(const struct sandbox *sb, unsigned gen)
 	return stat(path, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 0;
 }
 
+static void last_line(const char *path, char *out, size_t cap);
+
 /* The VMM process is gone (final_ms: its CPU time, 0 when unknown): what
  * it leaves is removed. */
 static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_t final_ms)
@@ -460,9 +462,13 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 		/* Its jail's parent saw the cgroup's OOM killer end the VMM. */
 		bool oom = status >= 0 && WIFEXITED(status) && WEXITSTATUS(status) == TVM_OOM_EXIT;
 
+		char log[600], last[256] = "";
+
 		sb_end_locked(s, sb, oom ? "oom" : "crashed");
-		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x%s)\n", sb->id,
-			(int)sb->pid, status, oom ? ": out of memory" : "");
+		snprintf(log, sizeof(log), "%s/vmm.log", sb->dir);
+		last_line(log, last, sizeof(last));
+		fprintf(stderr, "tinyvmm serve: sandbox %s: its VMM (pid %d) ended by itself (status 0x%x%s)%s%s\n",
+			sb->id, (int)sb->pid, status, oom ? ": out of memory" : "", *last ? ": " : "", last);
 	}
 	unlink(sb->uds);
 	tvm_agent_close(sb->keeper);
@@ -786,8 +792,15 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 			char last[256];
 
 			last_line(log, last, sizeof(last));
-			snprintf(err, errcap, "the sandbox's VM %s%s%s (its log: %s)",
-				 gone ? "ended while starting" : "did not start", *last ? ": " : "", last, log);
+			/* The VMM found no guest where the daemon's environment
+			 * points it (TINYVMM_DATA_DIR): say so in the daemon's
+			 * terms, not the CLI's flags. */
+			bool no_guest = strstr(last, "no guest kernel") || strstr(last, "no base image found");
+			snprintf(err, errcap, "the sandbox's VM %s%s%s (its log: %s)%s",
+				 gone ? "ended while starting" : "did not start", *last ? ": " : "", last, log,
+				 no_guest ? "; tinyvmm serve's VMMs take the guest from $TINYVMM_DATA_DIR: start the "
+					    "daemon with it set (/usr/local/share/tinyvmm after bash tools/setup.sh)"
+					  : "");
 			return -EIO;
 		}
 	}
