@@ -140,6 +140,9 @@ $(BUILD)/tests/%: tests/%.c $(BUILD)/libtinyvmm-san.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtinyvmm-san.a $(CHECK_LIBS) -lpthread
 
+# It runs the binary on a snapshot it writes (--no-inplace-drives).
+$(BUILD)/tests/test_cli_inplace: tinyvmm
+
 $(BUILD)/it/%: tests/integration/%.c tests/integration/it_common.h $(BUILD)/libtinyvmm-san.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN) -o $@ $< $(BUILD)/libtinyvmm-san.a $(CHECK_LIBS) -lpthread

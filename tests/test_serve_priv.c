@@ -64,9 +64,9 @@ static const struct priv_limits lim = { .exe = "/usr/bin/tinyvmm",
 #define SBY "/var/lib/tinyvmm/serve/sandboxes/sbx_ffffffff0123456789abcdef01234567"
 /* What vmm_argv gives a create (its head and tail around the optional
  * middle): the test's baseline. */
-#define VMM_HEAD                                                                                                \
-	"/usr/bin/tinyvmm", "run", "--vsock-uds", SBX "/vsock.sock", "--serial-out", "/dev/null", "--pause-to", \
-		SBX "/paused-1"
+#define VMM_HEAD                                                                                  \
+	"/usr/bin/tinyvmm", "run", "--vsock-uds", SBX "/vsock.sock", "--serial-out", "/dev/null", \
+		"--no-inplace-drives", "--pause-to", SBX "/paused-1"
 #define VMM_TAIL \
 	"--idle-timeout", "600", "--cgroup-parent", "tinyvmm", "--jail", "--jail-dir", "/var/lib/tinyvmm/serve/jail"
 
@@ -217,14 +217,48 @@ START_TEST(a_spawn_has_only_the_daemons_flags)
 	};
 	ck_assert_int_eq(parse_argv(prefix, err), -EPERM);
 	/* the TAP of another sandbox, given before the paths */
-	const char *tap_first[] = { "/usr/bin/tinyvmm", "run",        "--net",         "tvsffffffff", "--vsock-uds",
-				    SBX "/vsock.sock",  "--pause-to", SBX "/paused-1", VMM_TAIL,      NULL };
+	const char *tap_first[] = {
+		"/usr/bin/tinyvmm", "run",          "--net",     "tvsffffffff",         "--vsock-uds",
+		SBX "/vsock.sock",  "--serial-out", "/dev/null", "--no-inplace-drives", "--pause-to",
+		SBX "/paused-1",    VMM_TAIL,       NULL
+	};
 	ck_assert_int_eq(parse_argv(tap_first, err), -EPERM);
 	ck_assert_str_eq(err, "spawn: --net is another sandbox's TAP");
 	/* the daemon jails: no VMM without --jail; and five resolvers */
 	const char *unjailed[] = { VMM_HEAD, "--idle-timeout", "600", NULL };
 	ck_assert_int_eq(parse_argv(unjailed, err), -EPERM);
-	ck_assert_str_eq(err, "spawn: --vsock-uds, --pause-to, --jail or --jail-dir missing");
+	ck_assert_str_eq(err, "spawn: --jail missing (the daemon always gives it)");
+	/* each flag the daemon always gives, left out */
+	static const char *const always[] = { "--no-inplace-drives", "--serial-out", "--idle-timeout",
+					      "--cgroup-parent", "--jail-dir" };
+	for (size_t i = 0; i < sizeof(always) / sizeof(always[0]); i++) {
+		const char *full[] = { VMM_HEAD, VMM_TAIL, NULL };
+		const char *argv[32];
+		size_t n = 0;
+
+		for (size_t k = 0; full[k]; k++) {
+			if (!strcmp(full[k], always[i])) {
+				k += strcmp(always[i], "--no-inplace-drives") != 0; /* and its value */
+				continue;
+			}
+			argv[n++] = full[k];
+		}
+		argv[n] = NULL;
+		ck_assert_msg(parse_argv(argv, err) == -EPERM, "without %s", always[i]);
+		char want[120];
+		snprintf(want, sizeof(want), "spawn: %s missing (the daemon always gives it)", always[i]);
+		ck_assert_str_eq(err, want);
+	}
+	/* shapes no create may ask for; network flags without a network */
+	const char *big[] = { VMM_HEAD, VMM_TAIL, "--mem", "999999999", NULL };
+	ck_assert_int_eq(parse_argv(big, err), -EPERM);
+	const char *small[] = { VMM_HEAD, VMM_TAIL, "--mem", "1", NULL };
+	ck_assert_int_eq(parse_argv(small, err), -EPERM);
+	const char *cpus[] = { VMM_HEAD, VMM_TAIL, "--cpus", "9", NULL };
+	ck_assert_int_eq(parse_argv(cpus, err), -EPERM);
+	const char *nonet[] = { VMM_HEAD, VMM_TAIL, "--net-allow", "0.0.0.0/0", NULL };
+	ck_assert_int_eq(parse_argv(nonet, err), -EPERM);
+	ck_assert_str_eq(err, "spawn: network flags without --net");
 	const char *dns5[] = { VMM_HEAD,   VMM_TAIL,    "--net-dns", "10.0.0.1",  "--net-dns", "10.0.0.2", "--net-dns",
 			       "10.0.0.3", "--net-dns", "10.0.0.4",  "--net-dns", "10.0.0.5",  NULL };
 	ck_assert_int_eq(parse_argv(dns5, err), -EPERM);
@@ -266,7 +300,7 @@ START_TEST(malformed_spawns_are_refused)
 	ck_assert_int_eq(parse(buf, 0, 0, err), -EINVAL);
 	/* the most arguments there may be pass */
 	static const char *many[PRIV_MAX_ARGS + 1];
-	const char *head[] = { VMM_HEAD, VMM_TAIL };
+	const char *head[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d" };
 	int k = (int)(sizeof(head) / sizeof(head[0]));
 	memcpy(many, head, sizeof(head));
 	if ((PRIV_MAX_ARGS - k) % 2)
@@ -396,7 +430,9 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	int calls[2], status;
 	char log[] = "/tmp/tvm-priv-XXXXXX", out[512] = "", err[200] = "";
 	int logfd = mkstemp(log);
-	char *argv[] = { "/bin/echo", "run", "--vsock-uds", SBX "/vsock.sock", "--pause-to", SBX "/paused-1", NULL };
+	char *argv[] = { "/bin/echo",      "run",           "--vsock-uds",         SBX "/vsock.sock",
+			 "--pause-to",     SBX "/paused-1", "--serial-out",        "/dev/null",
+			 "--idle-timeout", "600",           "--no-inplace-drives", NULL };
 
 	ck_assert_int_ge(logfd, 0);
 	start_helper(&s, calls);
@@ -406,7 +442,8 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 	ck_assert_int_gt(pread(logfd, out, sizeof(out) - 1, 0), 0);
-	ck_assert_str_eq(out, "run --vsock-uds " SBX "/vsock.sock --pause-to " SBX "/paused-1\n");
+	ck_assert_str_eq(out, "run --vsock-uds " SBX "/vsock.sock --pause-to " SBX
+			      "/paused-1 --serial-out /dev/null --idle-timeout 600 --no-inplace-drives\n");
 	close(logfd);
 	unlink(log);
 
@@ -436,9 +473,10 @@ START_TEST(hostile_requests_leave_the_helper_serving)
 	int calls[2], sv[2];
 	char log[] = "/tmp/tvm-priv-XXXXXX";
 	int logfd = mkstemp(log);
-	const char *sh[] = { "/bin/sh", "run", NULL }, *ok[] = {
-		"/bin/echo", "run", "--vsock-uds", SBX "/vsock.sock", "--pause-to", SBX "/paused-1", NULL
-	};
+	const char *sh[] = { "/bin/sh", "run", NULL },
+		   *ok[] = { "/bin/echo",      "run",           "--vsock-uds",         SBX "/vsock.sock",
+			     "--pause-to",     SBX "/paused-1", "--serial-out",        "/dev/null",
+			     "--idle-timeout", "600",           "--no-inplace-drives", NULL };
 	struct priv_reply rep;
 	size_t n;
 
@@ -450,7 +488,7 @@ START_TEST(hostile_requests_leave_the_helper_serving)
 	ck_assert_int_eq(rep.r, -EPERM);
 	/* a socket for a log: a VMM's stdout must be a file */
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
-	n = build(buf, sizeof(buf), spawn_head(6), ok);
+	n = build(buf, sizeof(buf), spawn_head(11), ok);
 	rep = raw(&s, buf, n, &sv[0], 1);
 	ck_assert_int_eq(rep.r, -EINVAL);
 	ck_assert_str_eq(rep.err, "spawn: the log is not a regular file");

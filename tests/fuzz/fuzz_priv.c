@@ -90,6 +90,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (uint32_t i = 2; i < m.argc; i++)
 				jailed |= !strcmp(m.argv[i], "--jail");
 			CHECK(jailed);
+			bool cow_only = false;
+			for (uint32_t i = 2; i < m.argc; i++)
+				cow_only |= !strcmp(m.argv[i], "--no-inplace-drives");
+			CHECK(cow_only);
 			break;
 		case PRIV_TAP_UP:
 			CHECK(m.host >> 16 == 0x0ad3 && (m.host & 3) == 1);

@@ -75,6 +75,7 @@ struct cli_args {
 	uint64_t disk_size;         /* --disk-size in bytes; 0: not given */
 	int default_root;           /* the root drive is the default base image */
 	int die_with_parent;        /* --die-with-parent: stop the VM when our parent process ends */
+	int no_inplace;             /* --no-inplace-drives: every drive copy-on-write or read-only */
 	int no_cgroup;              /* --no-cgroup */
 	const char *cgroup_flag;    /* the last cgroup limit option given (then a cgroup is required) */
 	int user_cmdline;           /* --cmdline was given */
@@ -156,6 +157,11 @@ int cli_cmd_gc(int argc, char **argv); /* tinyvmm gc [--jail-dir DIR]: remove st
 /* --jail-dir DIR of run, snapshot create and gc: an absolute path, else
  * one line and EXIT_USAGE (a wrong command line); 0 when it is one. */
 int cli_jail_dir_check(const char *dir);
+
+/* The drives snapshot dir's VM had, into c (their paths live as long as the
+ * process), as a restore without --rootfs/--drive opens them. 0, or -errno
+ * with e naming the file. */
+int cli_snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err *e);
 /* tinyvmm image build (argv[0] "build"): runs tools/build-rootfs.sh. */
 int cli_cmd_image_build(int argc, char **argv);
 

@@ -43,7 +43,7 @@ static int read_state(const char *dir, char *path, size_t cap, uint8_t **buf, st
 
 /* A restore without --rootfs/--drive opens the images its snapshot names:
  * the jail must show them, so they are named here as if given. */
-static int snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err *e)
+int cli_snapshot_drives(const char *dir, struct tvm_config *c, struct tvm_err *e)
 {
 	static struct snap_config sc; /* its paths live as long as the process */
 	const struct snap_section *s = NULL;
@@ -196,7 +196,7 @@ int cli_jail_vm(const struct jail_opts *o, struct tvm_config *c, const char **sn
 	if (!r && out && *out)
 		r = snap_mkdir(*out, &e);
 	if (!r && snapshot && *snapshot && !c->nr_drives)
-		r = snapshot_drives(*snapshot, c, &e);
+		r = cli_snapshot_drives(*snapshot, c, &e);
 	if (!r && snapshot && *snapshot)
 		r = snapshot_base(j, *snapshot, &e);
 	if (!r)

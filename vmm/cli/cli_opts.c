@@ -69,6 +69,7 @@ enum {
 	OPT_NETNS,
 	OPT_SECCOMP,
 	OPT_NO_SECCOMP,
+	OPT_NO_INPLACE,
 	OPT_DISK_SIZE,
 	OPT_IDLE_TIMEOUT,
 	OPT_PAUSE_TO,
@@ -132,6 +133,7 @@ static const struct option opts[] = {
 	{ "netns", required_argument, 0, OPT_NETNS },
 	{ "seccomp", required_argument, 0, OPT_SECCOMP },
 	{ "no-seccomp", no_argument, 0, OPT_NO_SECCOMP },
+	{ "no-inplace-drives", no_argument, 0, OPT_NO_INPLACE },
 	{ "disk-size", required_argument, 0, OPT_DISK_SIZE },
 	{ "idle-timeout", required_argument, 0, OPT_IDLE_TIMEOUT },
 	{ "pause-to", required_argument, 0, OPT_PAUSE_TO },
@@ -340,6 +342,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			a->cgroup_flag = opts[idx].name;
 			break;
 		case OPT_NO_SECCOMP: a->c.seccomp = TVM_SECCOMP_OFF; break;
+		case OPT_NO_INPLACE: a->no_inplace = 1; break;
 		case OPT_SECCOMP:
 			if (!strcmp(optarg, "kill"))
 				a->c.seccomp = TVM_SECCOMP_KILL;

@@ -177,6 +177,47 @@ static int run_vm(void *ctx, struct jail *j)
 	return status;
 }
 
+/* Drive i of c that would write its host file in place (neither
+ * copy-on-write nor read-only): said, EXIT_VM_FAILED; else 0. */
+static int inplace_said(const struct tvm_config *c, const char *whose)
+{
+	for (unsigned i = 0; i < c->nr_drives; i++)
+		if (!c->drives[i].cow && !c->drives[i].read_only) {
+			fprintf(stderr,
+				"tinyvmm: --no-inplace-drives: drive %u (%s) of %s would be written in place on the host\n",
+				i, c->drives[i].path ? c->drives[i].path : "?", whose);
+			return EXIT_VM_FAILED;
+		}
+	return 0;
+}
+
+/* --no-inplace-drives: no drive of the VM writes its host file in place,
+ * neither one given nor one its --snapshot names (a restore takes each
+ * drive's copy-on-write and read-only flags from the snapshot). Jailed and
+ * with no drive given, the snapshot's are put into the config here, so
+ * the jail mounts the very drives checked (a copy-on-write one read-only:
+ * a state file changed since cannot make it writable). tinyvmm serve gives
+ * it: a snapshot in its state dir is the daemon's writing and must not
+ * name a host file for the VMM to write. */
+static int inplace_refused(struct cli_args *a)
+{
+	static struct tvm_config sc;
+	struct tvm_err e = { 0 };
+	struct tvm_config *into = a->jail && !a->c.nr_drives ? &a->c : &sc;
+
+	if (a->snapshot) {
+		sc = a->c;
+		sc.nr_drives = 0;
+		if (cli_snapshot_drives(a->snapshot, into, &e)) {
+			fprintf(stderr, "tinyvmm: --no-inplace-drives: %s\n", e.msg);
+			return EXIT_VM_FAILED;
+		}
+		if (inplace_said(into, a->snapshot))
+			return EXIT_VM_FAILED;
+	}
+	return inplace_said(&a->c, "the command line");
+}
+
 static int run_cmd(struct cli_args *a, int argc, char **argv, uint64_t t0_ns)
 {
 	int r = cli_setup_vm(argc, argv, t0_ns, a, 0);
@@ -194,6 +235,8 @@ static int run_cmd(struct cli_args *a, int argc, char **argv, uint64_t t0_ns)
 	}
 	cli_report_stage(a->job.report, CLI_ST_TEMPLATE);
 	if ((r = cli_template_use(a, t0_ns)))
+		return r;
+	if (a->no_inplace && (r = inplace_refused(a)))
 		return r;
 	a->job.started = a->snapshot ? "restore" : "boot";
 	a->job.snapshot = a->snapshot;

@@ -85,6 +85,8 @@ static const char usage[] =
 	"                         unchanged and in place (no diff of a diff)\n"
 	"  --no-snapshot          boot cold instead of restoring the template snapshot\n"
 	"  --die-with-parent      stop the VM when the process that started tinyvmm ends\n"
+	"  --no-inplace-drives    refuse a drive (one --snapshot names too) that would write its\n"
+	"                         host file in place: each copy-on-write or read-only\n"
 	"  --seccomp kill|log|off every thread of tinyvmm confined to the system calls its role\n"
 	"                         makes (default kill: any other kills the process); log: one\n"
 	"                         line naming the thread and the call, then exit status %d\n"

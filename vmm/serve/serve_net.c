@@ -249,6 +249,21 @@ int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
 {
 	const char *what = "/dev/net/tun";
 	int fd, sock = -1, r = 0;
+	struct ifaddrs *ifs;
+
+	/* Its /30 on another interface (another sandbox's TAP, the host's):
+	 * the daemon claims none such, so a request for one is refused. */
+	if (getifaddrs(&ifs) == 0) {
+		for (const struct ifaddrs *i = ifs; i && !r; i = i->ifa_next)
+			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, name) &&
+			    (ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) >> 2) == (host >> 2)) {
+				snprintf(err, cap, "network: TAP %s: its /30 is on %s already", name, i->ifa_name);
+				r = -EADDRINUSE;
+			}
+		freeifaddrs(ifs);
+		if (r)
+			return r;
+	}
 
 	fd = tap_attach(name);
 	if (fd < 0) {

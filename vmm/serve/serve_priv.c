@@ -91,9 +91,17 @@ static bool mac_ok(const char *v)
 }
 
 /* The flags vmm_argv gives, each at most once but the egress values. */
-static const char *const once[] = { "--vsock-uds", "--pause-to", "--jail",        "--jail-dir",     "--serial-out",
-				    "--snapshot",  "--mem",      "--cpus",        "--idle-timeout", "--cgroup-parent",
-				    "--net",       "--net-mac",  "--net-deny-all" };
+static const char *const once[] = { "--vsock-uds",         "--pause-to",    "--serial-out", "--idle-timeout",
+				    "--no-inplace-drives", "--jail",        "--jail-dir",   "--cgroup-parent",
+				    "--snapshot",          "--mem",         "--cpus",       "--net",
+				    "--net-mac",           "--net-deny-all" };
+/* once[0..ALWAYS) must each be given; then --jail and --jail-dir when the
+ * daemon jails, --cgroup-parent when it has one; the network flags need
+ * --net. */
+#define ALWAYS 5
+#define JAIL_AT 5
+#define CGROUP_AT 7
+#define NET_AT 11
 #define NONCE (sizeof(once) / sizeof(once[0]))
 
 /* One flag f (value v, NULL: none) of a spawn; id: the sandbox its paths
@@ -113,7 +121,11 @@ static bool spawn_arg_ok(const struct priv_limits *lim, const char *f, const cha
 	}
 	if (!strcmp(f, "--serial-out"))
 		return !strcmp(v, "/dev/null");
-	if (!strcmp(f, "--mem") || !strcmp(f, "--cpus") || !strcmp(f, "--idle-timeout"))
+	if (!strcmp(f, "--mem")) /* the shapes a create may ask for (serve.h) */
+		return number(v) && atoi(v) >= SB_MEM_MIB_MIN && atoi(v) <= SB_MEM_MIB_MAX;
+	if (!strcmp(f, "--cpus"))
+		return number(v) && atoi(v) >= 1 && atoi(v) <= SB_CPUS_MAX;
+	if (!strcmp(f, "--idle-timeout"))
 		return number(v);
 	if (!strcmp(f, "--cgroup-parent"))
 		return lim->cgroup_parent[0] && !strcmp(v, lim->cgroup_parent);
@@ -145,13 +157,14 @@ static bool spawn_arg_ok(const struct priv_limits *lim, const char *f, const cha
 /* argv[2..argc) of a spawn (see priv_parse): 0, or -EPERM with err. */
 static int spawn_args_ok(const struct priv_limits *lim, const char *const *argv, uint32_t argc, char *err, size_t cap)
 {
-	unsigned seen[NONCE] = { 0 }, ndns = 0;
+	unsigned seen[NONCE] = { 0 }, ndns = 0, egress = 0;
 	char id[33] = "";
 	const char *tap = NULL;
 
 	for (uint32_t i = 2; i < argc; i++) {
 		const char *f = argv[i];
-		bool flag_only = !strcmp(f, "--jail") || !strcmp(f, "--net-deny-all");
+		bool flag_only =
+			!strcmp(f, "--jail") || !strcmp(f, "--net-deny-all") || !strcmp(f, "--no-inplace-drives");
 		size_t k;
 
 		for (k = 0; k < NONCE && strcmp(f, once[k]); k++)
@@ -166,11 +179,17 @@ static int spawn_args_ok(const struct priv_limits *lim, const char *const *argv,
 		}
 		if (!strcmp(f, "--net"))
 			tap = argv[i + 1];
+		egress += !strcmp(f, "--net-allow");
 		i += !flag_only;
 	}
-	if (!seen[0] || !seen[1] || (lim->jail && (!seen[2] || !seen[3]))) {
-		snprintf(err, cap, "spawn: --vsock-uds, --pause-to%s missing",
-			 lim->jail ? ", --jail or --jail-dir" : "");
+	for (size_t k = 0; k < NONCE; k++)
+		if (!seen[k] && (k < ALWAYS || (lim->jail && (k == JAIL_AT || k == JAIL_AT + 1)) ||
+				 (lim->cgroup_parent[0] && k == CGROUP_AT))) {
+			snprintf(err, cap, "spawn: %s missing (the daemon always gives it)", once[k]);
+			return -EPERM;
+		}
+	if (!seen[NET_AT] && (seen[NET_AT + 1] || seen[NET_AT + 2] || ndns || egress)) {
+		snprintf(err, cap, "spawn: network flags without --net");
 		return -EPERM;
 	}
 	if (tap && strncmp(tap + 3, id, 8)) {

@@ -615,6 +615,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 	ADD(sb->uds);
 	ADD("--serial-out");
 	ADD("/dev/null");
+	ADD("--no-inplace-drives"); /* a snapshot of the state dir names no host file to write */
 	sb_snapshot_dir(sb, sb->pause_gen + 1, pause_to, sizeof(pause_to));
 	ADD("--pause-to");
 	ADD(pause_to);
