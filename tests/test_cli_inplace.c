@@ -5,6 +5,7 @@
  * built before this test) is run on it. The check comes before /dev/kvm
  * is opened, so it runs on any host. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include "vmm/snapshot/snapshot_config.h"
 #include "vmm/snapshot/snapshot_format.h"
 #include "vmm/snapshot/snapshot_io.h"
+#include "vmm/tinyvmm.h"
 
 static char dir[] = "/tmp/tvm-inplace-XXXXXX";
 static char victim[300];
@@ -99,6 +101,46 @@ START_TEST(a_snapshot_that_writes_a_host_file_in_place_is_refused)
 }
 END_TEST
 
+/* The library itself: what a restore checks is the state file it reads,
+ * so a file swapped after a caller's own look (the CLI's, or the jail's
+ * planning) cannot bring an in-place drive in. */
+START_TEST(the_library_checks_the_drives_it_uses)
+{
+	struct tvm_config o, c;
+	struct tvm_vm *vm = NULL;
+	struct tvm_err e = { 0 };
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(victim, sizeof(victim), "%s/victim", dir);
+	ck_assert_int_eq(close(creat(victim, 0600)), 0);
+	snapshot_with(0, 0);
+	/* no drive given (the caller saw none, or a copy-on-write one) */
+	tvm_config_init(&o);
+	o.no_inplace_drives = 1;
+	ck_assert_int_eq(tvm_vm_restore(&o, dir, &vm, &e), -EPERM);
+	ck_assert_ptr_null(vm);
+	ck_assert_ptr_nonnull(strstr(e.msg, "drive 0 ("));
+	ck_assert_ptr_nonnull(strstr(e.msg, "would be written in place on the host"));
+	/* without it the same file goes on, to the next thing it lacks */
+	o.no_inplace_drives = 0;
+	ck_assert_int_ne(tvm_vm_restore(&o, dir, &vm, &e), -EPERM);
+	ck_assert_ptr_null(strstr(e.msg, "in place"));
+	/* a boot's drives too, before anything is opened */
+	tvm_config_init(&c);
+	c.kernel_path = "/nonexistent/vmlinux";
+	c.nr_drives = 1;
+	c.drives[0] = (struct tvm_drive){ .path = victim };
+	c.no_inplace_drives = 1;
+	ck_assert_int_eq(tvm_vm_create(&c, &vm, &e), -EPERM);
+	c.drives[0].cow = 1;
+	ck_assert_int_ne(tvm_vm_create(&c, &vm, &e), -EPERM);
+	if (vm)
+		tvm_vm_destroy(vm);
+	snprintf(e.msg, sizeof(e.msg), "rm -rf %s", dir);
+	ck_assert_int_eq(system(e.msg), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("cli_inplace");
@@ -106,6 +148,7 @@ int main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, a_snapshot_that_writes_a_host_file_in_place_is_refused);
+	tcase_add_test(tc, the_library_checks_the_drives_it_uses);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

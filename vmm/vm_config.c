@@ -11,6 +11,16 @@
 #define MIN_MEM_MIB 16
 #define MAX_MEM_MIB (1u << 20) /* 1 TiB */
 
+int vm_check_inplace(const struct tvm_config *c, struct tvm_err *e)
+{
+	for (unsigned i = 0; c->no_inplace_drives && i < c->nr_drives && i < TVM_MAX_DRIVES; i++)
+		if (!c->drives[i].cow && !c->drives[i].read_only)
+			return tvm_errf(e, EPERM,
+					"drive %u (%s): it would be written in place on the host (no_inplace_drives)",
+					i, c->drives[i].path ? c->drives[i].path : "?");
+	return 0;
+}
+
 int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err *e)
 {
 	if (need_kernel && (!c->kernel_path || !*c->kernel_path))
@@ -22,6 +32,8 @@ int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err
 	for (unsigned i = 0; i < c->nr_drives; i++)
 		if (!c->drives[i].path || !*c->drives[i].path)
 			return tvm_errf(e, EINVAL, "drive %u: no path given", i);
+	if (vm_check_inplace(c, e))
+		return -EPERM;
 	if (c->seccomp != TVM_SECCOMP_OFF && c->seccomp != TVM_SECCOMP_KILL && c->seccomp != TVM_SECCOMP_LOG)
 		return tvm_errf(e, EINVAL, "seccomp: %d is not TVM_SECCOMP_OFF, _KILL or _LOG", (int)c->seccomp);
 	if (c->idle_ms && !c->vsock_cid)

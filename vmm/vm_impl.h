@@ -110,6 +110,9 @@ void vm_net_write_metrics(const struct tvm_vm *vm, FILE *f);
 /* vm_config.c: refuse a config the VM cannot be built from (-EINVAL and
  * a line naming the setting); need_kernel: it must name a kernel. */
 int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err *e);
+/* c->no_inplace_drives: each drive copy-on-write or read-only; 0, or
+ * -EPERM with e naming the drive. */
+int vm_check_inplace(const struct tvm_config *c, struct tvm_err *e);
 /* Whether host quirks apply under setting q on this host. */
 bool vm_quirks_apply(enum tvm_quirks q);
 

@@ -89,7 +89,9 @@ static int decode(struct restore *x, const struct tvm_config *o, struct tvm_err 
 		if ((r = snap_base_read(s, &x->base, e)))
 			tvm_err_prefix(e, "%s", x->dir);
 	}
-	if (!r && (r = snap_config_apply(&x->sc, o, &x->cfg, e)))
+	/* The drives checked are the ones this read names: a state file
+	 * swapped since a caller's own look cannot add an in-place one. */
+	if (!r && ((r = snap_config_apply(&x->sc, o, &x->cfg, e)) || (r = vm_check_inplace(&x->cfg, e))))
 		tvm_err_prefix(e, "restore %s", x->dir);
 	if (r)
 		return r;

@@ -342,7 +342,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			a->cgroup_flag = opts[idx].name;
 			break;
 		case OPT_NO_SECCOMP: a->c.seccomp = TVM_SECCOMP_OFF; break;
-		case OPT_NO_INPLACE: a->no_inplace = 1; break;
+		case OPT_NO_INPLACE: a->no_inplace = a->c.no_inplace_drives = 1; break;
 		case OPT_SECCOMP:
 			if (!strcmp(optarg, "kill"))
 				a->c.seccomp = TVM_SECCOMP_KILL;

@@ -206,6 +206,11 @@ struct tvm_config {
 	uint64_t t0_ns;           /* CLOCK_MONOTONIC origin of metrics timestamps; 0: vm creation */
 	enum tvm_seccomp seccomp; /* filters on the VM's threads; default TVM_SECCOMP_OFF */
 	struct tvm_cgroup cgroup; /* host cgroup and its limits: none unless cgroup.mode says */
+	/* Nonzero: every drive copy-on-write or read-only, none written in
+	 * place on the host; a restore checks the drives its snapshot names
+	 * (the bytes it uses) and answers -EPERM for one that is not. For a
+	 * host that restores snapshots it does not trust (tinyvmm serve). */
+	int no_inplace_drives;
 };
 
 /* How a VM ended. */

@@ -142,6 +142,7 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 		c->cgroup = o->cgroup;   /* the host's limits belong to the new VM */
 		c->t0_ns = o->t0_ns;
 		c->vsock_uds = o->vsock_uds;
+		c->no_inplace_drives = o->no_inplace_drives;
 		if (o->nr_drives && o->nr_drives != s->nr_drives)
 			return tvm_errf(e, EINVAL, "drives: the snapshot has %u, %u given", s->nr_drives, o->nr_drives);
 	}
