@@ -19,11 +19,15 @@ class Cli(FakeDaemonTest):
         for args, want in ((["--network"], {"enabled": True}),
                            (["--allow-out", "10.0.0.0/8:443/tcp", "--dns", "10.0.0.53"],
                             {"enabled": True, "allow_out": ["10.0.0.0/8:443/tcp"], "dns": ["10.0.0.53"]}),
+                           (["--deny-out"], {"enabled": True, "allow_out": [], "dns": []}),
                            ([], None)):
             p = self.cli("create", *args)
             self.assertEqual(p.returncode, 0, p.stderr)
             body = [b for m, path, b in bodies if (m, path) == ("POST", "/v1/sandboxes")][-1]
             self.assertEqual(body.get("network"), want, args)
+        p = self.cli("create", "--deny-out", "--dns", "10.0.0.53")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(b"--deny-out: lets nothing out", p.stderr)
 
     def test_flow(self):
         p = self.cli("create", "--timeout", "60", "--metadata", "k=v")

@@ -1,7 +1,7 @@
 """``python3 -m tinyvmm``: a small CLI over the SDK for shell users.
 
     python3 -m tinyvmm create [--timeout 300] [-e K=V] [--metadata K=V] [--network]
-                              [--allow-out RULE] [--dns ADDR] [--json]
+                              [--allow-out RULE] [--dns ADDR] [--deny-out] [--json]
     python3 -m tinyvmm exec SBX [--user root] [--cwd DIR] [--timeout S] [-e K=V] -- CMD [ARGS...]
     python3 -m tinyvmm cp LOCAL SBX:/path     |  cp SBX:/path LOCAL   (- is stdin/stdout)
     python3 -m tinyvmm ls SBX [PATH]
@@ -62,6 +62,8 @@ def main(argv: Optional[List[str]] = None) -> int:
     p.add_argument("--allow-out", action="append", metavar="RULE",
                    help="CIDR[:PORT[/tcp|udp]] it may reach (implies --network; repeatable)")
     p.add_argument("--dns", action="append", metavar="ADDR", help="a resolver (implies --network; repeatable)")
+    p.add_argument("--deny-out", action="store_true",
+                   help="a network that lets nothing out (allow_out and dns both empty; implies --network)")
     p.add_argument("--json", action="store_true", help="print the sandbox object with its access_token")
 
     p = sub.add_parser("exec", help="run a command, stream its output, exit with its status")
@@ -117,12 +119,15 @@ def _connect(ns: argparse.Namespace, sid: str) -> Sandbox:
 def _run(ns: argparse.Namespace) -> int:
     if ns.cmd == "create":
         net = None
-        if ns.network or ns.allow_out or ns.dns:
+        if ns.deny_out and (ns.allow_out or ns.dns):
+            print("tinyvmm: --deny-out: lets nothing out, so it goes with no --allow-out or --dns", file=sys.stderr)
+            return 2
+        if ns.network or ns.allow_out or ns.dns or ns.deny_out:
             net = {"enabled": True}
-            if ns.allow_out:
-                net["allow_out"] = ns.allow_out
-            if ns.dns:
-                net["dns"] = ns.dns
+            if ns.allow_out or ns.deny_out:
+                net["allow_out"] = ns.allow_out or []
+            if ns.dns or ns.deny_out:
+                net["dns"] = ns.dns or []
         sb = Sandbox.create(template=ns.template, timeout=ns.timeout, idle_timeout=ns.idle_timeout,
                             cpus=ns.cpus, memory_mib=ns.memory_mib, envs=_pairs(ns.env, "-e"),
                             metadata=_pairs(ns.metadata, "--metadata"), network=net, socket_path=ns.socket)
