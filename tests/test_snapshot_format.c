@@ -241,6 +241,14 @@ START_TEST(config_round_trip_and_overrides)
 	ck_assert_int_eq(out.quirks, TVM_QUIRKS_ON);
 	o.nr_drives = 2;
 	ck_assert_int_eq(snap_config_apply(sc, &o, &out, NULL), -EINVAL);
+	/* read-only asked of a drive the snapshot has writable: refused, not
+	 * quietly writable */
+	struct tvm_err e = { 0 };
+	o.nr_drives = 1;
+	o.drives[0].read_only = 1;
+	ck_assert_int_eq(snap_config_apply(sc, &o, &out, &e), -EINVAL);
+	ck_assert_str_eq(e.msg,
+			 "drive 0: given read-only, but the snapshot has it writable (a restore keeps a drive's mode)");
 	snap_file_free(&f);
 	snap_w_free(&w);
 	free(sc);

@@ -163,6 +163,15 @@ int snap_config_apply(const struct snap_config *s, const struct tvm_config *o, s
 					 .read_only = (int)s->d[i].read_only,
 					 .cow = (int)s->d[i].cow,
 					 .overlay_limit = s->d[i].overlay_limit };
+		/* A restore keeps each drive's mode (its device was set up
+		 * so); a caller asking read-only of a writable one would
+		 * otherwise get it writable, silently. */
+		if (od && od->read_only && !d->read_only)
+			return tvm_errf(
+				e, EINVAL,
+				"drive %u: given read-only, but the snapshot has it writable (a restore keeps a "
+				"drive's mode)",
+				i);
 		if (od && od->path)
 			d->path = od->path;
 		if (od) /* the device keeps its saved limits when these are none */
