@@ -443,9 +443,12 @@ void priv_stop(struct srv *s)
 
 bool priv_alive(struct srv *s)
 {
-	if (!s->priv.reaped && waitpid(s->priv.pid, NULL, WNOHANG) == s->priv.pid)
-		s->priv.reaped = true;
-	return !s->priv.reaped && __atomic_load_n(&s->priv.fd, __ATOMIC_ACQUIRE) >= 0;
+	/* The supervisor and a health request may both look: one reaps it,
+	 * the other's waitpid fails; reaped is set with atomics. */
+	if (!__atomic_load_n(&s->priv.reaped, __ATOMIC_ACQUIRE) && waitpid(s->priv.pid, NULL, WNOHANG) == s->priv.pid)
+		__atomic_store_n(&s->priv.reaped, true, __ATOMIC_RELEASE);
+	return !__atomic_load_n(&s->priv.reaped, __ATOMIC_ACQUIRE) &&
+	       __atomic_load_n(&s->priv.fd, __ATOMIC_ACQUIRE) >= 0;
 }
 
 /* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
