@@ -2650,6 +2650,20 @@ class T16DaemonWalls(ServeTest):
             log = f.read().decode()
         self.assertRegex(log, r"its VMM \(pid \d+\) ended by itself \(status 0x[0-9a-f]+\): tinyvmm: no guest kernel")
 
+    def test_a_pooled_sandbox_is_no_ones_in_the_log(self):
+        """A warm pool's sandbox has no owner until a create takes it: its
+        audit lines say owner null, never (uid_t)-1."""
+        restart_daemon("--pool", "1")
+        try:
+            # here a pooled VMM that could not start ends at once; with
+            # KVM the one made ends at the restart below
+            if NO_VM:
+                wait_for(lambda: '"owner":null' in log_tail(200), "a pooled sandbox's end in the log", timeout=60)
+        finally:
+            restart_daemon()
+        self.assertIn('"owner":null', log_tail(400))
+        self.assertNotIn("4294967295", log_tail(400))
+
     def test_a_forbidden_call_ends_the_daemon(self):
         """The test binary's daemon makes a call its role forbids (listen,
         from a thread made after the filter) as soon as it is confined."""

@@ -391,7 +391,10 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
 
 	audit_begin(&w, buf, sizeof(buf), event);
 	json_w_key(&w, "owner", 5);
-	json_w_uint(&w, sb->owner);
+	if (sb->pooled) /* no one's yet: not (uid_t)-1 */
+		json_w_null(&w);
+	else
+		json_w_uint(&w, sb->owner);
 	if (sb->end_reason) {
 		json_w_key(&w, "end_reason", 10);
 		json_w_string(&w, sb->end_reason, strlen(sb->end_reason));
