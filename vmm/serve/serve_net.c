@@ -139,12 +139,27 @@ int net_inherit_args(struct sandbox *c, const struct sandbox *p)
 	return 0;
 }
 
+/* Whether a and b (host order) are in one /30. */
+static bool same_30(uint32_t a, uint32_t b)
+{
+	return (a >> 2) == (b >> 2);
+}
+
+/* Interface address i's IPv4 address (host order) into *a, if it has one. */
+static bool ifa_ipv4(const struct ifaddrs *i, uint32_t *a)
+{
+	if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET)
+		return false;
+	*a = ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+	return true;
+}
+
 /* Whether one of the host's addresses (n of them) is in the /30 of host
  * (host order): a TAP a crashed daemon left, another daemon's range. */
 static bool on_host(const uint32_t *addrs, int n, uint32_t host)
 {
 	for (int i = 0; i < n; i++)
-		if ((addrs[i] >> 2) == (host >> 2))
+		if (same_30(addrs[i], host))
 			return true;
 	return false;
 }
@@ -157,8 +172,7 @@ int net_host_addrs(uint32_t *out, size_t cap)
 	if (getifaddrs(&ifs) < 0)
 		return -errno;
 	for (const struct ifaddrs *i = ifs; i && n < cap; i = i->ifa_next)
-		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET)
-			out[n++] = ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr);
+		n += ifa_ipv4(i, &out[n]);
 	freeifaddrs(ifs);
 	return (int)n;
 }
@@ -254,9 +268,10 @@ int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
 	/* Its /30 on another interface (another sandbox's TAP, the host's):
 	 * the daemon claims none such, so a request for one is refused. */
 	if (getifaddrs(&ifs) == 0) {
+		uint32_t a;
+
 		for (const struct ifaddrs *i = ifs; i && !r; i = i->ifa_next)
-			if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET && strcmp(i->ifa_name, name) &&
-			    (ntohl(((const struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr) >> 2) == (host >> 2)) {
+			if (ifa_ipv4(i, &a) && strcmp(i->ifa_name, name) && same_30(a, host)) {
 				snprintf(err, cap, "network: TAP %s: its /30 is on %s already", name, i->ifa_name);
 				r = -EADDRINUSE;
 			}
