@@ -46,7 +46,7 @@ export class PayloadTooLargeError extends TinyvmmError {}
 /** 422 warmup_failed: a template's warm-up exited non-zero or timed out; the message ends with the end of its stderr. */
 export class WarmupFailedError extends TinyvmmError {}
 export class QuotaExceededError extends TinyvmmError {}
-/** 503 capacity (retryAfter seconds), or the socket cannot be reached (status 0). */
+/** 503 capacity (retryAfter seconds), unavailable (no sandbox can start on the host now: health() says why), or the socket cannot be reached (status 0). */
 export class ServiceUnavailableError extends TinyvmmError {
   constructor(message, opts = {}) {
     super(message, opts);
@@ -75,7 +75,7 @@ const BY_ERROR = {
   bad_request: BadRequestError, not_found: NotFoundError, forbidden: ForbiddenError, sandbox_not_found: SandboxNotFoundError,
   exec_not_found: ExecNotFoundError, template_not_found: TemplateNotFoundError, conflict: ConflictError, sandbox_expired: SandboxExpiredError,
   payload_too_large: PayloadTooLargeError, warmup_failed: WarmupFailedError, quota_exceeded: QuotaExceededError,
-  capacity: ServiceUnavailableError, not_implemented: NotImplementedByServerError,
+  capacity: ServiceUnavailableError, unavailable: ServiceUnavailableError, not_implemented: NotImplementedByServerError,
   guest_error: GuestError, insufficient_storage: InsufficientStorageError,
 };
 const BY_STATUS = {

@@ -494,6 +494,21 @@ class T01Service(ServeTest):
         if m:
             self.assertEqual(r.json["version"], m.group(1))
 
+    def test_create_on_a_host_without_kvm(self):
+        """No usable /dev/kvm: a create is 503 `unavailable`, answered
+        before any VMM is started (no sandbox directory appears), as any
+        user would see it; not a 500 after a VMM failed."""
+        if not NO_VM:
+            self.skipTest("/dev/kvm is usable here: a create starts a VM")
+        boxes = os.path.join(STATE, "sandboxes")
+        before = set(os.listdir(boxes)) if os.path.isdir(boxes) else set()
+        r = as_uid(UID_A, Client(SOCK, API, timeout=WAIT).request, "POST", "/v1/sandboxes", json={})
+        e = self.expect_error(r, 503, "unavailable")
+        self.assertRegex(e["message"], r"^/dev/kvm: .*: no sandbox can start$")
+        self.assertIsNotNone(r.header("Retry-After"))
+        self.assertEqual(set(os.listdir(boxes)) if os.path.isdir(boxes) else set(), before)
+        self.assertNotIn("ended by itself", log_tail(200))
+
     def test_unknown_route_and_method(self):
         self.expect_error(call(UID_A, "GET", "/v1/nothing", check=False), 404, "not_found")
         self.expect_error(call(UID_A, "GET", "/v2/health", check=False), 404, "not_found")

@@ -285,6 +285,13 @@ void priv_stop(struct srv *s);
 /* Whether requests can still go to the helper (it runs, its socket is
  * not given up); reaps it once it has ended. The supervisor's check. */
 bool priv_alive(struct srv *s);
+
+/* What makes every sandbox start fail now (no usable /dev/kvm, the helper
+ * gone): one line each into p, and their count. Said by /v1/health, and
+ * a create, resume or fork answers 503 `unavailable` with the first. */
+#define SRV_PROBLEMS 2
+#define SRV_PROBLEM_LEN 160
+unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN]);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);
@@ -489,7 +496,8 @@ int parse_network(struct conn *c, const struct json_doc *d, struct sandbox *sb);
 struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom);
 /* Room for one more running sandbox of owner (pooled and paused ones do
  * not count)? 0 under mu, or -1 with mu released after answering 429
- * (owner's limit) or 503 (the service's, or it is stopping). */
+ * (owner's limit) or 503 (the service's, it is stopping, or no sandbox
+ * can start: srv_problems). */
 int sb_admit_locked(struct conn *c, uid_t owner);
 /* Room for n more (answer: as sb_admit_locked; else -1 with mu held and
  * nothing answered). */

@@ -302,7 +302,14 @@ int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer)
 {
 	struct srv *s = c->s;
 	unsigned running = 0, mine = 0;
+	char problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 
+	/* Said before a VMM is spawned to fail: not a 500 after it. */
+	if (answer && srv_problems(s, problem)) {
+		pthread_mutex_unlock(&s->mu);
+		conn_error(c, 503, "unavailable", "%s", problem[0]);
+		return -1;
+	}
 	/* A paused sandbox held by a fork or a template build (pausing) is
 	 * resumed at once: it keeps its place meanwhile. */
 	for (struct sandbox *o = s->sandboxes; o; o = o->next)

@@ -86,10 +86,14 @@ static void *pool_main(void *arg)
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
 		unsigned pooled, ready, others;
+		char problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 
 		trim_locked(s);
 		counts_locked(s, &pooled, &ready, &others);
-		if (pooled < s->pool.size && others + pooled < s->cfg.max_sandboxes && now_ns() >= retry_at) {
+		/* No VMM started to fail while none can start (the daemon
+		 * said why at its start; /v1/health says it still). */
+		if (pooled < s->pool.size && others + pooled < s->cfg.max_sandboxes && now_ns() >= retry_at &&
+		    !srv_problems(s, problem)) {
 			struct sandbox *sb = pool_new(s);
 			char err[700];
 			int r;

@@ -451,6 +451,19 @@ bool priv_alive(struct srv *s)
 	       __atomic_load_n(&s->priv.fd, __ATOMIC_ACQUIRE) >= 0;
 }
 
+unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN])
+{
+	unsigned n = 0;
+
+	/* access() is not Landlock's to refuse: it sees the real modes. */
+	if (access("/dev/kvm", R_OK | W_OK) < 0)
+		snprintf(p[n++], SRV_PROBLEM_LEN, "/dev/kvm: %s: no sandbox can start", strerror(errno));
+	if (!priv_alive(s))
+		snprintf(p[n++], SRV_PROBLEM_LEN,
+			 "the daemon's privileged helper is gone: no sandbox can start (restart the daemon)");
+	return n;
+}
+
 /* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
  * the helper is gone. */
 static int call(struct srv *s, const void *req, size_t len, int fd, struct priv_reply *rep)

@@ -164,16 +164,13 @@ void route(struct conn *c, const struct http_request *r)
 		return;
 	}
 	if (n == 2 && !strcmp(seg[1], "health") && is(m, "GET")) {
-		char buf[1024], kvm[200] = "";
+		char buf[1024], problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 		struct json_w w;
 		unsigned running = 0;
 		uint64_t used_ms;
 		/* What would make every create fail: said here, so a probe
 		 * (a load balancer, a deploy check) sees it before a user does. */
-		bool helper = priv_alive(c->s);
-
-		if (access("/dev/kvm", R_OK | W_OK) < 0)
-			snprintf(kvm, sizeof(kvm), "/dev/kvm: %s: no sandbox can start", strerror(errno));
+		unsigned np = srv_problems(c->s, problem);
 
 		pthread_mutex_lock(&c->s->mu);
 		for (struct sandbox *sb = c->s->sandboxes; sb; sb = sb->next)
@@ -182,18 +179,12 @@ void route(struct conn *c, const struct http_request *r)
 		pthread_mutex_unlock(&c->s->mu);
 		json_w_init(&w, buf, sizeof(buf));
 		json_w_obj_begin(&w);
-		json_w_kstr(&w, "status", *kvm || !helper ? "degraded" : "ok");
+		json_w_kstr(&w, "status", np ? "degraded" : "ok");
 		json_w_kuint(&w, "sandboxes", running);
 		json_w_key(&w, "problems", 8);
 		json_w_arr_begin(&w);
-		if (*kvm)
-			json_w_string(&w, kvm, strlen(kvm));
-		if (!helper) {
-			static const char gone[] =
-				"the daemon's privileged helper is gone: no sandbox can start (restart the daemon)";
-
-			json_w_string(&w, gone, sizeof(gone) - 1);
-		}
+		for (unsigned k = 0; k < np; k++)
+			json_w_string(&w, problem[k], strlen(problem[k]));
 		json_w_arr_end(&w);
 		/* The caller's daily CPU budget (serve_quota.c), null without one. */
 		if (c->s->cfg.cpu_budget_s) {

@@ -114,7 +114,9 @@ class QuotaExceeded(TinyvmmError):
 
 
 class ServiceUnavailable(TinyvmmError):
-    """503 ``capacity`` (``retry_after`` seconds, from ``Retry-After``), or
+    """503 ``capacity`` (``retry_after`` seconds, from ``Retry-After``),
+    ``unavailable`` (no sandbox can start on the daemon's host now: its
+    ``health()`` lists why), or
     the daemon's socket cannot be reached at all (``status`` 0)."""
 
     def __init__(self, message: str, *, retry_after: Optional[float] = None, **kw: Any) -> None:
@@ -176,6 +178,7 @@ _BY_ERROR = {
     "warmup_failed": WarmupFailed,
     "quota_exceeded": QuotaExceeded,
     "capacity": ServiceUnavailable,
+    "unavailable": ServiceUnavailable,
     "not_implemented": NotImplementedByServer,
     "guest_error": GuestError,
     "insufficient_storage": InsufficientStorage,
