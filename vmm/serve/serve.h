@@ -311,11 +311,21 @@ void net_tap_name(const struct sandbox *sb, char out[16]);
 void net_mac(const struct sandbox *sb, char out[18]);
 /* The host's and the guest's address of its /30, dotted. */
 void net_addrs(const struct sandbox *sb, char host[16], char guest[16]);
-/* The lowest /30 of the range that no other sandbox holds and no host
- * interface has an address in; -ENOSPC when there is none. */
-int net_claim_locked(struct srv *s, struct sandbox *sb);
+/* The host's IPv4 addresses (host order) as the helper lists them, asked
+ * before mu is taken: the helper may take PRIV_TIMEOUT_MS to answer, and
+ * every request waits for mu. A claim made with a list that is stale by
+ * then is safe: the helper's TAP_UP refuses a /30 another interface has.
+ * n < 0: the helper's -errno (no address is then known). */
+struct host_addrs {
+	uint32_t a[PRIV_MAX_ADDRS];
+	int n;
+};
+void net_host_addrs_ask(struct srv *s, struct host_addrs *h);
+/* The lowest /30 of the range that no other sandbox holds and none of
+ * the host's addresses h is in; -ENOSPC when there is none. */
+int net_claim_locked(struct srv *s, struct sandbox *sb, const struct host_addrs *h);
 /* How many /30s net_claim_locked could claim now. */
-unsigned net_free_locked(struct srv *s);
+unsigned net_free_locked(struct srv *s, const struct host_addrs *h);
 /* Its egress allow-list when its create gave none: all but the range,
  * except its own host end (so no sandbox reaches another's /30 through
  * a forwarding host), and IPv6. Rules into rules[cap]: their count, or

@@ -360,6 +360,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 {
 	struct srv *s = c->s;
 	struct sandbox *taken;
+	struct host_addrs haddrs;
 	char err[700];
 	/* restored from another's snapshot: its own hostname (and address)
 	 * through the agent once up (sb_set_identity), below */
@@ -374,6 +375,8 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	sb->created_at = time(NULL);
 	sb->expires_at = sb->created_at + sb->timeout_s;
 	sb->state = SB_STARTING;
+	if (sb->net_enabled)
+		net_host_addrs_ask(s, &haddrs);
 
 	pthread_mutex_lock(&s->mu);
 	if (quota_admit_locked(c, c->uid, "create") || sb_admit_locked(c, c->uid)) {
@@ -383,7 +386,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	/* Its /30 now, under the lock that admitted it, and before a pooled
 	 * VM stops to make room: a full range is the service's capacity
 	 * (503) and leaves no sandbox. */
-	if (sb->net_enabled && net_claim_locked(s, sb)) {
+	if (sb->net_enabled && net_claim_locked(s, sb, &haddrs)) {
 		unsigned n = 1u << (30 - s->cfg.net_prefix);
 
 		pthread_mutex_unlock(&s->mu);

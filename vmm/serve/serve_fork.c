@@ -136,6 +136,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	static const char *const known[] = { "count", "timeout_s", NULL };
 	struct srv *s = c->s;
 	struct start x[FORK_MAX + 1];
+	struct host_addrs haddrs;
 	struct body b;
 	uint32_t count = 1, timeout_s;
 	char err[700], from[600];
@@ -158,13 +159,15 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 	if (fields_known(c, &b.d, 0, known, "body") || field_u32(c, &b.d, 0, "count", 1, FORK_MAX, &count) ||
 	    field_u32(c, &b.d, 0, "timeout_s", 1, s->cfg.max_timeout_s, &timeout_s))
 		goto out;
+	if (sb->net_enabled) /* fixed at its create */
+		net_host_addrs_ask(s, &haddrs);
 	pthread_mutex_lock(&s->mu);
 	/* The parent counts, and keeps its place while held: room for count more. */
 	if (quota_admit_locked(c, sb->owner, "fork") || sb_room_locked(c, sb->owner, count, true))
 		goto out;
 	/* A /30 each, checked before the pause (claimed after it: a create
 	 * may take one meanwhile, then the fork is undone, 503 still) */
-	if (sb->net_enabled && net_free_locked(s) < count) {
+	if (sb->net_enabled && net_free_locked(s, &haddrs) < count) {
 		pthread_mutex_unlock(&s->mu);
 		no_free_30(c, count);
 		goto out;
@@ -211,7 +214,7 @@ void api_fork(struct conn *c, const struct http_request *r, struct sandbox *sb)
 		x[i].sb->net_enabled = true;
 		/* default rules are made for its own /30 (sb_create) */
 		x[i].sb->net_default = sb->net_default;
-		if (net_claim_locked(s, x[i].sb))
+		if (net_claim_locked(s, x[i].sb, &haddrs))
 			net_full = true;
 		else if (!sb->net_default && net_inherit_args(x[i].sb, sb)) {
 			x[i].r = -ENOMEM;

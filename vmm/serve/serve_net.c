@@ -177,17 +177,20 @@ int net_host_addrs(uint32_t *out, size_t cap)
 	return (int)n;
 }
 
+void net_host_addrs_ask(struct srv *s, struct host_addrs *h)
+{
+	h->n = priv_addrs(s, h->a, PRIV_MAX_ADDRS);
+}
+
 /* The free /30s of the range, lowest first: sb (NULL: none) gets the
  * first and the count is 1, else (sb NULL) all are counted. */
-static unsigned free_slots_locked(struct srv *s, struct sandbox *sb)
+static unsigned free_slots_locked(struct srv *s, struct sandbox *sb, const struct host_addrs *h)
 {
 	unsigned nslots = 1u << (30 - s->cfg.net_prefix), nfree = 0;
-	uint32_t addrs[PRIV_MAX_ADDRS];
-	int naddrs = priv_addrs(s, addrs, PRIV_MAX_ADDRS);
 
 	for (unsigned n = 0; n < nslots && !(sb && nfree); n++) {
 		uint32_t host = s->cfg.net_base + 4 * n + 1;
-		bool used = on_host(addrs, naddrs, host);
+		bool used = on_host(h->a, h->n, host);
 
 		/* by address, not by slot: a sandbox re-adopted from a
 		 * daemon with another range keeps what it has */
@@ -202,14 +205,14 @@ static unsigned free_slots_locked(struct srv *s, struct sandbox *sb)
 	return nfree;
 }
 
-int net_claim_locked(struct srv *s, struct sandbox *sb)
+int net_claim_locked(struct srv *s, struct sandbox *sb, const struct host_addrs *h)
 {
-	return free_slots_locked(s, sb) ? 0 : -ENOSPC;
+	return free_slots_locked(s, sb, h) ? 0 : -ENOSPC;
 }
 
-unsigned net_free_locked(struct srv *s)
+unsigned net_free_locked(struct srv *s, const struct host_addrs *h)
 {
-	return free_slots_locked(s, NULL);
+	return free_slots_locked(s, NULL, h);
 }
 
 /* A TUNSETIFF on name (which makes it if absent): the fd, or -errno. */
