@@ -14,7 +14,7 @@
 int vm_check_inplace(const struct tvm_config *c, struct tvm_err *e)
 {
 	for (unsigned i = 0; c->no_inplace_drives && i < c->nr_drives && i < TVM_MAX_DRIVES; i++)
-		if (!c->drives[i].cow && !c->drives[i].read_only)
+		if (tvm_drive_in_place(&c->drives[i]))
 			return tvm_errf(e, EPERM,
 					"drive %u (%s): it would be written in place on the host (no_inplace_drives)",
 					i, c->drives[i].path ? c->drives[i].path : "?");

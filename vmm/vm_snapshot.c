@@ -27,7 +27,7 @@ static int check_snapshottable(const struct tvm_vm *vm, struct tvm_err *e)
 	for (unsigned i = 0; i < vm->cfg.nr_drives; i++) {
 		const struct tvm_drive *d = &vm->cfg.drives[i];
 
-		if (!d->cow && !d->read_only)
+		if (tvm_drive_in_place(d))
 			return tvm_errf(e, EINVAL,
 					"snapshot: drive %u (%s) is written in place; snapshots need "
 					"read-only or copy-on-write drives",

@@ -74,7 +74,7 @@ static void *signal_waiter(void *arg)
 static int wants_clean_shutdown(const struct tvm_config *c)
 {
 	for (unsigned i = 0; i < c->nr_drives; i++)
-		if (c->drives[i].overlay_path || (!c->drives[i].cow && !c->drives[i].read_only))
+		if (c->drives[i].overlay_path || tvm_drive_in_place(&c->drives[i]))
 			return 1;
 	return 0;
 }
@@ -182,7 +182,7 @@ static int run_vm(void *ctx, struct jail *j)
 static int inplace_said(const struct tvm_config *c, const char *whose)
 {
 	for (unsigned i = 0; i < c->nr_drives; i++)
-		if (!c->drives[i].cow && !c->drives[i].read_only) {
+		if (tvm_drive_in_place(&c->drives[i])) {
 			fprintf(stderr,
 				"tinyvmm: --no-inplace-drives: drive %u (%s) of %s would be written in place on the host\n",
 				i, c->drives[i].path ? c->drives[i].path : "?", whose);

@@ -7,6 +7,7 @@
 #define TVM_TYPES_H
 
 #include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -100,6 +101,14 @@ struct tvm_drive {
 				   * used only for what is written); 0: the image's size. A
 				   * restore keeps the snapshot's */
 };
+
+/* Whether the guest's writes reach d's host file itself (d neither
+ * copy-on-write nor read-only): what a snapshot cannot carry and
+ * tvm_config.no_inplace_drives refuses. */
+static inline bool tvm_drive_in_place(const struct tvm_drive *d)
+{
+	return !d->cow && !d->read_only;
+}
 
 #define TVM_MAX_NET_RULES 32
 #define TVM_MAX_NET_DNS 4

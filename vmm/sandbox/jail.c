@@ -332,7 +332,7 @@ static int plan_drives(struct jail *j, struct tvm_config *c, struct tvm_err *e)
 
 	for (unsigned i = 0; i < c->nr_drives && i < TVM_MAX_DRIVES; i++) {
 		struct tvm_drive *d = &c->drives[i];
-		int in_place = !d->cow && !d->read_only, k;
+		int in_place = tvm_drive_in_place(d), k;
 		char what[16];
 
 		if (!d->path)
