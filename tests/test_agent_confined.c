@@ -11,10 +11,9 @@
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "vmm/sandbox/seccomp.h"
+#include "tests/test_confine.h"
 #include "vmm/tinyvmm.h"
 
 static char uds[108];
@@ -201,19 +200,12 @@ START_TEST(the_daemons_agent_calls_pass_its_filter)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-		struct tvm_err e = { 0 };
-
-		setrlimit(RLIMIT_CORE, &no_core);
 		/* check's handlers are not the daemon's (its SIGTERM one
 		 * signals the process group) */
 		signal(SIGTERM, SIG_DFL);
 		signal(SIGINT, SIG_DFL);
 		signal(SIGALRM, SIG_DFL);
-		if (sc_confine(SC_DAEMON, 0, TVM_SECCOMP_LOG, 2, &e)) {
-			fprintf(stderr, "%s\n", e.msg);
-			_exit(2);
-		}
+		confine_child(SC_DAEMON, 0, TVM_SECCOMP_LOG, 2);
 		_exit(as_the_daemon(dir));
 	}
 	/* The stand-in VMM's threads only now: a fork of a process with

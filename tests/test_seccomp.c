@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -22,6 +21,7 @@
 #include <linux/kvm.h>
 #include <linux/seccomp.h>
 
+#include "tests/test_confine.h"
 #include "tests/unit.h"
 #include "vmm/sandbox/seccomp.h"
 #include "vmm/snapshot/snapshot_io.h"
@@ -57,14 +57,7 @@ static int run_confined(enum sc_role role, unsigned features, enum tvm_seccomp m
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		struct rlimit no_core = { 0, 0 };
-		struct tvm_err e = { 0 };
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		if (sc_confine(role, features, mode, log_fd, &e)) {
-			fprintf(stderr, "%s\n", e.msg);
-			_exit(2);
-		}
+		confine_child(role, features, mode, log_fd);
 		fn(arg);
 		_exit(0);
 	}
