@@ -1,6 +1,7 @@
-/* The daemon's network bookkeeping (vmm/serve/serve_net.c) that needs no
- * TAP: a fork's child's egress flags made from its parent's, and the MAC
- * made from a sandbox's id. Built here with a stand-in for the flag list. */
+/* The daemon's network bookkeeping (vmm/serve/serve_net.c): a fork's
+ * child's egress flags made from its parent's, the MAC made from a
+ * sandbox's id, the claim of a /30, and (as root) a real TAP as the
+ * helper makes it. Built here with a stand-in for the flag list. */
 #include <check.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,60 @@ START_TEST(mac_from_id)
 }
 END_TEST
 
+/* One sysctl of a TAP, read back: its first byte, or 0 if unreadable. */
+static char tap_sysctl_value(const char *fmt, const char *name)
+{
+	char path[96], v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), fmt, name);
+	if (!(f = fopen(path, "r")))
+		return 0;
+	if (fread(&v, 1, 1, f) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/* A real TAP as the helper makes it (root and /dev/net/tun, else this
+ * says why and passes): its host end, strict rp_filter, IPv6 off (a
+ * guest's IPv6 with a spoofed source would be forwarded otherwise). */
+START_TEST(tap_pins_the_guests_source)
+{
+	char name[IFNAMSIZ], err[200] = "";
+	uint32_t a, host = 0x0afefd01; /* 10.254.253.1, a /30 no test uses */
+	struct ifaddrs *ifs;
+	bool found = false;
+	int r;
+
+	if (geteuid() != 0 || access("/dev/net/tun", R_OK | W_OK) < 0) {
+		fprintf(stderr, "tap_pins_the_guests_source: skipped (needs root and /dev/net/tun)\n");
+		return;
+	}
+	snprintf(name, sizeof(name), "tvt%x", (unsigned)getpid() & 0xfffffff);
+	r = net_tap_up(name, host, err, sizeof(err));
+	if (r == -EADDRINUSE) {
+		fprintf(stderr, "tap_pins_the_guests_source: skipped (%s)\n", err);
+		return;
+	}
+	ck_assert_msg(r == 0, "%s", err);
+	ck_assert_int_eq(getifaddrs(&ifs), 0);
+	for (const struct ifaddrs *i = ifs; i; i = i->ifa_next)
+		found |= !strcmp(i->ifa_name, name) && ifa_ipv4(i, &a) && a == host;
+	freeifaddrs(ifs);
+	char rp = tap_sysctl_value("/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	bool v6 = access("/proc/sys/net/ipv6/conf/all", F_OK) == 0;
+	char off6 = tap_sysctl_value("/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
+
+	ck_assert_int_eq(net_tap_down(name), 0);
+	ck_assert(found);
+	ck_assert_int_eq(rp, '1');
+	if (v6)
+		ck_assert_int_eq(off6, '1');
+	ck_assert_uint_eq(if_nametoindex(name), 0);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("serve_net");
@@ -149,6 +204,7 @@ int main(void)
 	tcase_add_test(tc, child_rules_name_its_own_30);
 	tcase_add_test(tc, mac_from_id);
 	tcase_add_test(tc, claim_skips_held_and_host_30s);
+	tcase_add_test(tc, tap_pins_the_guests_source);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

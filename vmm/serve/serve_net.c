@@ -243,23 +243,39 @@ static int set_addr(int sock, const char *name, unsigned long req, uint32_t a)
 	return ioctl(sock, req, &ifr);
 }
 
-/* Strict reverse-path filtering on the TAP: the host drops what the guest
- * sends from an address not routed back through its own TAP (another
- * sandbox's, or anyone's), so no host service or forwarded peer can be
- * fooled by a spoofed source. */
-static int strict_rp_filter(const char *name)
+/* One of the TAP's sysctls (fmt names its file, with %s for the TAP).
+ * absent_ok: a missing file is no error (IPv6 not in the kernel). */
+static int tap_sysctl(const char *fmt, const char *name, bool absent_ok)
 {
-	char path[80];
+	char path[96];
 	int fd, r = 0;
 
-	snprintf(path, sizeof(path), "/proc/sys/net/ipv4/conf/%s/rp_filter", name);
+	snprintf(path, sizeof(path), fmt, name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return -errno;
+		return absent_ok && errno == ENOENT ? 0 : -errno;
 	if (write(fd, "1\n", 2) != 2)
 		r = -errno;
 	close(fd);
 	return r;
+}
+
+/* The host takes only what the guest sends from its own address:
+ *  - IPv4: strict reverse-path filtering, so a source not routed back
+ *    through this TAP (another sandbox's, anyone's) is dropped and no
+ *    host service or forwarded peer is fooled by a spoofed source;
+ *  - IPv6: off on the TAP (Linux has no rp_filter for it, and a sandbox
+ *    is given no IPv6 address): a forwarding host would otherwise pass on
+ *    IPv6 packets with any source the guest wrote. */
+static int pin_sources(const char *name, const char **what)
+{
+	int r;
+
+	*what = "rp_filter";
+	if ((r = tap_sysctl("/proc/sys/net/ipv4/conf/%s/rp_filter", name, false)) < 0)
+		return r;
+	*what = "disable_ipv6";
+	return tap_sysctl("/proc/sys/net/ipv6/conf/%s/disable_ipv6", name, true);
 }
 
 int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
@@ -306,8 +322,8 @@ int net_tap_up(const char *name, uint32_t host, char *err, size_t cap)
 			what = "its flags", r = -errno;
 		else if ((ifr.ifr_flags |= IFF_UP), ioctl(sock, SIOCSIFFLAGS, &ifr) < 0)
 			what = "up", r = -errno;
-		else if ((r = strict_rp_filter(name)) < 0)
-			what = "rp_filter";
+		else
+			r = pin_sources(name, &what);
 	}
 	if (sock >= 0)
 		close(sock);
