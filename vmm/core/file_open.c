@@ -46,3 +46,18 @@ int file_open_regular(const char *what, const char *path, int flags, uint64_t mi
 	close(fd);
 	return r;
 }
+
+ssize_t file_read_small(int dirfd, const char *path, int flags, char *buf, size_t cap)
+{
+	int fd = openat(dirfd, path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags);
+	ssize_t n;
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, cap - 1);
+	if (n < 0)
+		n = -errno;
+	close(fd);
+	buf[n > 0 ? n : 0] = 0;
+	return n;
+}

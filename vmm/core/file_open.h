@@ -4,6 +4,7 @@
 #define TVM_FILE_OPEN_H
 
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "vmm/core/tvm_types.h"
 
@@ -17,5 +18,12 @@
  * a regular file of MIN..MAX bytes". */
 int file_open_regular(const char *what, const char *path, int flags, uint64_t min, uint64_t max, uint64_t *size,
 		      struct tvm_err *e);
+
+/* Up to cap-1 bytes of the small file path (relative to dirfd, or
+ * AT_FDCWD), read at once and NUL-terminated in buf (cap >= 1; flags are
+ * added to O_RDONLY | O_NONBLOCK | O_CLOEXEC, e.g. O_NOFOLLOW). For
+ * /proc, /sys and cgroup files and the jail's records. Returns the
+ * bytes read or -errno. */
+ssize_t file_read_small(int dirfd, const char *path, int flags, char *buf, size_t cap);
 
 #endif

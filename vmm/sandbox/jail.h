@@ -221,6 +221,9 @@ int jail_landlock_scoped(const struct jail_ll_rule *rules, unsigned n, unsigned 
 int jail_parse_owner(const char *s, pid_t *pid, unsigned long long *start);
 int jail_parse_stat_start(const char *stat, unsigned long long *start);
 
+/* The start time of process pid (field 22 of /proc/PID/stat, clock
+ * ticks since boot): 0, or -errno (-ENOENT: no such process). */
+int jail_pid_start(pid_t pid, unsigned long long *start);
 /* Whether process pid with that start time (0: any) still exists. */
 int jail_owner_alive(pid_t pid, unsigned long long start);
 

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "vmm/core/err.h"
+#include "vmm/core/file_open.h"
 #include "vmm/sandbox/jail_impl.h"
 
 #define TREE_DEPTH 32 /* deeper than anything a jail makes */
@@ -66,27 +67,10 @@ int jail_parse_owner(const char *s, pid_t *pid, unsigned long long *start)
 	return 0;
 }
 
-/* Up to cap-1 bytes of a small file under dirfd, NUL-terminated. */
-static ssize_t read_small(int dirfd, const char *name, char *buf, size_t cap)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	ssize_t n;
-
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, cap - 1);
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n >= 0)
-		buf[n] = 0;
-	return n;
-}
-
 static int stat_start(const char *statpath, unsigned long long *start)
 {
 	char buf[1024];
-	ssize_t n = read_small(AT_FDCWD, statpath, buf, sizeof(buf));
+	ssize_t n = file_read_small(AT_FDCWD, statpath, 0, buf, sizeof(buf));
 
 	return n < 0 ? (int)n : jail_parse_stat_start(buf, start);
 }
@@ -96,14 +80,19 @@ int jail_self_start(unsigned long long *start)
 	return stat_start("/proc/self/stat", start);
 }
 
-int jail_owner_alive(pid_t pid, unsigned long long start)
+int jail_pid_start(pid_t pid, unsigned long long *start)
 {
 	char path[64];
-	unsigned long long now;
-	int r;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	r = stat_start(path, &now);
+	return stat_start(path, start);
+}
+
+int jail_owner_alive(pid_t pid, unsigned long long start)
+{
+	unsigned long long now;
+	int r = jail_pid_start(pid, &now);
+
 	if (r == -ENOENT || r == -ESRCH)
 		return 0;
 	if (r) /* unreadable for another reason: not ours to judge, keep it */
@@ -191,7 +180,7 @@ static void remove_extras(int basefd, const char *base, const char *name)
 	char *line, *save = NULL;
 
 	snprintf(path, sizeof(path), "%s/" JAIL_EXTRA, name);
-	if (read_small(basefd, path, buf, sizeof(buf)) <= 0)
+	if (file_read_small(basefd, path, O_NOFOLLOW, buf, sizeof(buf)) <= 0)
 		return;
 	snprintf(prefix, sizeof(prefix), "%s/%s/", base, name);
 	for (line = strtok_r(buf, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -222,7 +211,7 @@ static int stale(int basefd, const char *name)
 	long p;
 
 	snprintf(path, sizeof(path), "%s/" JAIL_OWNER, name);
-	if (read_small(basefd, path, buf, sizeof(buf)) > 0 && jail_parse_owner(buf, &pid, &start) == 0)
+	if (file_read_small(basefd, path, O_NOFOLLOW, buf, sizeof(buf)) > 0 && jail_parse_owner(buf, &pid, &start) == 0)
 		return !jail_owner_alive(pid, start);
 	p = strtol(name, &end, 10);
 	if (end == name || *end != '-' || p <= 0 || p > 4194304)

@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "vmm/core/file_open.h"
 #include "vmm/serve/serve.h"
 
 static long today(void)
@@ -25,18 +26,10 @@ static uint64_t proc_cpu_ms(pid_t pid)
 	char path[64], buf[1024], *p;
 	unsigned long long u, s, cu, cs;
 	long tck = sysconf(_SC_CLK_TCK);
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read_small(AT_FDCWD, path, 0, buf, sizeof(buf)) <= 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
 	/* After the command's ")": state is field 3, utime field 14. */
 	p = strrchr(buf, ')');
 	if (!p || tck <= 0 ||
@@ -51,16 +44,10 @@ static uint64_t tree_cpu_ms(pid_t pid)
 {
 	char path[64], buf[4096];
 	uint64_t ms = proc_cpu_ms(pid);
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (file_read_small(AT_FDCWD, path, 0, buf, sizeof(buf)) < 0)
 		return ms;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	buf[n > 0 ? n : 0] = 0;
 	for (char *t = strtok(buf, " \n"); t; t = strtok(NULL, " \n"))
 		ms += proc_cpu_ms((pid_t)atoi(t));
 	return ms;

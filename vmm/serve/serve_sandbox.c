@@ -64,24 +64,6 @@ void random_hex(char *out, size_t nbytes)
 		sprintf(out + 2 * i, "%02x", b[i]);
 }
 
-static int pid_start(pid_t pid, unsigned long long *start)
-{
-	char path[64], buf[1024];
-	int fd;
-	ssize_t n;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = 0;
-	return jail_parse_stat_start(buf, start);
-}
-
 static void jail_dir(const struct srv *s, char *out, size_t cap)
 {
 	snprintf(out, cap, "%s/jail", s->cfg.state_dir);
@@ -763,7 +745,7 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 	pthread_mutex_lock(&s->mu);
 	sb->pid = pid;
 	sb->own_child = true;
-	pid_start(pid, &sb->pid_start);
+	jail_pid_start(pid, &sb->pid_start);
 	if (sb->state == SB_ENDED) /* a DELETE before it had a pid sent no SIGTERM */
 		stop_vmm_locked(sb);
 	sb_persist_locked(s, sb);
