@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include "vmm/serve/serve_priv.c"
@@ -358,18 +360,20 @@ START_TEST(taps_are_the_sandboxes_own)
 	/* no such request */
 	n = build(buf, sizeof(buf), tap_head(0, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
-	n = build(buf, sizeof(buf), tap_head(PRIV_ADDRS + 1, "", 0), NULL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_SOCKET_GONE + 1, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
 	ck_assert_str_eq(err, "unknown request");
 }
 END_TEST
 
-/* A daemon's srv with a helper whose exe is /bin/echo; calls[0] reads
- * what the stand-ins were asked. */
-static void start_helper(struct srv *s, int calls[2])
+/* A daemon's srv with a helper whose exe is /bin/echo (and sock, or
+ * none, its listening socket's path); calls[0] reads what the stand-ins
+ * were asked. */
+static void start_helper_on(struct srv *s, int calls[2], const char *sock)
 {
 	memset(s, 0, sizeof(*s));
 	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "/bin/echo");
+	snprintf(s->cfg.socket_path, sizeof(s->cfg.socket_path), "%s", sock ? sock : "");
 	snprintf(s->cfg.state_dir, sizeof(s->cfg.state_dir), "/var/lib/tinyvmm/serve");
 	s->cfg.net_base = 0x0ad30000;
 	s->cfg.net_prefix = 16;
@@ -385,6 +389,11 @@ static void start_helper(struct srv *s, int calls[2])
 	dup2(saved, 2);
 	close(saved);
 	close(calls[1]);
+}
+
+static void start_helper(struct srv *s, int calls[2])
+{
+	start_helper_on(s, calls, NULL);
 }
 
 static char next_call(int fd)
@@ -463,6 +472,51 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	priv_stop(&s);
 	ck_assert_int_eq(read(calls[0], out, 1), 0); /* no other call was made */
 	close(calls[0]);
+}
+END_TEST
+
+/* A Unix socket listening at path: its fd. */
+static int listener(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fd, 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	return fd;
+}
+
+/* The daemon may remove nothing outside its state dir: the helper removes
+ * its socket at its stop, and only a socket nobody answers on (not a new
+ * daemon's, not a file put there). */
+START_TEST(the_helper_removes_the_daemons_socket_at_its_stop)
+{
+	char dir[] = "/tmp/tvm-priv-sock-XXXXXX", path[64];
+	struct srv s;
+	int calls[2], fd;
+	struct stat st;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/api.sock", dir);
+	start_helper_on(&s, calls, path);
+	fd = listener(path); /* a daemon still answers there: it stays */
+	ck_assert_int_eq(priv_socket_gone(&s), -EADDRINUSE);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	close(fd); /* closed: it goes */
+	ck_assert_int_eq(priv_socket_gone(&s), 0);
+	ck_assert_int_eq(lstat(path, &st), -1);
+	ck_assert_int_eq(priv_socket_gone(&s), 0);             /* gone already */
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* not a socket: it stays */
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(priv_socket_gone(&s), -EEXIST);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	priv_stop(&s);
+	close(calls[0]);
+	unlink(path);
+	rmdir(dir);
 }
 END_TEST
 
@@ -585,6 +639,7 @@ int main(void)
 	tcase_add_test(tc, taps_are_the_sandboxes_own);
 	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);
 	tcase_add_test(tc, hostile_requests_leave_the_helper_serving);
+	tcase_add_test(tc, the_helper_removes_the_daemons_socket_at_its_stop);
 	tcase_add_test(tc, the_helper_ends_with_its_daemon);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);

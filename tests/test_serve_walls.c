@@ -1,7 +1,7 @@
 /* The daemon's walls (vmm/serve/serve_walls.c): in a forked child that
  * puts them on as tinyvmm serve does, what a daemon taken over by a client
- * could try. It writes beneath its state dir only and removes files
- * beside its socket, reads anywhere, cannot open another process's memory,
+ * could try. It writes beneath its state dir only (not even a removal
+ * beside its socket), reads anywhere, cannot open another process's memory,
  * write /proc/sys or reach an abstract socket, and still signals a process
  * outside (its VMMs are the helper's children). Each step a child exit
  * status. */
@@ -60,12 +60,13 @@ static int as_the_daemon(pid_t parent, int abi)
 	snprintf(q, sizeof(q), "%s/b", state);
 	if (rename(q, p))
 		return 14;
-	/* reads anywhere; the socket's directory: removals only */
+	/* reads anywhere; the socket's directory: nothing (the helper
+	 * removes the socket at its stop), not even a removal */
 	if ((fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC)) < 0)
 		return 15;
 	close(fd);
 	snprintf(p, sizeof(p), "%s/api.sock", sock_dir);
-	if (unlink(p))
+	if (unlink(p) == 0 || errno != EACCES)
 		return 16;
 	snprintf(p, sizeof(p), "%s/new", sock_dir);
 	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)

@@ -103,7 +103,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			for (int i = 3; i < 11; i++)
 				CHECK(strchr("0123456789abcdef", m.name[i]));
 			/* fall through */
-		case PRIV_ADDRS: CHECK(nfds == 0 && size - 1 == sizeof(*h)); break;
+		case PRIV_ADDRS:
+		case PRIV_SOCKET_GONE: CHECK(nfds == 0 && size - 1 == sizeof(*h)); break;
 		default: abort();
 		}
 	}

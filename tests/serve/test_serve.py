@@ -1324,6 +1324,82 @@ class T08Restart(ServeTest):
             wait_for(lambda: not vmm_pids(sid), "the VMM of ended %s to go" % sid)
 
 
+def write_state(pid, state="running", sid=None, **top):
+    """A sandbox's state.json as a daemon writes it (owner root; pid 0: none,
+    else that process's start time), with top's keys over the defaults:
+    (id, its directory)."""
+    sid = sid or "sbx_" + secrets.token_hex(16)
+    d = os.path.join(STATE, "sandboxes", sid)
+    os.makedirs(d, 0o700, exist_ok=True)
+    start = 0
+    if pid:
+        with open("/proc/%d/stat" % pid) as f:
+            start = int(f.read().rsplit(")", 1)[1].split()[19])  # field 22
+    body = {"sandbox": {"id": sid, "access_token": secrets.token_hex(16), "template": "default", "state": state,
+                        "cpus": 1, "memory_mib": 256},
+            "owner": 0, "pid": pid, "pid_start": start, "net": False, "net_args": [], "pooled": False}
+    body.update(top)
+    with open(os.path.join(d, "state.json"), "w") as f:
+        json.dump(body, f)
+    return sid, d
+
+
+class T08bHostileState(ServeTest):
+    """A state file is input (a previous daemon's, maybe a taken-over one's):
+    a pid and its start time are anyone's to read in /proc, so a restarted
+    daemon signals a recorded pid only when its command line is that
+    sandbox's VMM's (`run ... --vsock-uds <its socket>`)."""
+
+    def state(self, pid, state="running", sid=None, **top):
+        return write_state(pid, state, sid, **top)
+
+    def test_a_restart_signals_only_its_own_vmms(self):
+        victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
+        fake_dir = tempfile.mkdtemp(prefix="tvm-fakevmm-", dir=DIR)
+        fake = None
+        made = []
+        try:
+            self.assertTrue(stop_daemon(), "the daemon did not exit on SIGTERM:\n" + log_tail())
+            made.append(self.state(victims[0].pid)[0])                            # running
+            made.append(self.state(victims[1].pid, "paused", pause_gen=1)[0])     # paused
+            self.state(victims[2].pid, pooled=True)                               # a pool's
+            # and one whose pid does run "its VMM": `run --vsock-uds <its socket>`
+            sid = "sbx_" + secrets.token_hex(16)
+            sock = os.path.join(STATE, "sandboxes", sid, "vsock.sock")
+            with open(os.path.join(fake_dir, "run"), "w") as f:
+                f.write("#!/bin/sh\nwhile :; do sleep 1; done\n")
+            os.chmod(os.path.join(fake_dir, "run"), 0o755)
+            fake = os.fork()
+            if fake == 0:  # the kernel makes its argv: /bin/sh run --vsock-uds SOCK
+                try:
+                    os.setsid()
+                    os.chdir(fake_dir)
+                    os.execv("run", ["run", "--vsock-uds", sock])
+                finally:
+                    os._exit(127)
+            wait_for(lambda: open("/proc/%d/cmdline" % fake, "rb").read().startswith(b"/bin/sh\0run\0"),
+                     "the stand-in VMM to start")
+            made.append(self.state(fake, sid=sid)[0])
+            start_daemon()
+            for v in victims:
+                self.assertIsNone(v.poll(), "a restarted daemon signalled pid %d, named by a state file, "
+                                  "that is not a VMM of its:\n%s" % (v.pid, log_tail()))
+            wait_for(lambda: os.waitpid(fake, os.WNOHANG)[0] == fake, "the stand-in VMM to be stopped", timeout=30)
+            fake = None
+            states = {sid: call(0, "GET", "/v1/sandboxes/" + sid).json["state"] for sid in made}
+            self.assertEqual(states, {made[0]: "ended", made[1]: "paused", made[2]: "ended"})
+        finally:
+            for v in victims:
+                v.kill()
+                v.wait()
+            if fake:
+                os.kill(fake, signal.SIGKILL)
+                os.waitpid(fake, 0)
+            for sid in made:
+                call(0, "DELETE", "/v1/sandboxes/" + sid)
+            shutil.rmtree(fake_dir, ignore_errors=True)
+
+
 # --- 09: the daily CPU budget -------------------------------------------
 
 UID_D = 1003  # owns nothing before this test
@@ -2294,11 +2370,10 @@ class T15Network(ServeTest):
                     argv = f.read().decode().split("\0")
                 flags = [a for a in argv[argv.index("--net") + 2:] if a]  # the egress flags end its argv
                 self.assertEqual(delete(UID_C, r.json["id"]).status, 204)
-            else:
-                self.assertTrue(NO_VM and r.status == 500, r.body)
-                sid = re.search(rb"sandboxes/(sbx_[0-9a-f]{32})/", r.body).group(1).decode()
-                with open(os.path.join(STATE, "sandboxes", sid, "state.json")) as f:
-                    flags = json.load(f)["net_args"]
+            else:  # refused before any VMM (503 unavailable): nothing to read
+                self.assertTrue(NO_VM, r.body)
+                self.expect_error(r, 503, "unavailable")
+                self.skipTest("needs /dev/kvm: a sandbox's VMM")
             self.assertEqual(flags, want, net)
 
     def test_saved_rules_are_checked_again_at_load(self):
@@ -2312,9 +2387,11 @@ class T15Network(ServeTest):
             CREATED[sid] = (UID_C, r.json["access_token"])
             self.assertEqual(delete(UID_C, sid).status, 204)
             wait_ended(UID_C, sid)
-        else:
-            self.assertTrue(NO_VM and r.status == 500, r.body)
-            sid = re.search(rb"sandboxes/(sbx_[0-9a-f]{32})/", r.body).group(1).decode()
+        else:  # no VM here: a state as a daemon leaves an ended networked sandbox's
+            self.assertTrue(NO_VM, r.body)
+            self.expect_error(r, 503, "unavailable")
+            sid = write_state(0, "ended", net=True, net_host=0x0ad30005, net_args=["--net-allow", "10.0.0.0/8"],
+                              end_reason="crashed")[0]
         path = os.path.join(STATE, "sandboxes", sid, "state.json")
         said = "sandbox %s: its egress rules are unreadable: it is given none" % sid
         for args, bad in ((["--net-allow", "10.0.0.0/8"], False), (["--net-allow", "bogus"], True),
@@ -2621,22 +2698,30 @@ class T16DaemonWalls(ServeTest):
         self.assertEqual(len(helpers), 1)
         os.kill(helpers[0], signal.SIGSTOP)
         try:
-            r = create(UID_A, {"network": {"enabled": True}}, expect=None)
-            self.expect_error(r, 500, "internal")
-            self.assertIn("privileged helper", r.json["message"])
+            # the host's addresses are asked first: no answer, given up,
+            # then the create is refused as one no sandbox can serve
+            r = as_uid(UID_A, Client(SOCK, API, timeout=CREATE_WAIT).request, "POST", "/v1/sandboxes",
+                       json={"network": {"enabled": True}}, check="response")
+            e = self.expect_error(r, 503, "unavailable")
+            if not NO_VM:
+                self.assertIn("privileged helper", e["message"])
             self.assertEqual(DAEMON.wait(WAIT), 1, log_tail())
         finally:
             try:
                 os.kill(helpers[0], signal.SIGCONT)
             except ProcessLookupError:
                 pass
-        wait_for(lambda: not procs_matching(DIR), "the stopped helper to be ended with its daemon", timeout=30)
-        start_daemon()
+            if DAEMON.poll() is None:  # an assertion above failed
+                stop_daemon()
+            wait_for(lambda: not procs_matching(DIR), "the stopped helper to be ended with its daemon", timeout=30)
+            start_daemon()
 
     def test_no_guest_is_said_in_the_daemons_terms(self):
         """A daemon whose TINYVMM_DATA_DIR has no guest: the create's 500
         says where the daemon's VMMs look, not the CLI's --kernel, and the
         daemon's log has the VMM's own last line."""
+        if NO_VM:
+            self.skipTest("needs /dev/kvm: a VMM that starts and finds no guest")
         d = tempfile.mkdtemp(dir=DIR)
         sock = os.path.join(d, "s.sock")
         env = dict(os.environ, TINYVMM_DATA_DIR=os.path.join(d, "empty"), TINYVMM_CACHE=os.path.join(d, "cache"))
@@ -2668,14 +2753,14 @@ class T16DaemonWalls(ServeTest):
     def test_a_pooled_sandbox_is_no_ones_in_the_log(self):
         """A warm pool's sandbox has no owner until a create takes it: its
         audit lines say owner null, never (uid_t)-1."""
+        if NO_VM:
+            self.skipTest("needs /dev/kvm: no pool is made where no VM can start")
         restart_daemon("--pool", "1")
         try:
-            # here a pooled VMM that could not start ends at once; with
-            # KVM the one made ends at the restart below
-            if NO_VM:
-                wait_for(lambda: '"owner":null' in log_tail(200), "a pooled sandbox's end in the log", timeout=60)
+            wait_for(lambda: call(0, "GET", POOL).json["ready"] == 1, "the pooled sandbox",
+                     timeout=CREATE_WAIT)
         finally:
-            restart_daemon()
+            restart_daemon()  # the pooled one ends here
         self.assertIn('"owner":null', log_tail(400))
         self.assertNotIn("4294967295", log_tail(400))
 

@@ -474,7 +474,7 @@ static int make_dir(struct jail *j, struct tvm_err *e)
 		const char *name;
 		mode_t mode;
 		int jail_owned;
-	} skel[] = { { "dev", 0711, 0 }, { "proc", 0555, 0 }, { "tmp", 0711, 0 }, { JAIL_RUN_DIR + 1, 0711, 1 } };
+	} skel[] = { { "dev", 0711, 0 }, { "proc", 0555, 0 }, { "tmp", 0711, 0 }, { &JAIL_RUN_DIR[1], 0711, 1 } };
 	unsigned long long start = 0;
 	char p[PATH_MAX * 2];
 	int fd, r;

@@ -82,6 +82,7 @@ struct priv {
 #define SB_CPUS_MAX 8
 #define SB_MEM_MIB_MIN 64
 #define SB_MEM_MIB_MAX 16384
+#define SB_MEM_MIB_DEFAULT 256 /* without memory_mib (a create, a warm-up) */
 
 enum sb_state { SB_STARTING, SB_RUNNING, SB_ENDED };
 
@@ -216,20 +217,27 @@ struct conn {
 
 /* serve_walls.c: confine the calling thread, and every thread it makes
  * after, as the daemon (c->seccomp; TVM_SECCOMP_OFF: nothing): Landlock
- * (read anywhere, write beneath c->state_dir, remove the socket; no
- * exec, TCP, abstract socket or ptrace out) and the seccomp role
+ * (read anywhere, write beneath c->state_dir; no exec, TCP, abstract
+ * socket or ptrace out) and the seccomp role
  * SC_DAEMON. 0 or -errno with e filled. */
 int srv_walls(const struct srv_cfg *c, struct tvm_err *e);
+/* Remove the Unix socket at path if it is one that nobody answers on (a
+ * daemon's that ended): 0 (or absent), -EEXIST not a socket, -EADDRINUSE
+ * a daemon answers there, or -errno. In serve_priv.c: the helper's at
+ * the daemon's stop (PRIV_SOCKET_GONE), the daemon's at its start. */
+int srv_socket_stale_remove(const char *path);
 
 /* serve_priv.c: requests to the privileged helper, each checked there by
  * priv_parse. A request is a struct priv_head, then (PRIV_SPAWN) argc
  * NUL-terminated arguments filling the rest; a spawn carries one fd
  * (SCM_RIGHTS), the VMM's log, a regular file. */
 enum priv_op {
-	PRIV_SPAWN = 1, /* start argv (cfg.exe run ...): the pid, a child of the daemon */
-	PRIV_TAP_UP,    /* make TAP name persistent, give it host/30, up, strict rp_filter */
-	PRIV_TAP_DOWN,  /* remove TAP name (absent: done) */
-	PRIV_ADDRS,     /* the host's IPv4 addresses (host byte order), at most PRIV_MAX_ADDRS */
+	PRIV_SPAWN = 1,   /* start argv (cfg.exe run ...): the pid, a child of the daemon */
+	PRIV_TAP_UP,      /* make TAP name persistent, give it host/30, up, strict rp_filter */
+	PRIV_TAP_DOWN,    /* remove TAP name (absent: done) */
+	PRIV_ADDRS,       /* the host's IPv4 addresses (host byte order), at most PRIV_MAX_ADDRS */
+	PRIV_SOCKET_GONE, /* the daemon has closed its listening socket: remove cfg.socket_path, if a
+			   * socket nobody answers on (srv_socket_stale_remove) */
 };
 #define PRIV_NAME_LEN 16
 #define PRIV_MAX_ARGS 512
@@ -257,6 +265,7 @@ struct priv_limits {
 	char exe[4096];
 	char state_dir[256];
 	char cgroup_parent[256]; /* "": none given */
+	char socket_path[108];   /* the daemon's listening socket (PRIV_SOCKET_GONE) */
 	bool jail;               /* every VMM must run --jail --jail-dir <state>/jail */
 	uint32_t net_base;
 	unsigned net_prefix;
@@ -295,6 +304,8 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN]);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);
+/* PRIV_SOCKET_GONE, at the daemon's stop: 0 or -errno (-EPIPE: no helper). */
+int priv_socket_gone(struct srv *s);
 /* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
 int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);
 int priv_tap_down(struct srv *s, const char *name);
@@ -402,6 +413,10 @@ void sb_snapshot_dir(const struct sandbox *sb, unsigned gen, char *out, size_t c
 void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
+/* Whether sb->pid is still sb's VMM: alive with its recorded start time,
+ * its command line `EXE run ... --vsock-uds <sb->uds>`. What a restarted
+ * daemon checks before it signals or re-adopts a recorded pid. */
+bool vmm_is_ours(const struct sandbox *sb);
 /* Start sb's VMM and wait for its agent, seeded. A networked sb holds its
  * /30 already (net_claim_locked at admission): its TAP is made here (made
  * again at a resume), its egress flags are sb->net_args. 0, or -errno with

@@ -460,7 +460,7 @@ void api_create(struct conn *c, const struct http_request *r)
 	}
 	snprintf(sb->template, sizeof(sb->template), "default");
 	sb->cpus = 1;
-	sb->memory_mib = 256;
+	sb->memory_mib = SB_MEM_MIB_DEFAULT;
 	if ((i = json_find(&b.d, 0, "template")) >= 0 && !json_is_null(&b.d, i) &&
 	    json_get_string(&b.d, i, sb->template, sizeof(sb->template), NULL)) {
 		conn_error(c, 400, "bad_request", "template: a string (a name)");

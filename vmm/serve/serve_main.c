@@ -362,34 +362,24 @@ static void mkparents(const char *path)
 static int listen_on(struct srv_cfg *c)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	struct stat st;
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0), r;
 
 	if (fd < 0)
 		return -errno;
 	mkparents(c->socket_path);
 	/* A socket left by a daemon that died may go; anything else may not. */
-	if (lstat(c->socket_path, &st) == 0) {
-		if (!S_ISSOCK(st.st_mode)) {
-			fprintf(stderr, "tinyvmm serve: --socket %s: exists and is not a socket\n", c->socket_path);
-			close(fd);
-			return -EEXIST;
-		}
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
-		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
-			fprintf(stderr, "tinyvmm serve: --socket %s: another daemon answers there\n", c->socket_path);
-			close(fd);
-			return -EADDRINUSE;
-		}
-		unlink(c->socket_path);
+	r = srv_socket_stale_remove(c->socket_path);
+	if (r) {
+		fprintf(stderr, "tinyvmm serve: --socket %s: %s\n", c->socket_path,
+			r == -EEXIST       ? "exists and is not a socket"
+			: r == -EADDRINUSE ? "another daemon answers there"
+					   : strerror(-r));
 		close(fd);
-		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-		if (fd < 0)
-			return -errno;
+		return r;
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", c->socket_path);
 	mode_t old = umask(0777);
-	int r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
+	r = bind(fd, (struct sockaddr *)&sa, sizeof(sa));
 	umask(old);
 	if (r < 0 || chmod(c->socket_path, c->socket_mode) < 0 ||
 	    (c->socket_gid >= 0 && chown(c->socket_path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
@@ -587,7 +577,11 @@ int serve_main(int argc, char **argv)
 	 * daemon (their keepers close with us, which starts their orphan
 	 * timeout). Open connections get a second to finish. */
 	close(lfd);
-	unlink(s->cfg.socket_path);
+	/* The helper removes it: the daemon's Landlock lets it remove
+	 * nothing outside its state dir (a right on the socket's directory
+	 * would be one on all beneath it, /tmp or /). */
+	if (priv_socket_gone(s) < 0)
+		unlink(s->cfg.socket_path); /* unconfined (--seccomp off) it can */
 	pthread_mutex_lock(&s->mu);
 	pthread_cond_broadcast(&s->cv);
 	pool_end_locked(s);

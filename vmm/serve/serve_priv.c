@@ -26,6 +26,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -264,7 +265,8 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 			return -EPERM;
 		}
 		return 0;
-	case PRIV_ADDRS: return 0;
+	case PRIV_ADDRS:
+	case PRIV_SOCKET_GONE: return 0;
 	default: put_err(err, cap, "unknown request"); return -EINVAL;
 	}
 }
@@ -365,6 +367,11 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 			case PRIV_TAP_UP: rep.r = net_tap_up(m.name, m.host, rep.err, sizeof(rep.err)); break;
 			case PRIV_TAP_DOWN: rep.r = net_tap_down(m.name); break;
 			case PRIV_ADDRS: rep.r = net_host_addrs(rep.addrs, PRIV_MAX_ADDRS); break;
+			case PRIV_SOCKET_GONE:
+				if (lim->socket_path[0] && (rep.r = srv_socket_stale_remove(lim->socket_path)) < 0)
+					snprintf(rep.err, sizeof(rep.err), "%s: %s", lim->socket_path,
+						 strerror(-rep.r));
+				break;
 			}
 		}
 		for (unsigned i = 0; i < nfds; i++)
@@ -384,6 +391,7 @@ int priv_start(struct srv *s)
 	snprintf(lim.exe, sizeof(lim.exe), "%s", s->cfg.exe);
 	snprintf(lim.state_dir, sizeof(lim.state_dir), "%s", s->cfg.state_dir);
 	snprintf(lim.cgroup_parent, sizeof(lim.cgroup_parent), "%s", s->cfg.cgroup_parent);
+	snprintf(lim.socket_path, sizeof(lim.socket_path), "%s", s->cfg.socket_path);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
 		return -errno;
 	pid = fork();
@@ -567,6 +575,36 @@ int priv_tap_down(struct srv *s, const char *name)
 	struct priv_reply rep;
 
 	memcpy(h.name, name, strnlen(name, PRIV_NAME_LEN - 1));
+	return call(s, &h, sizeof(h), -1, &rep);
+}
+
+int srv_socket_stale_remove(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, r = 0;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+		r = -EADDRINUSE;
+	else if (unlink(path) < 0 && errno != ENOENT)
+		r = -errno;
+	close(fd);
+	return r;
+}
+
+int priv_socket_gone(struct srv *s)
+{
+	struct priv_head h = { .op = PRIV_SOCKET_GONE };
+	struct priv_reply rep;
+
 	return call(s, &h, sizeof(h), -1, &rep);
 }
 

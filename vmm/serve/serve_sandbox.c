@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vmm/core/file_open.h"
 #include "vmm/sandbox/jail.h"
 #include "devices/net/net_filter.h"
 #include "vmm/serve/serve.h"
@@ -387,6 +388,33 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
 }
 
 /* SIGTERM to its VMM, SIGKILL after the grace (ended_chores_locked). */
+/* A state file is input (a previous daemon's, maybe a taken-over one's),
+ * and a pid and start time are anyone's to read in /proc: those alone
+ * would let it name any process for a SIGKILL. A command line is its
+ * process's own. */
+bool vmm_is_ours(const struct sandbox *sb)
+{
+	char path[64], cmd[8192];
+	ssize_t n;
+
+	if (sb->pid <= 0 || !sb->pid_start || !jail_owner_alive(sb->pid, sb->pid_start))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)sb->pid);
+	n = file_read_small(AT_FDCWD, path, 0, cmd, sizeof(cmd));
+	/* NUL-separated argv: EXE, "run", then the flags (vmm_argv) */
+	const char *end = cmd + (n > 0 ? n : 0), *a = cmd + strnlen(cmd, (size_t)(end - cmd)) + 1;
+
+	if (a >= end || strcmp(a, "run"))
+		return false;
+	for (a += 4; a < end; a += strnlen(a, (size_t)(end - a)) + 1)
+		if (!strcmp(a, "--vsock-uds")) {
+			a += strlen(a) + 1;
+			return a < end && strnlen(a, (size_t)(end - a)) < (size_t)(end - a) && !strcmp(a, sb->uds) &&
+			       jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
+		}
+	return false;
+}
+
 static void stop_vmm_locked(struct sandbox *sb)
 {
 	if (!sb->exited && sb->pid > 0) {
@@ -483,7 +511,7 @@ static void reap_locked(struct srv *s, struct sandbox *sb)
 			reaped_locked(s, sb, st,
 				      (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
 					      (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
-	} else if (!jail_owner_alive(sb->pid, sb->pid_start)) {
+	} else if (!vmm_is_ours(sb)) {
 		reaped_locked(s, sb, -1, 0);
 	}
 }
@@ -495,7 +523,7 @@ static void ended_chores_locked(struct srv *s, struct sandbox *sb, uint64_t mono
 	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
 		/* Still that process (a re-adopted pid is not our child and
 		 * could have been reused). */
-		if (sb->own_child || jail_owner_alive(sb->pid, sb->pid_start))
+		if (sb->own_child || vmm_is_ours(sb))
 			kill(sb->pid, SIGKILL);
 		sb->kill_at_ns = 0;
 	}
@@ -911,6 +939,17 @@ static char *read_file(const char *path, size_t max, size_t *len)
 	return b;
 }
 
+/* "sbx_" and 32 lowercase hex digits, as sb_name makes them. */
+static bool sb_id_ok(const char *name)
+{
+	if (strncmp(name, "sbx_", 4) || strlen(name) != 36)
+		return false;
+	for (const char *p = name + 4; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return false;
+	return true;
+}
+
 static int get_u64(const struct json_doc *d, int obj, const char *key, uint64_t *v)
 {
 	int64_t x;
@@ -948,7 +987,7 @@ static const char *reason_const(const char *r)
  * jail, and its TAP is free to remove. */
 static void kill_wait(const struct sandbox *sb)
 {
-	if (sb->pid <= 0 || !sb->pid_start || !jail_owner_alive(sb->pid, sb->pid_start))
+	if (!vmm_is_ours(sb))
 		return;
 	kill(sb->pid, SIGKILL);
 	for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
@@ -1046,11 +1085,13 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	if (get_u64(&d, 0, "pid_start", &v))
 		goto bad;
 	sb->pid_start = v;
-	if (!get_u64(&d, o, "cpus", &v))
-		sb->cpus = (unsigned)v;
-	if (!get_u64(&d, o, "memory_mib", &v))
-		sb->memory_mib = (unsigned)v;
-	if (!get_u64(&d, o, "idle_timeout_s", &v))
+	/* Within a create's bounds, as this daemon wrote them (else a
+	 * create's defaults: a listing never shows what no create gives). */
+	sb->cpus = !get_u64(&d, o, "cpus", &v) && v >= 1 && v <= SB_CPUS_MAX ? (unsigned)v : 1;
+	sb->memory_mib = !get_u64(&d, o, "memory_mib", &v) && v >= SB_MEM_MIB_MIN && v <= SB_MEM_MIB_MAX
+				 ? (unsigned)v
+				 : SB_MEM_MIB_DEFAULT;
+	if (!get_u64(&d, o, "idle_timeout_s", &v) && v <= s->cfg.max_timeout_s)
 		sb->idle_timeout_s = (unsigned)v;
 	if (!get_u64(&d, 0, "secret_from", &v))
 		sb->nsecret_from = (unsigned)v;
@@ -1130,8 +1171,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	/* A daemon killed after the VMM saved a pause but before it said so:
 	 * the newer snapshot is whole, its VMM gone; paused, from it. */
 	bool recovered = false;
-	if (!build && !pending && was_running && !(sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start)) &&
-	    snapshot_complete(sb, sb->pause_gen + 1)) {
+	if (!build && !pending && was_running && !vmm_is_ours(sb) && snapshot_complete(sb, sb->pause_gen + 1)) {
 		sb->pause_gen++;
 		recovered = true;
 		fprintf(stderr, "tinyvmm serve: sandbox %s: its pause into paused-%u was done: paused\n", sb->id,
@@ -1141,7 +1181,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		/* Its snapshot waits for a resume. A VMM a killed daemon was
 		 * starting from it (a resume, a fork's) is not ours to keep:
 		 * the sandbox is paused, nothing else may run as it. */
-		if (sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start)) {
+		if (vmm_is_ours(sb)) {
 			kill(sb->pid, SIGKILL);
 			fprintf(stderr, "tinyvmm serve: sandbox %s: paused; the VMM (pid %d) started from it ended\n",
 				sb->id, (int)sb->pid);
@@ -1165,8 +1205,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	if (was_running) {
 		struct tvm_err e = { 0 };
 
-		if (!build && !pending && sb->pid > 0 && jail_owner_alive(sb->pid, sb->pid_start) &&
-		    sb_keeper(sb, 5000, &sb->keeper, &e) == 0) {
+		if (!build && !pending && vmm_is_ours(sb) && sb_keeper(sb, 5000, &sb->keeper, &e) == 0) {
 			sb->state = SB_RUNNING;
 			sb->exited = false;
 			sb->end_reason = NULL;
@@ -1241,8 +1280,13 @@ int srv_state_init(struct srv *s)
 	while ((de = readdir(d))) {
 		char dir[600];
 
-		if (strncmp(de->d_name, "sbx_", 4))
+		if (!sb_id_ok(de->d_name)) {
+			if (!strncmp(de->d_name, "sbx_", 4))
+				fprintf(stderr,
+					"tinyvmm serve: %s/%s: not a sandbox id (sbx_ and 32 hex digits): left alone\n",
+					path, de->d_name);
 			continue;
+		}
 		snprintf(dir, sizeof(dir), "%s/%s", path, de->d_name);
 		pthread_mutex_lock(&s->mu);
 		load_one(s, dir, de->d_name);

@@ -123,7 +123,7 @@ static int parse_warmup(struct conn *c, const struct json_doc *d, struct warmup 
 	size_t n;
 
 	w->cpus = 1;
-	w->memory_mib = 256;
+	w->memory_mib = SB_MEM_MIB_DEFAULT;
 	w->timeout_s = WARMUP_TIMEOUT_S < c->s->cfg.max_timeout_s ? WARMUP_TIMEOUT_S : c->s->cfg.max_timeout_s;
 	if (json_get_string(d, i, w->cmd, sizeof(w->cmd), &n) || !n) {
 		conn_error(c, 400, "bad_request", "warmup: a shell command, a string of 1 to %u bytes without NUL",

@@ -5,7 +5,6 @@
  * privileged helper (serve_priv.c), forked before. */
 #include <errno.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "vmm/sandbox/jail.h"
 #include "vmm/sandbox/seccomp.h"
@@ -13,28 +12,20 @@
 
 int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 {
-	char sock_dir[sizeof(c->socket_path)];
-	char *slash;
 	int r;
 
 	if (c->seccomp == TVM_SECCOMP_OFF)
 		return 0;
-	/* It writes only beneath its state dir (and removes its socket at
-	 * its stop); it reads anywhere (a template's base in the VMM's cache,
-	 * /proc, cgroups, its config), runs nothing, has no TCP and no
-	 * abstract socket, and cannot ptrace or open /proc/PID/mem of a
-	 * process outside (the helper, init). Signals are not scoped: its
-	 * VMMs are the helper's children, outside its domain. */
-	snprintf(sock_dir, sizeof(sock_dir), "%s", c->socket_path);
-	slash = strrchr(sock_dir, '/');
-	if (slash && slash != sock_dir)
-		*slash = 0;
-	else
-		snprintf(sock_dir, sizeof(sock_dir), slash ? "/" : ".");
+	/* It writes only beneath its state dir (its socket is removed by
+	 * the helper at its stop: PRIV_SOCKET_GONE); it reads anywhere (a
+	 * template's base in the VMM's cache, /proc, cgroups, its config),
+	 * runs nothing, has no TCP and no abstract socket, and cannot
+	 * ptrace or open /proc/PID/mem of a process outside (the helper,
+	 * init). Signals are not scoped: its VMMs are the helper's
+	 * children, outside its domain. */
 	struct jail_ll_rule rules[] = {
 		{ "/", JAIL_LL_READ },
 		{ c->state_dir, JAIL_LL_TREE },
-		{ sock_dir, JAIL_LL_REMOVE },
 	};
 	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]), JAIL_LL_SCOPE_ABSTRACT_UNIX, e)))
 		return r;
