@@ -1353,6 +1353,28 @@ class T08bHostileState(ServeTest):
     def state(self, pid, state="running", sid=None, **top):
         return write_state(pid, state, sid, **top)
 
+    def test_a_fifo_for_a_file_hangs_nothing(self):
+        """A FIFO where a state file or the config is: the start goes on
+        (the state is unreadable: removed, one line), the config is one
+        line and exit 2; neither waits for a writer."""
+        self.assertTrue(stop_daemon(), log_tail())
+        sid = "sbx_" + secrets.token_hex(16)
+        d = os.path.join(STATE, "sandboxes", sid)
+        os.mkdir(d, 0o700)
+        os.mkfifo(os.path.join(d, "state.json"), 0o600)
+        start_daemon()
+        self.assertIn("%s: unreadable sandbox state: removed" % d, log_tail(50))
+        self.assertFalse(os.path.exists(d))
+        cfg = os.path.join(DIR, "fifo.json")
+        os.mkfifo(cfg, 0o600)
+        try:
+            r = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "fifo.sock"), "--config", cfg],
+                               capture_output=True, timeout=WAIT)
+        finally:
+            os.unlink(cfg)
+        self.assertEqual((r.returncode, r.stderr),
+                         (2, b"tinyvmm serve: --config " + cfg.encode() + b": not a regular file\n"))
+
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
         fake_dir = tempfile.mkdtemp(prefix="tvm-fakevmm-", dir=DIR)

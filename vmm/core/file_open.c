@@ -61,3 +61,37 @@ ssize_t file_read_small(int dirfd, const char *path, int flags, char *buf, size_
 	buf[n > 0 ? n : 0] = 0;
 	return n;
 }
+
+ssize_t file_read_whole(const char *path, int flags, char *buf, size_t cap)
+{
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | flags);
+	struct stat st;
+	size_t got = 0;
+	ssize_t r = 0;
+
+	buf[0] = 0;
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		r = -errno;
+	else if (!S_ISREG(st.st_mode))
+		r = -EINVAL;
+	/* Read to EOF: a file that grew since the fstat is seen too. */
+	while (!r) {
+		ssize_t n = read(fd, buf + got, cap - got);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			r = -errno;
+		else if (n == 0)
+			break;
+		else if ((got += (size_t)n) == cap)
+			r = -EFBIG;
+	}
+	close(fd);
+	if (r)
+		return r;
+	buf[got] = 0;
+	return (ssize_t)got;
+}

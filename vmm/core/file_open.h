@@ -26,4 +26,11 @@ int file_open_regular(const char *what, const char *path, int flags, uint64_t mi
  * bytes read or -errno. */
 ssize_t file_read_small(int dirfd, const char *path, int flags, char *buf, size_t cap);
 
+/* The whole of the regular file path, NUL-terminated in buf (cap >= 1):
+ * its length, or -errno: -EINVAL not a regular file (a FIFO would block a
+ * reader, a device never end), -EFBIG over cap - 1 bytes. flags are added
+ * to O_RDONLY | O_NONBLOCK | O_CLOEXEC (e.g. O_NOFOLLOW). For the state,
+ * config and record files a daemon reads back. */
+ssize_t file_read_whole(const char *path, int flags, char *buf, size_t cap);
+
 #endif

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "vmm/core/file_open.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
 #include "vmm/serve/serve.h"
@@ -156,17 +157,13 @@ static int load_config(struct srv_cfg *c, const char *path)
 	struct json_tok tok[512];
 	struct json_doc d;
 	struct json_err je = { 0 };
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
+	ssize_t n = file_read_whole(path, 0, buf, sizeof(buf));
 
-	if (fd < 0) {
-		fprintf(stderr, "tinyvmm serve: --config %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	n = read(fd, buf, sizeof(buf));
-	close(fd);
-	if (n < 0 || n == (ssize_t)sizeof(buf)) {
-		fprintf(stderr, "tinyvmm serve: --config %s: unreadable or over 64 KiB\n", path);
+	if (n < 0) {
+		fprintf(stderr, "tinyvmm serve: --config %s: %s\n", path,
+			n == -EFBIG    ? "over 64 KiB"
+			: n == -EINVAL ? "not a regular file"
+				       : strerror((int)-n));
 		return -1;
 	}
 	if (json_parse(&d, buf, (size_t)n, tok, 512, 0, &je) || tok[0].type != JSON_OBJECT) {

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -137,9 +138,16 @@ int quota_load(struct srv *s)
 	FILE *in, *out;
 
 	snprintf(path, sizeof(path), "%s/cpu-usage", s->cfg.state_dir);
-	in = fopen(path, "re");
-	if (!in)
+	/* a regular file only: a FIFO put there would hang the start */
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+	struct stat st;
+
+	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !(in = fdopen(fd, "r"))) {
+		close(fd);
+		return -EINVAL;
+	}
 	/* Only today's lines are kept: the file stays small. */
 	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
 	out = fopen(tmp, "we");

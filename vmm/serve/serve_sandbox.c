@@ -683,7 +683,7 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 static void last_line(const char *path, char *out, size_t cap)
 {
 	char buf[4096];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 	off_t end = fd >= 0 ? lseek(fd, 0, SEEK_END) : -1;
 	ssize_t n = 0;
 
@@ -919,22 +919,17 @@ int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 
 /* ---- After a restart ---- */
 
+/* A state file is input: a regular file of at most max bytes (a FIFO at
+ * its place would hang the start), not a symlink. */
 static char *read_file(const char *path, size_t max, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	char *b;
-	ssize_t n;
+	char *b = malloc(max + 1);
+	ssize_t n = b ? file_read_whole(path, O_NOFOLLOW, b, max + 1) : -ENOMEM;
 
-	if (fd < 0)
-		return NULL;
-	b = malloc(max + 1);
-	n = b ? read(fd, b, max + 1) : -1;
-	close(fd);
-	if (n < 0 || (size_t)n > max) {
+	if (n < 0) {
 		free(b);
 		return NULL;
 	}
-	b[n] = 0;
 	*len = (size_t)n;
 	return b;
 }

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "vmm/core/file_open.h"
 #include "vmm/serve/serve.h"
 
 #define TEMPLATES_MAX 64     /* per uid */
@@ -581,15 +582,12 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 	struct json_tok tok[64];
 	struct json_doc d;
 	struct tmpl *t = calloc(1, sizeof(*t));
-	int o = -1, i, fd;
+	int o = -1, i;
 	ssize_t n;
 
 	snprintf(path, sizeof(path), "%.600s/template.json", dir);
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	n = fd >= 0 ? read(fd, text, sizeof(text)) : -1;
-	if (fd >= 0)
-		close(fd);
-	if (!t || n <= 0 || n == (ssize_t)sizeof(text) || json_parse(&d, text, (size_t)n, tok, 64, 0, NULL) ||
+	n = file_read_whole(path, O_NOFOLLOW, text, sizeof(text));
+	if (!t || n <= 0 || json_parse(&d, text, (size_t)n, tok, 64, 0, NULL) ||
 	    (o = json_find(&d, 0, "template")) < 0 || (i = json_find(&d, o, "name")) < 0 ||
 	    json_get_string(&d, i, t->name, sizeof(t->name), NULL) || strcmp(t->name, name) || !name_ok(name) ||
 	    (i = json_find(&d, o, "from_sandbox")) < 0 || json_get_string(&d, i, t->from, sizeof(t->from), NULL) ||
