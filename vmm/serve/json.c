@@ -295,6 +295,17 @@ static bool body_eq(const unsigned char *a, size_t an, bool aesc, const unsigned
 	return i == an && j == bn;
 }
 
+/* FNV-1a of a validated string body's code points: equal for any two
+ * bodies body_eq finds equal, however escaped. */
+static uint32_t body_hash(const unsigned char *s, size_t n)
+{
+	uint32_t h = 2166136261u;
+
+	for (size_t i = 0; i < n;)
+		h = (h ^ next_cp(s, n, &i)) * 16777619u;
+	return h;
+}
+
 static int parse_value(struct jp *p, unsigned depth);
 
 /* '[' or '{' at p->i: the members, each checked against the earlier keys. */
@@ -331,12 +342,16 @@ static int parse_container(struct jp *p, uint32_t idx, unsigned depth, bool obj)
 			if (r)
 				return r;
 			p->tok[k].next = p->ntok;
+			p->tok[k].hash = body_hash(p->s + p->tok[k].off, p->tok[k].len);
 			/* RFC 8259 §4 leaves duplicate names to the implementation;
-			 * two meanings for one field invite confusion, so refuse. */
+			 * two meanings for one field invite confusion, so refuse.
+			 * Keys are decoded once each (their hash): a body of many
+			 * long escaped keys costs no more than its length. */
 			for (uint32_t e = idx + 1; e < k; e = p->tok[e + 1].next) {
 				const struct json_tok *a = &p->tok[e], *b = &p->tok[k];
 
-				if (body_eq(p->s + a->off, a->len, a->escaped, p->s + b->off, b->len, b->escaped))
+				if (a->hash == b->hash &&
+				    body_eq(p->s + a->off, a->len, a->escaped, p->s + b->off, b->len, b->escaped))
 					return jfail(p, EINVAL, b->off - 1, "duplicate key in an object");
 			}
 			skip_ws(p);

@@ -34,6 +34,7 @@ struct json_tok {
 	bool integer; /* number: no fraction, no exponent */
 	uint32_t size;
 	uint32_t next;
+	uint32_t hash; /* object key: of its decoded text (the duplicate check's first look) */
 	size_t off, len;
 };
 
