@@ -54,23 +54,26 @@ int net_host_addrs(uint32_t *out, size_t cap)
 	return 2;
 }
 
+/* The state dir the requests name: made (with SBX) by the tests that
+ * spawn through the real helper, which looks at the directories. */
+#define STATE "/tmp/tvm-priv-test-state"
+
 static const struct priv_limits lim = { .exe = "/usr/bin/tinyvmm",
-					.state_dir = "/var/lib/tinyvmm/serve",
+					.state_dir = STATE,
 					.cgroup_parent = "tinyvmm",
 					.jail = true,
 					.net_base = 0x0ad30000,
 					.net_prefix = 16 };
 
 /* A sandbox's directory under lim.state_dir, and another's. */
-#define SBX "/var/lib/tinyvmm/serve/sandboxes/sbx_0a1b2c3d0123456789abcdef01234567"
-#define SBY "/var/lib/tinyvmm/serve/sandboxes/sbx_ffffffff0123456789abcdef01234567"
+#define SBX STATE "/sandboxes/sbx_0a1b2c3d0123456789abcdef01234567"
+#define SBY STATE "/sandboxes/sbx_ffffffff0123456789abcdef01234567"
 /* What vmm_argv gives a create (its head and tail around the optional
  * middle): the test's baseline. */
 #define VMM_HEAD                                                                                  \
 	"/usr/bin/tinyvmm", "run", "--vsock-uds", SBX "/vsock.sock", "--serial-out", "/dev/null", \
 		"--no-inplace-drives", "--pause-to", SBX "/paused-1"
-#define VMM_TAIL \
-	"--idle-timeout", "600", "--cgroup-parent", "tinyvmm", "--jail", "--jail-dir", "/var/lib/tinyvmm/serve/jail"
+#define VMM_TAIL "--idle-timeout", "600", "--cgroup-parent", "tinyvmm", "--jail", "--jail-dir", STATE "/jail"
 
 /* A request: head h, then the strings of argv (NULL-terminated) packed. */
 static size_t build(char *buf, size_t cap, struct priv_head h, const char *const *argv)
@@ -181,7 +184,7 @@ START_TEST(a_spawn_has_only_the_daemons_flags)
 		{ "--kernel", "/boot/vmlinuz" },
 		{ "--drive", "/dev/sda" },
 		{ "--metrics", "/etc/cron.d/x" },
-		{ "--snapshot", "/var/lib/tinyvmm/serve/templates/0/t" },
+		{ "--snapshot", STATE "/templates/0/t" },
 		{ "--snapshot", SBY "/paused-1" },
 		{ "--snapshot", SBX "/paused-1/../../../../../../etc" },
 		{ "--snapshot", SBX "/paused-" },
@@ -374,7 +377,8 @@ static void start_helper_on(struct srv *s, int calls[2], const char *sock)
 	memset(s, 0, sizeof(*s));
 	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "/bin/echo");
 	snprintf(s->cfg.socket_path, sizeof(s->cfg.socket_path), "%s", sock ? sock : "");
-	snprintf(s->cfg.state_dir, sizeof(s->cfg.state_dir), "/var/lib/tinyvmm/serve");
+	snprintf(s->cfg.state_dir, sizeof(s->cfg.state_dir), "%s", STATE);
+	ck_assert_int_eq(system("rm -rf " STATE " && mkdir -p " SBX), 0);
 	s->cfg.net_base = 0x0ad30000;
 	s->cfg.net_prefix = 16;
 	ck_assert_int_eq(pipe(calls), 0);
@@ -456,6 +460,18 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	close(logfd);
 	unlink(log);
 
+	/* the sandbox's directory a symlink (out of the state dir): refused,
+	 * nothing started */
+	ck_assert_int_eq(system("rm -rf " SBX " && mkdir -p " STATE "/elsewhere && ln -s " STATE "/elsewhere " SBX), 0);
+	logfd = open(log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(logfd, 0);
+	ck_assert_int_eq(priv_spawn(&s, argv, logfd, err, sizeof(err)), -EPERM);
+	ck_assert_str_eq(err, "spawn: " SBX " is not a directory of the daemon's");
+	usleep(200000);
+	ck_assert_int_eq(waitpid(-1, NULL, WNOHANG), 0); /* the helper runs; no program was started */
+	close(logfd);
+	unlink(log);
+
 	/* the host's addresses, through the helper */
 	uint32_t a[4];
 	ck_assert_int_eq(priv_addrs(&s, a, 4), 2);
@@ -472,6 +488,7 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 	priv_stop(&s);
 	ck_assert_int_eq(read(calls[0], out, 1), 0); /* no other call was made */
 	close(calls[0]);
+	ck_assert_int_eq(system("rm -rf " STATE), 0);
 }
 END_TEST
 

@@ -271,6 +271,37 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 	}
 }
 
+/* The directories a spawn's paths go through beneath the state dir
+ * (sandboxes, the sandbox's, the snapshot it resumes from) are real ones,
+ * not symlinks: the root VMM would follow one out of the state dir. The
+ * confined daemon cannot make a symlink (Landlock), so this looks at what
+ * someone else (root) may have put there. 0 or -EPERM with err. */
+static int spawn_dirs_real(const struct priv_limits *lim, const struct priv_msg *m, char *err, size_t cap)
+{
+	char path[sizeof(lim->state_dir) + 64];
+	struct stat st;
+
+	for (uint32_t i = 2; i + 1 < m->argc; i++) {
+		const char *v = m->argv[i + 1];
+		size_t base = strlen(lim->state_dir), sbx = base + 15 + 32; /* "/sandboxes/sbx_" + id */
+		bool snap = !strcmp(m->argv[i], "--snapshot");
+
+		if (strcmp(m->argv[i], "--vsock-uds") && !snap)
+			continue;
+		/* priv_parse made v <state>/sandboxes/sbx_<id>/..., so the
+		 * prefixes below are whole components */
+		size_t ends[] = { base + 10, sbx, snap ? strlen(v) : 0 };
+		for (size_t k = 0; k < 3 && ends[k]; k++) {
+			snprintf(path, sizeof(path), "%.*s", (int)ends[k], v);
+			if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode)) {
+				snprintf(err, cap, "spawn: %.150s is not a directory of the daemon's", path);
+				return -EPERM;
+			}
+		}
+	}
+	return 0;
+}
+
 /* The VMM, as the daemon's child: its own session (a ^C to the daemon's
  * terminal is not one to the sandboxes, which outlive a daemon restart),
  * no signal blocked, stdin /dev/null, stdout and stderr its log. */
@@ -359,6 +390,8 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 				if (fstat(fds[0], &st) < 0 || !S_ISREG(st.st_mode)) {
 					rep.r = -EINVAL;
 					put_err(rep.err, sizeof(rep.err), "spawn: the log is not a regular file");
+				} else if ((rep.r = spawn_dirs_real(lim, &m, rep.err, sizeof(rep.err)))) {
+					/* said */
 				} else if ((rep.r = spawn(&m, fds[0], exe)) < 0) {
 					snprintf(rep.err, sizeof(rep.err), "fork: %s", strerror(-rep.r));
 				}
