@@ -659,5 +659,9 @@ int main(void)
 	tcase_add_test(tc, the_helper_removes_the_daemons_socket_at_its_stop);
 	tcase_add_test(tc, the_helper_ends_with_its_daemon);
 	suite_add_tcase(s, tc);
-	return tvm_run_suite(s);
+	int r = tvm_run_suite(s);
+
+	if (system("rm -rf " STATE))
+		r = 1;
+	return r;
 }
