@@ -132,6 +132,18 @@ START_TEST(claim_skips_held_and_host_30s)
 }
 END_TEST
 
+/* A saved state's host end is input: only what a range could give. */
+START_TEST(host_ends_a_tap_may_have)
+{
+	ck_assert(net_host_ok(0x0ad30005));  /* 10.211.0.5 */
+	ck_assert(!net_host_ok(0x0ad30006)); /* not a /30's first host */
+	ck_assert(!net_host_ok(0xfffffffd)); /* 255.255.255.253 */
+	ck_assert(!net_host_ok(0xe0000001)); /* multicast */
+	ck_assert(!net_host_ok(0x7f000001)); /* loopback */
+	ck_assert(!net_host_ok(0x00000005)); /* 0/8 */
+}
+END_TEST
+
 START_TEST(mac_from_id)
 {
 	struct sandbox sb = { .id = "sbx_0a1b2c3d4e5f60718293a4b5c6d7e8f9" };
@@ -203,6 +215,7 @@ int main(void)
 
 	tcase_add_test(tc, child_rules_name_its_own_30);
 	tcase_add_test(tc, mac_from_id);
+	tcase_add_test(tc, host_ends_a_tap_may_have);
 	tcase_add_test(tc, claim_skips_held_and_host_30s);
 	tcase_add_test(tc, tap_pins_the_guests_source);
 	suite_add_tcase(s, tc);

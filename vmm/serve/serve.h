@@ -315,6 +315,9 @@ int priv_addrs(struct srv *s, uint32_t *out, size_t cap);
 /* "A.B.C.D/P" (P 8..30) into base (host order, host bits cleared) and P;
  * -EINVAL. */
 int net_range_parse(const char *v, uint32_t *base, unsigned *prefix);
+/* Whether host (host order) may be a TAP's host end: the first host of a
+ * /30, not in 0/8, 127/8 or 224/3. A range's and a saved sandbox's. */
+bool net_host_ok(uint32_t host);
 /* Its TAP's name: "tvs" and 8 hex digits of its id. */
 void net_tap_name(const struct sandbox *sb, char out[16]);
 /* A fork's child's MAC: locally administered unicast, 02: and 5 bytes of

@@ -43,11 +43,14 @@ int net_range_parse(const char *v, uint32_t *base, unsigned *prefix)
 		return -EINVAL;
 	*prefix = (unsigned)p;
 	*base = ntohl(a.s_addr) & ~((1u << (32 - p)) - 1);
-	/* not "this network" (0/8), loopback (127/8), multicast and above
-	 * (224/3): no host end of a TAP may be there */
-	if ((*base >> 24) == 0 || (*base >> 24) == 127 || (*base >> 24) >= 224)
-		return -EINVAL;
-	return 0;
+	return net_host_ok(*base | 1) ? 0 : -EINVAL;
+}
+
+bool net_host_ok(uint32_t host)
+{
+	/* a /30's first host; not "this network" (0/8), loopback (127/8),
+	 * multicast and above (224/3) */
+	return (host & 3) == 1 && (host >> 24) != 0 && (host >> 24) != 127 && (host >> 24) < 224;
 }
 
 void net_tap_name(const struct sandbox *sb, char out[IFNAMSIZ])

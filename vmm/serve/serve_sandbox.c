@@ -1124,7 +1124,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		json_get_bool(&d, i, &sb->net_enabled);
 	/* Its /30, held while its VMM runs (whatever this daemon's range);
 	 * its TAP is found by its name (net_release), not by this. */
-	if (sb->net_enabled && !get_u64(&d, 0, "net_host", &v) && v <= UINT32_MAX - 2 && (v & 3) == 1) {
+	if (sb->net_enabled && !get_u64(&d, 0, "net_host", &v) && v <= UINT32_MAX && net_host_ok((uint32_t)v)) {
 		sb->net_host = (uint32_t)v;
 		sb->net_claimed = true;
 	}
