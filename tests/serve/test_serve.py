@@ -1375,6 +1375,35 @@ class T08bHostileState(ServeTest):
         self.assertEqual((r.returncode, r.stderr),
                          (2, b"tinyvmm serve: --config " + cfg.encode() + b": not a regular file\n"))
 
+    def test_saved_values_are_checked_again(self):
+        """What a restarted daemon takes from a state file is what a create
+        could have made: a template that is no name is an unreadable
+        state (removed, one line); a shape out of bounds gets a create's
+        defaults; a host address no range could give holds no /30."""
+        self.assertTrue(stop_daemon(), log_tail())
+        bad, d = write_state(0, "ended")
+        with open(os.path.join(d, "state.json")) as f:
+            st = json.load(f)
+        st["sandbox"]["template"] = "../../../etc"
+        with open(os.path.join(d, "state.json"), "w") as f:
+            json.dump(st, f)
+        shape = write_state(0, "paused", pause_gen=1)[0]  # a paused one keeps its /30
+        with open(os.path.join(STATE, "sandboxes", shape, "state.json")) as f:
+            st = json.load(f)
+        st["sandbox"].update(cpus=0, memory_mib=1 << 40, idle_timeout_s=1 << 40)
+        st.update(net=True, net_host=0xfffffffd, net_args=["--net-deny-all"])
+        with open(os.path.join(STATE, "sandboxes", shape, "state.json"), "w") as f:
+            json.dump(st, f)
+        start_daemon()
+        try:
+            self.assertIn("%s: unreadable sandbox state: removed" % d, log_tail(50))
+            self.assertFalse(os.path.exists(d))
+            j = call(0, "GET", "/v1/sandboxes/" + shape).json
+            self.assertEqual((j["cpus"], j["memory_mib"], j["idle_timeout_s"]), (1, 256, 0), j)
+            self.assertIsNone(j["network"]["host_address"], j)
+        finally:
+            call(0, "DELETE", "/v1/sandboxes/" + shape)
+
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
         fake_dir = tempfile.mkdtemp(prefix="tvm-fakevmm-", dir=DIR)
@@ -2412,8 +2441,7 @@ class T15Network(ServeTest):
         else:  # no VM here: a state as a daemon leaves an ended networked sandbox's
             self.assertTrue(NO_VM, r.body)
             self.expect_error(r, 503, "unavailable")
-            sid = write_state(0, "ended", net=True, net_host=0x0ad30005, net_args=["--net-allow", "10.0.0.0/8"],
-                              end_reason="crashed")[0]
+            sid = write_state(0, "ended", net=True, net_host=0x0ad30005, net_args=["--net-allow", "10.0.0.0/8"])[0]
         path = os.path.join(STATE, "sandboxes", sid, "state.json")
         said = "sandbox %s: its egress rules are unreadable: it is given none" % sid
         for args, bad in ((["--net-allow", "10.0.0.0/8"], False), (["--net-allow", "bogus"], True),

@@ -459,6 +459,9 @@ int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap);
 /* serve_template.c: GET/POST /v1/templates (name NULL) and GET/DELETE
  * /v1/templates/{name}. */
 void api_templates(struct conn *c, const struct http_request *r, const char *name);
+/* A custom template's name: 1 to 63 of [a-z0-9._-], starting with a
+ * letter or digit, not "default". */
+bool tmpl_name_ok(const char *n);
 /* owner's template name, ready or being made: under mu, or NULL. */
 struct tmpl *tmpl_find_locked(struct srv *s, uid_t owner, const char *name);
 /* Make sb's directory with paused-1 linked from template name (sb's

@@ -1066,7 +1066,9 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	    strcmp(sb->id, name) || (i = json_find(&d, o, "access_token")) < 0 ||
 	    json_get_string(&d, i, sb->token, sizeof(sb->token), &len) || len != 32)
 		goto bad;
-	if ((i = json_find(&d, o, "template")) < 0 || json_get_string(&d, i, sb->template, sizeof(sb->template), NULL))
+	if ((i = json_find(&d, o, "template")) < 0 ||
+	    json_get_string(&d, i, sb->template, sizeof(sb->template), NULL) ||
+	    (strcmp(sb->template, "default") && !tmpl_name_ok(sb->template)))
 		goto bad;
 	if ((i = json_find(&d, o, "forked_from")) >= 0 && !json_is_null(&d, i) &&
 	    json_get_string(&d, i, sb->forked_from, sizeof(sb->forked_from), NULL))

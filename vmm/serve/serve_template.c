@@ -29,7 +29,7 @@
 #define WARMUP_OUT_CAP 65536 /* bytes of its output kept per stream */
 #define WARMUP_TAIL 400      /* bytes of its stderr in a failure's message */
 
-static bool name_ok(const char *n)
+bool tmpl_name_ok(const char *n)
 {
 	size_t len = strlen(n);
 
@@ -301,7 +301,7 @@ static void api_template_create(struct conn *c)
 		goto out;
 	}
 	if ((i = json_find(&b.d, 0, "name")) < 0 || json_get_string(&b.d, i, t->name, sizeof(t->name), NULL) ||
-	    !name_ok(t->name)) {
+	    !tmpl_name_ok(t->name)) {
 		conn_error(c, 400, "bad_request",
 			   "name: required, 1 to 63 of a-z 0-9 - _ . (a letter or digit first), not \"default\"");
 		goto out;
@@ -589,7 +589,7 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 	n = file_read_whole(path, O_NOFOLLOW, text, sizeof(text));
 	if (!t || n <= 0 || json_parse(&d, text, (size_t)n, tok, 64, 0, NULL) ||
 	    (o = json_find(&d, 0, "template")) < 0 || (i = json_find(&d, o, "name")) < 0 ||
-	    json_get_string(&d, i, t->name, sizeof(t->name), NULL) || strcmp(t->name, name) || !name_ok(name) ||
+	    json_get_string(&d, i, t->name, sizeof(t->name), NULL) || strcmp(t->name, name) || !tmpl_name_ok(name) ||
 	    (i = json_find(&d, o, "from_sandbox")) < 0 || json_get_string(&d, i, t->from, sizeof(t->from), NULL) ||
 	    get_range(&d, o, "cpus", 1, SB_CPUS_MAX, &t->cpus) ||
 	    get_range(&d, o, "memory_mib", SB_MEM_MIB_MIN, SB_MEM_MIB_MAX, &t->memory_mib)) {
