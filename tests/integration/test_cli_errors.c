@@ -146,11 +146,15 @@ START_TEST(usage_errors)
 	U("unknown command 'runn'", "runn");
 	U("unknown command 'snapshot creat'", "snapshot", "creat");
 	U("unknown command 'image bild'", "image", "bild");
-	E("image build needs --out FILE", "image", "build", "--packages", "jq");
+	/* a known word used wrongly is not an unknown one */
+	U("tinyvmm: image needs a subcommand: tinyvmm image build", "image");
+	U("tinyvmm: snapshot needs a subcommand: tinyvmm snapshot create", "snapshot", "--help");
+	U("tinyvmm: host takes no arguments", "host", "--help");
+	U("image build needs --out FILE", "image", "build", "--packages", "jq");
 	/* The script's own options are not the user's: --init would make any
 	 * file root can read the image's /sbin/init. */
-	E("image build: unknown option '--init'", "image", "build", "--out", p("new"), "--init", "/etc/shadow");
-	E("image build: --copy needs a value", "image", "build", "--out", p("new"), "--copy");
+	U("image build: unknown option '--init'", "image", "build", "--out", p("new"), "--init", "/etc/shadow");
+	U("image build: --copy needs a value", "image", "build", "--out", p("new"), "--copy");
 	/* Used to be accepted and ignored. */
 	U("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	U("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
@@ -181,6 +185,9 @@ START_TEST(usage_errors)
 	U("tinyvmm: unknown option --nope (see tinyvmm --help)", "exec", "--nope");
 	U("tinyvmm: --kernel needs a value", "run", "--kernel");
 	U("tinyvmm: -e needs a value", "run", "-e");
+	/* a long option's code is no short option's name (it said "-6") */
+	U("tinyvmm: --pause-to needs a value", "run", "--pause-to");
+	U("tinyvmm: --idle-timeout needs a value", "exec", "--idle-timeout");
 	/* Was status 125 (said when the jail was built). */
 	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
 	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");

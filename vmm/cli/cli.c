@@ -1,11 +1,13 @@
 /* The tinyvmm command: which subcommand runs (the parts are listed in
  * vmm/cli/cli.h), and `tinyvmm host`. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "vmm/cli/cli.h"
 #include "vmm/core/clock.h"
 #include "vmm/core/version.h"
+#include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
 #include "vmm/serve/serve.h"
 
@@ -18,6 +20,14 @@ static int cmd_host(void)
 	struct cg_host *h = malloc(sizeof(*h));
 	static const char *const names[CG_NR_CTRL] = { "cpu", "memory", "pids", "cpuset" };
 
+	/* what every VM needs first: said before the rest */
+	if (access("/dev/kvm", R_OK | W_OK) < 0) {
+		int err = errno;
+
+		printf("kvm: /dev/kvm: %s: no VM can start here%s\n", strerror(err), kvm_open_hint(err));
+	} else {
+		printf("kvm: /dev/kvm usable\n");
+	}
 	printf("quirks: %s\ncmdline: %s%s%s\n", *q ? "kvm_pvm" : "none", tvm_default_cmdline(), *q ? " " : "", q);
 	/* The hierarchies a VM's cgroup would use (vmm/sandbox/cgroup.h). */
 	printf("cgroup:");
@@ -56,11 +66,19 @@ int main(int argc, char **argv)
 		cli_usage(stdout);
 		return 0;
 	}
-	if (argc >= 2)
+	/* A known word used wrongly is said as such, not as unknown. */
+	bool two = argc >= 2 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image"));
+	const char *sub = two && !strcmp(argv[1], "image") ? "build" : "create";
+
+	if (two && (argc == 2 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+		fprintf(stderr, "tinyvmm: %s needs a subcommand: tinyvmm %s %s (see tinyvmm %s %s --help)\n", argv[1],
+			argv[1], sub, argv[1], sub);
+	else if (argc >= 3 && !strcmp(argv[1], "host"))
+		fprintf(stderr, "tinyvmm: host takes no arguments (it prints what this host offers)\n");
+	else if (argc >= 2)
 		fprintf(stderr,
 			"tinyvmm: unknown command '%s%s%s' (run, snapshot create, exec, serve, image build, host, gc, version; see tinyvmm --help)\n",
-			argv[1], argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? " " : "",
-			argc >= 3 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image")) ? argv[2] : "");
+			argv[1], two ? " " : "", two ? argv[2] : "");
 	else
 		cli_usage(stderr);
 	return EXIT_USAGE;

@@ -56,20 +56,20 @@ int cli_cmd_image_build(int argc, char **argv)
 		if (!user_option(argv[i])) {
 			fprintf(stderr, "tinyvmm: image build: unknown option '%s' (see tinyvmm image build --help)\n",
 				argv[i]);
-			return EXIT_VM_FAILED;
+			return EXIT_USAGE;
 		}
 		if (!strchr(argv[i], '=') && ++i == argc) {
 			fprintf(stderr, "tinyvmm: image build: %s needs a value\n", argv[i - 1]);
-			return EXIT_VM_FAILED;
+			return EXIT_USAGE;
 		}
 	}
 	if (!have_out) {
 		fprintf(stderr, "tinyvmm: image build needs --out FILE (see tinyvmm image build --help)\n");
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (argc - 1 > IMAGE_MAX_ARGS) {
 		fprintf(stderr, "tinyvmm: image build: at most %d arguments\n", IMAGE_MAX_ARGS);
-		return EXIT_VM_FAILED;
+		return EXIT_USAGE;
 	}
 	if (n <= 0) {
 		fprintf(stderr, "tinyvmm: image build: cannot find tinyvmm's own path\n");

@@ -145,7 +145,12 @@ static const struct option opts[] = {
 static const char *bad_option(char **argv)
 {
 	static char shortopt[3];
+	const char *last = optind > 0 ? argv[optind - 1] : NULL;
 
+	/* A long option's optopt is its code (OPT_*, some of them
+	 * printable): it is named as given ("--pause-to", not "-6"). */
+	if (last && !strncmp(last, "--", 2) && last[2])
+		return last;
 	if (optopt > ' ' && optopt < 127) {
 		snprintf(shortopt, sizeof(shortopt), "-%c", optopt);
 		return shortopt;
