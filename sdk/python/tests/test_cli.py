@@ -29,6 +29,12 @@ class Cli(FakeDaemonTest):
         self.assertEqual(p.returncode, 2)
         self.assertIn(b"--deny-out: lets nothing out", p.stderr)
 
+    def test_no_daemon_names_its_own_flag(self):
+        p = self.cli("--socket", os.path.join(tempfile.gettempdir(), "no-such-tinyvmm.sock"), "create")
+        self.assertEqual(p.returncode, 125)
+        self.assertEqual(len(p.stderr.splitlines()), 1, p.stderr)
+        self.assertIn(b"is the daemon running? set TINYVMM_SOCKET or give --socket)", p.stderr)
+
     def test_flow(self):
         p = self.cli("create", "--timeout", "60", "--metadata", "k=v")
         self.assertEqual(p.returncode, 0, p.stderr)

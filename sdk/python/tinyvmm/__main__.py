@@ -105,7 +105,10 @@ def main(argv: Optional[List[str]] = None) -> int:
     try:
         return _run(ns)
     except TinyvmmError as e:
-        print(f"tinyvmm: {e}", file=sys.stderr)
+        msg = str(e)
+        if e.status == 0:  # no daemon there: this command's own flag, not the SDK's argument
+            msg = msg.replace("pass socket_path", "give --socket")
+        print(f"tinyvmm: {msg}", file=sys.stderr)
         return 125
     except OSError as e:
         print(f"tinyvmm: {e}", file=sys.stderr)
