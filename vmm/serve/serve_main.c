@@ -497,14 +497,18 @@ int serve_main(int argc, char **argv)
 		fprintf(stderr, "tinyvmm serve: its privileged helper: %s\n", strerror(-r));
 		return 1;
 	}
-	if ((r = srv_state_init(s))) {
-		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
-			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
-		return 1;
-	}
+	/* The socket first: a daemon that finds another answering there
+	 * touches no state (clients wait in the backlog meanwhile). */
 	lfd = listen_on(&s->cfg);
 	if (lfd < 0)
 		return 1;
+	if ((r = srv_state_init(s))) {
+		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
+			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
+		close(lfd);
+		unlink(s->cfg.socket_path);
+		return 1;
+	}
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
 		return 1;
 	the_srv = s;
