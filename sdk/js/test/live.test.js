@@ -2,10 +2,14 @@
 // TINYVMM_SERVE_SOCKET names its socket.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Sandbox, SandboxNotFoundError, pool } from '../index.js';
+import { Sandbox, SandboxNotFoundError, health, pool } from '../index.js';
 
 const socketPath = process.env.TINYVMM_SERVE_SOCKET;
-const skip = socketPath ? false : 'set TINYVMM_SERVE_SOCKET to run against a real tinyvmm serve';
+let skip = socketPath ? false : 'set TINYVMM_SERVE_SOCKET to run against a real tinyvmm serve';
+if (!skip) { // a degraded daemon says why no sandbox can start: not these tests' failure
+  const h = await health({ socketPath });
+  if (h.status !== 'ok') skip = `the daemon at ${socketPath} is degraded: ${h.problems.join('; ')}`;
+}
 const TASK = "import json\nprint(json.dumps({'total': sum([3, 4, 5, 6, 7])}))\n";
 
 test('live seed flow', { skip, timeout: 300_000 }, async () => {
