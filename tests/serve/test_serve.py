@@ -1404,6 +1404,20 @@ class T08bHostileState(ServeTest):
         finally:
             call(0, "DELETE", "/v1/sandboxes/" + shape)
 
+    def test_the_state_dir_has_one_spelling(self):
+        """A restarted daemon knows its VMMs by the paths in their command
+        lines: --state-dir D//x/ is D/x, whatever the spelling."""
+        d = tempfile.mkdtemp(dir=DIR)
+        p = subprocess.Popen([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--state-dir", d + "//x/"],
+                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        try:
+            line = p.stderr.readline().decode()
+        finally:
+            p.terminate()
+            p.wait(WAIT)
+            p.stderr.close()
+        self.assertIn("(state in %s/x," % d, line)
+
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
         fake_dir = tempfile.mkdtemp(prefix="tvm-fakevmm-", dir=DIR)

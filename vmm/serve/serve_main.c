@@ -272,7 +272,15 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 				fprintf(stderr, "tinyvmm serve: --state-dir: an absolute path of at most 199 bytes\n");
 				return -1;
 			}
-			snprintf(c->state_dir, sizeof(c->state_dir), "%s", v);
+			/* one spelling ("//" as "/", no trailing "/"): a restarted
+			 * daemon knows its VMMs by their paths (vmm_is_ours) */
+			size_t n = 0;
+			for (const char *q = v; *q; q++)
+				if (*q != '/' || !n || c->state_dir[n - 1] != '/')
+					c->state_dir[n++] = *q;
+			while (n > 1 && c->state_dir[n - 1] == '/')
+				n--;
+			c->state_dir[n] = 0;
 		} else if (!strcmp(f, "--cgroup-parent")) {
 			if (set_cgroup_parent(c, v, "--cgroup-parent"))
 				return -1;
