@@ -1442,8 +1442,10 @@ class T08bHostileState(ServeTest):
                     os.execv("run", ["run", "--vsock-uds", sock])
                 finally:
                     os._exit(127)
-            wait_for(lambda: open("/proc/%d/cmdline" % fake, "rb").read().startswith(b"/bin/sh\0run\0"),
-                     "the stand-in VMM to start")
+            def started():
+                with open("/proc/%d/cmdline" % fake, "rb") as f:
+                    return f.read().startswith(b"/bin/sh\0run\0")
+            wait_for(started, "the stand-in VMM to start")
             made.append(self.state(fake, sid=sid)[0])
             start_daemon()
             for v in victims:
