@@ -492,44 +492,103 @@ START_TEST(a_spawned_program_is_the_daemons_child)
 }
 END_TEST
 
-/* A Unix socket listening at path: its fd. */
-static int listener(const char *path)
+/* A Unix socket of type at path (a stream one listening, backlog 0): its
+ * fd. */
+static int bound_at(const char *path, int type)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	int fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fd, 0);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
 	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	ck_assert_int_eq(listen(fd, 1), 0);
+	if (type == SOCK_STREAM)
+		ck_assert_int_eq(listen(fd, 0), 0);
 	return fd;
 }
 
-/* The daemon may remove nothing outside its state dir: the helper removes
- * its socket at its stop, and only a socket nobody answers on (not a new
- * daemon's, not a file put there). */
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return lstat(path, &st) == 0;
+}
+
+/* Only a socket nobody listens on goes: not a live one, not one whose
+ * backlog is full (a connect would block), not another kind's (a
+ * datagram socket: another service's), not a file. */
+START_TEST(only_a_stale_socket_is_removed)
+{
+	char dir[] = "/tmp/tvm-priv-sock-XXXXXX", path[64];
+	int fd, c;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/api.sock", dir);
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), 0); /* absent */
+	fd = bound_at(path, SOCK_STREAM);
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), -EADDRINUSE);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0); /* fill its backlog */
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	connect(c, (struct sockaddr *)&sa, sizeof(sa));
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), -EADDRINUSE); /* at once, not blocked */
+	close(c);
+	close(fd);
+	ck_assert(exists(path));
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), 0); /* nobody: it goes */
+	ck_assert(!exists(path));
+	fd = bound_at(path, SOCK_DGRAM);
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), -EPROTOTYPE);
+	close(fd);
+	ck_assert(exists(path));
+	unlink(path);
+	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	close(fd);
+	ck_assert_int_eq(srv_socket_stale_remove(path, NULL), -EEXIST);
+	ck_assert(exists(path));
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* The daemon may remove nothing outside its state dir: its helper removes
+ * its socket at its stop, once, and only the very socket it was told of
+ * before any client (its inode): never a successor's made since. */
 START_TEST(the_helper_removes_the_daemons_socket_at_its_stop)
 {
 	char dir[] = "/tmp/tvm-priv-sock-XXXXXX", path[64];
 	struct srv s;
 	int calls[2], fd;
-	struct stat st;
 
 	ck_assert_ptr_nonnull(mkdtemp(dir));
 	snprintf(path, sizeof(path), "%s/api.sock", dir);
+	/* told of it, then it is closed: it goes, once */
 	start_helper_on(&s, calls, path);
-	fd = listener(path); /* a daemon still answers there: it stays */
-	ck_assert_int_eq(priv_socket_gone(&s), -EADDRINUSE);
-	ck_assert_int_eq(lstat(path, &st), 0);
-	close(fd); /* closed: it goes */
-	ck_assert_int_eq(priv_socket_gone(&s), 0);
-	ck_assert_int_eq(lstat(path, &st), -1);
-	ck_assert_int_eq(priv_socket_gone(&s), 0);             /* gone already */
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600); /* not a socket: it stays */
-	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(priv_socket_gone(&s), -EPERM); /* not told of one yet */
+	fd = bound_at(path, SOCK_STREAM);
+	ck_assert_int_eq(priv_socket_bound(&s), 0);
+	ck_assert_int_eq(priv_socket_bound(&s), -EALREADY); /* once: not after a client */
 	close(fd);
-	ck_assert_int_eq(priv_socket_gone(&s), -EEXIST);
-	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert_int_eq(priv_socket_gone(&s), 0);
+	ck_assert(!exists(path));
+	fd = bound_at(path, SOCK_STREAM);
+	close(fd); /* stale, but not the one it was told of, and once only */
+	ck_assert_int_eq(priv_socket_gone(&s), -EPERM);
+	ck_assert(exists(path));
+	priv_stop(&s);
+	close(calls[0]);
+	unlink(path);
+
+	/* a successor's socket at the path since: it stays */
+	start_helper_on(&s, calls, path);
+	fd = bound_at(path, SOCK_STREAM);
+	ck_assert_int_eq(priv_socket_bound(&s), 0);
+	close(fd);
+	unlink(path);
+	fd = bound_at(path, SOCK_STREAM);
+	close(fd);
+	ck_assert_int_eq(priv_socket_gone(&s), -ESTALE);
+	ck_assert(exists(path));
 	priv_stop(&s);
 	close(calls[0]);
 	unlink(path);
@@ -656,6 +715,7 @@ int main(void)
 	tcase_add_test(tc, taps_are_the_sandboxes_own);
 	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);
 	tcase_add_test(tc, hostile_requests_leave_the_helper_serving);
+	tcase_add_test(tc, only_a_stale_socket_is_removed);
 	tcase_add_test(tc, the_helper_removes_the_daemons_socket_at_its_stop);
 	tcase_add_test(tc, the_helper_ends_with_its_daemon);
 	suite_add_tcase(s, tc);

@@ -1358,6 +1358,8 @@ class T08bHostileState(ServeTest):
         (the state is unreadable: removed, one line), the config is one
         line and exit 2; neither waits for a writer."""
         self.assertTrue(stop_daemon(), log_tail())
+        # its socket went with it (removed by its helper: the daemon may not)
+        self.assertFalse(os.path.exists(SOCK), log_tail())
         sid = "sbx_" + secrets.token_hex(16)
         d = os.path.join(STATE, "sandboxes", sid)
         os.mkdir(d, 0o700)

@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -43,6 +44,7 @@
 /* Configuration: flags and --config FILE (JSON, the same names). */
 struct srv_cfg {
 	char socket_path[108];
+	struct stat socket_st; /* the listening socket as bound (its inode: the one to remove) */
 	char state_dir[256];
 	unsigned socket_mode;
 	long socket_gid;            /* -1: the daemon's */
@@ -222,22 +224,26 @@ struct conn {
  * SC_DAEMON. 0 or -errno with e filled. */
 int srv_walls(const struct srv_cfg *c, struct tvm_err *e);
 /* Remove the Unix socket at path if it is one that nobody answers on (a
- * daemon's that ended): 0 (or absent), -EEXIST not a socket, -EADDRINUSE
- * a daemon answers there, or -errno. In serve_priv.c: the helper's at
+ * daemon's that ended; a stream connect refused) and, with bound, the
+ * very socket bound (its inode): 0 (or absent), -EEXIST not a socket,
+ * -ESTALE another one than bound, -EADDRINUSE someone answers (or its
+ * backlog is full), or another -errno (a socket of another kind:
+ * -EPROTOTYPE); only 0 removed it. In serve_priv.c: the helper's at
  * the daemon's stop (PRIV_SOCKET_GONE), the daemon's at its start. */
-int srv_socket_stale_remove(const char *path);
+int srv_socket_stale_remove(const char *path, const struct stat *bound);
 
 /* serve_priv.c: requests to the privileged helper, each checked there by
  * priv_parse. A request is a struct priv_head, then (PRIV_SPAWN) argc
  * NUL-terminated arguments filling the rest; a spawn carries one fd
  * (SCM_RIGHTS), the VMM's log, a regular file. */
 enum priv_op {
-	PRIV_SPAWN = 1,   /* start argv (cfg.exe run ...): the pid, a child of the daemon */
-	PRIV_TAP_UP,      /* make TAP name persistent, give it host/30, up, strict rp_filter */
-	PRIV_TAP_DOWN,    /* remove TAP name (absent: done) */
-	PRIV_ADDRS,       /* the host's IPv4 addresses (host byte order), at most PRIV_MAX_ADDRS */
-	PRIV_SOCKET_GONE, /* the daemon has closed its listening socket: remove cfg.socket_path, if a
-			   * socket nobody answers on (srv_socket_stale_remove) */
+	PRIV_SPAWN = 1,    /* start argv (cfg.exe run ...): the pid, a child of the daemon */
+	PRIV_TAP_UP,       /* make TAP name persistent, give it host/30, up, strict rp_filter */
+	PRIV_TAP_DOWN,     /* remove TAP name (absent: done) */
+	PRIV_ADDRS,        /* the host's IPv4 addresses (host byte order), at most PRIV_MAX_ADDRS */
+	PRIV_SOCKET_BOUND, /* once, before any client: the socket at cfg.socket_path is the daemon's */
+	PRIV_SOCKET_GONE,  /* once, at the daemon's stop: remove that socket (the same inode) if
+			    * nobody answers on it (srv_socket_stale_remove) */
 };
 #define PRIV_NAME_LEN 16
 #define PRIV_MAX_ARGS 512
@@ -304,7 +310,9 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN]);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);
-/* PRIV_SOCKET_GONE, at the daemon's stop: 0 or -errno (-EPIPE: no helper). */
+/* PRIV_SOCKET_BOUND (once, right after the bind) and PRIV_SOCKET_GONE (at
+ * the daemon's stop): 0 or -errno (-EPIPE: no helper). */
+int priv_socket_bound(struct srv *s);
 int priv_socket_gone(struct srv *s);
 /* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
 int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);

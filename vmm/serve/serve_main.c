@@ -373,11 +373,12 @@ static int listen_on(struct srv_cfg *c)
 		return -errno;
 	mkparents(c->socket_path);
 	/* A socket left by a daemon that died may go; anything else may not. */
-	r = srv_socket_stale_remove(c->socket_path);
+	r = srv_socket_stale_remove(c->socket_path, NULL);
 	if (r) {
 		fprintf(stderr, "tinyvmm serve: --socket %s: %s\n", c->socket_path,
 			r == -EEXIST       ? "exists and is not a socket"
 			: r == -EADDRINUSE ? "another daemon answers there"
+			: r == -EPROTOTYPE ? "a socket of another kind (another service's) is there"
 					   : strerror(-r));
 		close(fd);
 		return r;
@@ -388,7 +389,7 @@ static int listen_on(struct srv_cfg *c)
 	umask(old);
 	if (r < 0 || chmod(c->socket_path, c->socket_mode) < 0 ||
 	    (c->socket_gid >= 0 && chown(c->socket_path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
-	    listen(fd, SOMAXCONN) < 0) {
+	    listen(fd, SOMAXCONN) < 0 || lstat(c->socket_path, &c->socket_st) < 0) {
 		r = -errno;
 		fprintf(stderr, "tinyvmm serve: --socket %s: %s\n", c->socket_path, strerror(errno));
 		close(fd);
@@ -510,6 +511,10 @@ int serve_main(int argc, char **argv)
 	lfd = listen_on(&s->cfg);
 	if (lfd < 0)
 		return 1;
+	/* the helper keeps its inode: at the stop it removes that socket only */
+	if ((r = priv_socket_bound(s)) < 0)
+		fprintf(stderr, "tinyvmm serve: its helper did not take the socket: %s (it stays at the stop)\n",
+			strerror(-r));
 	if ((r = srv_state_init(s))) {
 		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
 			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
@@ -589,8 +594,8 @@ int serve_main(int argc, char **argv)
 	/* The helper removes it: the daemon's Landlock lets it remove
 	 * nothing outside its state dir (a right on the socket's directory
 	 * would be one on all beneath it, /tmp or /). */
-	if (priv_socket_gone(s) < 0)
-		unlink(s->cfg.socket_path); /* unconfined (--seccomp off) it can */
+	if (priv_socket_gone(s) == -EPIPE) /* no helper: itself, by the same rule (unconfined, it can) */
+		srv_socket_stale_remove(s->cfg.socket_path, &s->cfg.socket_st);
 	pthread_mutex_lock(&s->mu);
 	pthread_cond_broadcast(&s->cv);
 	pool_end_locked(s);

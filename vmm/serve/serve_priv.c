@@ -266,6 +266,7 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 		}
 		return 0;
 	case PRIV_ADDRS:
+	case PRIV_SOCKET_BOUND:
 	case PRIV_SOCKET_GONE: return 0;
 	default: put_err(err, cap, "unknown request"); return -EINVAL;
 	}
@@ -340,8 +341,27 @@ static void answer(int fd, const struct priv_reply *rep)
 /* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
  * opened O_PATH before any client), what every spawn executes: a file put
  * at its path later is never run. */
+/* The daemon's listening socket as the helper saw it once bound. */
+struct bound_socket {
+	bool bound, gone;
+	struct stat st;
+};
+
+/* PRIV_SOCKET_BOUND, sent once, before the daemon reads a client's byte:
+ * the socket at the path is the daemon's; its inode is kept. */
+static int socket_bound(const struct priv_limits *lim, struct bound_socket *b)
+{
+	if (b->bound)
+		return -EALREADY;
+	b->bound = true;
+	if (lstat(lim->socket_path, &b->st) < 0)
+		return -errno;
+	return S_ISSOCK(b->st.st_mode) ? 0 : -ENOTSOCK;
+}
+
 static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct priv_limits *lim)
 {
+	static struct bound_socket sock;
 	static char buf[PRIV_MAX_MSG];
 	static struct priv_msg m;
 	static struct priv_reply rep;
@@ -400,9 +420,18 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 			case PRIV_TAP_UP: rep.r = net_tap_up(m.name, m.host, rep.err, sizeof(rep.err)); break;
 			case PRIV_TAP_DOWN: rep.r = net_tap_down(m.name); break;
 			case PRIV_ADDRS: rep.r = net_host_addrs(rep.addrs, PRIV_MAX_ADDRS); break;
+			case PRIV_SOCKET_BOUND: rep.r = socket_bound(lim, &sock); break;
 			case PRIV_SOCKET_GONE:
-				if (lim->socket_path[0] && (rep.r = srv_socket_stale_remove(lim->socket_path)) < 0)
-					snprintf(rep.err, sizeof(rep.err), "%s: %s", lim->socket_path,
+				/* once, and only the socket bound: never a
+				 * successor's, nor one put at the path since */
+				if (!sock.bound || sock.gone) {
+					rep.r = -EPERM;
+				} else {
+					sock.gone = true;
+					rep.r = srv_socket_stale_remove(lim->socket_path, &sock.st);
+				}
+				if (rep.r < 0)
+					snprintf(rep.err, sizeof(rep.err), "%.100s: %s", lim->socket_path,
 						 strerror(-rep.r));
 				break;
 			}
@@ -611,7 +640,7 @@ int priv_tap_down(struct srv *s, const char *name)
 	return call(s, &h, sizeof(h), -1, &rep);
 }
 
-int srv_socket_stale_remove(const char *path)
+int srv_socket_stale_remove(const char *path, const struct stat *bound)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -621,16 +650,34 @@ int srv_socket_stale_remove(const char *path)
 		return errno == ENOENT ? 0 : -errno;
 	if (!S_ISSOCK(st.st_mode))
 		return -EEXIST;
-	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	/* Not the one bound: a successor's (an inode number freed may be
+	 * used again; its change time, set by its bind and chmod, differs). */
+	if (bound && (st.st_dev != bound->st_dev || st.st_ino != bound->st_ino ||
+		      st.st_ctim.tv_sec != bound->st_ctim.tv_sec || st.st_ctim.tv_nsec != bound->st_ctim.tv_nsec))
+		return -ESTALE;
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+	/* Only a refusal says nobody listens: a full backlog (EAGAIN) is
+	 * someone, and a socket of another kind (EPROTOTYPE, a datagram
+	 * one's) is another service's. */
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno == EAGAIN)
 		r = -EADDRINUSE;
+	else if (errno != ECONNREFUSED)
+		r = -errno;
 	else if (unlink(path) < 0 && errno != ENOENT)
 		r = -errno;
 	close(fd);
 	return r;
+}
+
+int priv_socket_bound(struct srv *s)
+{
+	struct priv_head h = { .op = PRIV_SOCKET_BOUND };
+	struct priv_reply rep;
+
+	return call(s, &h, sizeof(h), -1, &rep);
 }
 
 int priv_socket_gone(struct srv *s)
