@@ -432,6 +432,88 @@ START_TEST(member_limit)
 }
 END_TEST
 
+/* 32-bit FNV-1a over code points, as json.c hashes keys: public, so
+ * collisions can be made (as a hostile client would). */
+static uint32_t fnv_step(uint32_t h, uint32_t c)
+{
+	return (h ^ c) * 16777619u;
+}
+
+static bool cp_ok(uint32_t c)
+{
+	return c >= 0x20 && c < 0x110000 && !(c >= 0xd800 && c <= 0xdfff) && c != '"' && c != '\\';
+}
+
+/* Two different 2-code-point strings (UTF-8 in a and b, json.c's
+ * put_utf8) that take state h
+ * to one state, returned: first code points whose states agree in their
+ * top 11 bits (a birthday search), then second ones that cancel the rest. */
+static uint32_t collide(uint32_t h, char a[9], char b[9])
+{
+	static uint32_t seen[2048];
+	static uint32_t r = 12345;
+
+	memset(seen, 0, sizeof(seen));
+	for (;;) {
+		r ^= r << 13, r ^= r >> 17, r ^= r << 5;
+		uint32_t x = r % 0x110000, hx = fnv_step(h, x), *slot = &seen[hx >> 21];
+
+		if (!cp_ok(x))
+			continue;
+		if (*slot && *slot != x) {
+			uint32_t x2 = *slot, hx2 = fnv_step(h, x2);
+
+			for (uint32_t y = 0x20; y < 0x7f; y++) {
+				uint32_t y2 = y ^ hx ^ hx2;
+
+				if (!cp_ok(y) || !cp_ok(y2))
+					continue;
+				size_t na = put_utf8(x, (unsigned char *)a), nb = put_utf8(x2, (unsigned char *)b);
+				na += put_utf8(y, (unsigned char *)a + na), nb += put_utf8(y2, (unsigned char *)b + nb);
+				a[na] = b[nb] = 0;
+				ck_assert_uint_eq(fnv_step(hx, y), fnv_step(hx2, y2));
+				return fnv_step(hx, y);
+			}
+		}
+		*slot = x;
+	}
+}
+
+/* 256 distinct keys, all of one hash, each behind 600 escaped characters:
+ * the duplicate check would decode every pair (32640 of them, about 0.25 s
+ * for one 1 MiB request); it stops at the document's length instead. */
+START_TEST(keys_made_to_collide_cost_no_more_than_the_document)
+{
+	static char buf[1 << 20], blocks[8][2][9];
+	static struct json_tok t[1024];
+	struct json_err e = { 0 };
+	struct json_doc d;
+	uint32_t h = 2166136261u;
+	size_t n = 0;
+
+	for (int i = 0; i < 600; i++)
+		h = fnv_step(h, 'A');
+	for (int l = 0; l < 8; l++)
+		h = collide(h, blocks[l][0], blocks[l][1]);
+	buf[n++] = '{';
+	for (unsigned k = 0; k < 256; k++) {
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s\"", k ? "," : "");
+		for (int i = 0; i < 600; i++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\\u0041");
+		for (int l = 0; l < 8; l++)
+			n += (size_t)snprintf(buf + n, sizeof(buf) - n, "%s", blocks[l][k >> l & 1]);
+		n += (size_t)snprintf(buf + n, sizeof(buf) - n, "\":0");
+	}
+	buf[n++] = '}';
+	ck_assert_uint_lt(n, sizeof(buf));
+	ck_assert_int_eq(json_parse(&d, buf, n, t, 1024, 0, &e), -E2BIG);
+	ck_assert_msg(strstr(e.msg, "too many object keys alike"), "%s", e.msg);
+	/* a few such keys are fine: their pairs are few */
+	n = (size_t)snprintf(buf, sizeof(buf), "{\"%s\":0,\"%s\":1}", blocks[0][0], blocks[0][1]);
+	ck_assert_int_eq(json_parse(&d, buf, n, t, 1024, 0, NULL), 0);
+}
+END_TEST
+
 START_TEST(duplicate_keys)
 {
 	bad_at("{\"a\":1,\"a\":2}", 13, -EINVAL, 7);
@@ -785,6 +867,7 @@ int main(void)
 	tcase_add_test(tc, utf8);
 	tcase_add_test(tc, get_string_limits);
 	tcase_add_test(tc, duplicate_keys);
+	tcase_add_test(tc, keys_made_to_collide_cost_no_more_than_the_document);
 	tcase_add_test(tc, member_limit);
 	tcase_add_test(tc, depth_limit);
 	tcase_add_test(tc, token_limit);

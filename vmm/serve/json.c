@@ -20,6 +20,7 @@ struct jp {
 	uint32_t max, ntok;
 	unsigned max_depth;
 	struct json_err *err;
+	size_t dup_work; /* key bytes decoded by the duplicate check (equal hashes) */
 };
 
 static int jfail(struct jp *p, int code, size_t off, const char *what)
@@ -295,6 +296,8 @@ static bool body_eq(const unsigned char *a, size_t an, bool aesc, const unsigned
 	return i == an && j == bn;
 }
 
+#define JSON_DUP_SLACK 4096 /* key bytes the duplicate check may decode beyond the document's length */
+
 /* FNV-1a of a validated string body's code points: equal for any two
  * bodies body_eq finds equal, however escaped. */
 static uint32_t body_hash(const unsigned char *s, size_t n)
@@ -350,8 +353,16 @@ static int parse_container(struct jp *p, uint32_t idx, unsigned depth, bool obj)
 			for (uint32_t e = idx + 1; e < k; e = p->tok[e + 1].next) {
 				const struct json_tok *a = &p->tok[e], *b = &p->tok[k];
 
-				if (a->hash == b->hash &&
-				    body_eq(p->s + a->off, a->len, a->escaped, p->s + b->off, b->len, b->escaped))
+				if (a->hash != b->hash)
+					continue;
+				/* The hash is public: keys made to share one
+				 * would have every pair decoded. Decoding is
+				 * bounded by the document's length. */
+				p->dup_work += a->len + b->len;
+				if (p->dup_work > p->n + JSON_DUP_SLACK)
+					return jfail(p, E2BIG, b->off - 1,
+						     "too many object keys alike (their hashes collide)");
+				if (body_eq(p->s + a->off, a->len, a->escaped, p->s + b->off, b->len, b->escaped))
 					return jfail(p, EINVAL, b->off - 1, "duplicate key in an object");
 			}
 			skip_ws(p);

@@ -67,11 +67,13 @@ struct json_doc {
  * one object (compared after unescaping). max_depth: nesting of arrays
  * and objects (0: JSON_DEPTH_DEFAULT; more than JSON_DEPTH_MAX: -EINVAL).
  * Returns 0 and fills doc (tok[0] is the root); -EINVAL for invalid JSON
- * or -E2BIG when max_tok tokens or max_depth is not enough or an object
- * has more than JSON_MEMBERS_MAX members, with *err (may be NULL) saying
- * where and why. Cost: the parser recurses about max_depth times (keep the
- * default on small thread stacks); checking duplicate keys is quadratic in
- * the members of one object, hence their limit. */
+ * or -E2BIG when max_tok tokens or max_depth is not enough, an object
+ * has more than JSON_MEMBERS_MAX members, or keys made to share a hash
+ * would cost the duplicate check more than the document's length in
+ * decoding, with *err (may be NULL) saying where and why. Cost: the parser
+ * recurses about max_depth times (keep the default on small thread
+ * stacks); the duplicate check compares a hash per pair of keys of one
+ * object (hence their limit) and decodes a pair only when hashes match. */
 int json_parse(struct json_doc *doc, const char *buf, size_t len, struct json_tok *tok, uint32_t max_tok,
 	       unsigned max_depth, struct json_err *err);
 
