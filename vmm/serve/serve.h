@@ -428,6 +428,9 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
  * its command line `EXE run ... --vsock-uds <sb->uds>`. What a restarted
  * daemon checks before it signals or re-adopts a recorded pid. */
 bool vmm_is_ours(const struct sandbox *sb);
+/* Signal sb's VMM: our child, or a re-adopted one still with its pid's
+ * start time (never a pid reused since). 0, or -errno (-ESRCH: gone). */
+int sb_signal(const struct sandbox *sb, int sig);
 /* Start sb's VMM and wait for its agent, seeded. A networked sb holds its
  * /30 already (net_claim_locked at admission): its TAP is made here (made
  * again at a resume), its egress flags are sb->net_args. 0, or -errno with

@@ -186,7 +186,7 @@ static bool alive(const struct sandbox *sb)
 
 	if (sb->own_child)
 		return waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
-	return kill(sb->pid, 0) == 0;
+	return sb_signal(sb, 0) == 0;
 }
 
 void pool_make_room_locked(struct srv *s)

@@ -415,10 +415,21 @@ bool vmm_is_ours(const struct sandbox *sb)
 	return false;
 }
 
+int sb_signal(const struct sandbox *sb, int sig)
+{
+	/* Our child cannot be reused before we reap it; a re-adopted VMM
+	 * (its command line checked at the re-adoption, by vmm_is_ours) is
+	 * known by its pid and start time from then on: its command line is
+	 * its own to rewrite. */
+	if (sb->pid <= 0 || sb->exited || (!sb->own_child && !jail_owner_alive(sb->pid, sb->pid_start)))
+		return -ESRCH;
+	return kill(sb->pid, sig) < 0 ? -errno : 0;
+}
+
 static void stop_vmm_locked(struct sandbox *sb)
 {
 	if (!sb->exited && sb->pid > 0) {
-		kill(sb->pid, SIGTERM);
+		sb_signal(sb, SIGTERM);
 		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
 	}
 }
@@ -511,7 +522,7 @@ static void reap_locked(struct srv *s, struct sandbox *sb)
 			reaped_locked(s, sb, st,
 				      (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000 +
 					      (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1000);
-	} else if (!vmm_is_ours(sb)) {
+	} else if (!jail_owner_alive(sb->pid, sb->pid_start)) { /* re-adopted: see sb_signal */
 		reaped_locked(s, sb, -1, 0);
 	}
 }
@@ -523,8 +534,7 @@ static void ended_chores_locked(struct srv *s, struct sandbox *sb, uint64_t mono
 	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
 		/* Still that process (a re-adopted pid is not our child and
 		 * could have been reused). */
-		if (sb->own_child || vmm_is_ours(sb))
-			kill(sb->pid, SIGKILL);
+		sb_signal(sb, SIGKILL);
 		sb->kill_at_ns = 0;
 	}
 	if (sb->exited && sb->net_claimed)
