@@ -1423,7 +1423,7 @@ class T08bHostileState(ServeTest):
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
         fake_dir = tempfile.mkdtemp(prefix="tvm-fakevmm-", dir=DIR)
-        fake = None
+        fake = near = None
         made = []
         try:
             self.assertTrue(stop_daemon(), "the daemon did not exit on SIGTERM:\n" + log_tail())
@@ -1436,34 +1436,44 @@ class T08bHostileState(ServeTest):
             with open(os.path.join(fake_dir, "run"), "w") as f:
                 f.write("#!/bin/sh\nwhile :; do sleep 1; done\n")
             os.chmod(os.path.join(fake_dir, "run"), 0o755)
-            fake = os.fork()
-            if fake == 0:  # the kernel makes its argv: /bin/sh run --vsock-uds SOCK
-                try:
-                    os.setsid()
-                    os.chdir(fake_dir)
-                    os.execv("run", ["run", "--vsock-uds", sock])
-                finally:
-                    os._exit(127)
-            def started():
-                with open("/proc/%d/cmdline" % fake, "rb") as f:
-                    return f.read().startswith(b"/bin/sh\0run\0")
-            wait_for(started, "the stand-in VMM to start")
+            def stand_in(argv):  # the kernel makes its argv: /bin/sh run ARGS...
+                pid = os.fork()
+                if pid == 0:
+                    try:
+                        os.setsid()
+                        os.chdir(fake_dir)
+                        os.execv("run", argv)
+                    finally:
+                        os._exit(127)
+
+                def started():
+                    with open("/proc/%d/cmdline" % pid, "rb") as f:
+                        return f.read().startswith(b"/bin/sh\0run\0")
+                wait_for(started, "the stand-in to start")
+                return pid
+            fake = stand_in(["run", "--vsock-uds", sock])
             made.append(self.state(fake, sid=sid)[0])
+            # near misses: its socket not where vmm_argv puts it
+            sid2 = "sbx_" + secrets.token_hex(16)
+            near = stand_in(["run", "--jail", "--vsock-uds", os.path.join(STATE, "sandboxes", sid2, "vsock.sock")])
+            made.append(self.state(near, sid=sid2)[0])
             start_daemon()
             for v in victims:
                 self.assertIsNone(v.poll(), "a restarted daemon signalled pid %d, named by a state file, "
                                   "that is not a VMM of its:\n%s" % (v.pid, log_tail()))
+            self.assertEqual(os.waitpid(near, os.WNOHANG)[0], 0, "a near miss was signalled:\n" + log_tail())
             wait_for(lambda: os.waitpid(fake, os.WNOHANG)[0] == fake, "the stand-in VMM to be stopped", timeout=30)
             fake = None
             states = {sid: call(0, "GET", "/v1/sandboxes/" + sid).json["state"] for sid in made}
-            self.assertEqual(states, {made[0]: "ended", made[1]: "paused", made[2]: "ended"})
+            self.assertEqual(states, {made[0]: "ended", made[1]: "paused", made[2]: "ended", made[3]: "ended"})
         finally:
             for v in victims:
                 v.kill()
                 v.wait()
-            if fake:
-                os.kill(fake, signal.SIGKILL)
-                os.waitpid(fake, 0)
+            for pid in (fake, near):
+                if pid:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
             for sid in made:
                 call(0, "DELETE", "/v1/sandboxes/" + sid)
             shutil.rmtree(fake_dir, ignore_errors=True)

@@ -425,7 +425,7 @@ void sb_abandon_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* End a running sandbox (reason: static); its VMM gets SIGTERM. Under mu. */
 void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
 /* Whether sb->pid is still sb's VMM: alive with its recorded start time,
- * its command line `EXE run ... --vsock-uds <sb->uds>`. What a restarted
+ * its command line `EXE run --vsock-uds <sb->uds> ...` (vmm_argv's head). What a restarted
  * daemon checks before it signals or re-adopts a recorded pid. */
 bool vmm_is_ours(const struct sandbox *sb);
 /* Signal sb's VMM: our child, or a re-adopted one still with its pid's

@@ -394,25 +394,26 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
  * process's own. */
 bool vmm_is_ours(const struct sandbox *sb)
 {
+	/* vmm_argv's head: EXE, "run", "--vsock-uds", its socket (EXE is not
+	 * compared: the daemon's binary may have been replaced since) */
+	const char *want[3] = { "run", "--vsock-uds", sb->uds };
 	char path[64], cmd[8192];
+	const char *a, *end;
 	ssize_t n;
 
 	if (sb->pid <= 0 || !sb->pid_start || !jail_owner_alive(sb->pid, sb->pid_start))
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)sb->pid);
 	n = file_read_small(AT_FDCWD, path, 0, cmd, sizeof(cmd));
-	/* NUL-separated argv: EXE, "run", then the flags (vmm_argv) */
-	const char *end = cmd + (n > 0 ? n : 0), *a = cmd + strnlen(cmd, (size_t)(end - cmd)) + 1;
-
-	if (a >= end || strcmp(a, "run"))
-		return false;
-	for (a += 4; a < end; a += strnlen(a, (size_t)(end - a)) + 1)
-		if (!strcmp(a, "--vsock-uds")) {
-			a += strlen(a) + 1;
-			return a < end && strnlen(a, (size_t)(end - a)) < (size_t)(end - a) && !strcmp(a, sb->uds) &&
-			       jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
-		}
-	return false;
+	end = cmd + (n > 0 ? n : 0);
+	a = cmd + strnlen(cmd, (size_t)(end - cmd)) + 1; /* argv[1] */
+	for (int i = 0; i < 3; i++) {
+		/* whole (its NUL before the end read) and equal */
+		if (a >= end || strnlen(a, (size_t)(end - a)) == (size_t)(end - a) || strcmp(a, want[i]))
+			return false;
+		a += strlen(a) + 1;
+	}
+	return jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
 }
 
 int sb_signal(const struct sandbox *sb, int sig)
