@@ -8,38 +8,12 @@
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
-
-#define GUEST_KERNEL "vmlinux"
-#define GUEST_IMAGE "rootfs.ext4"
-
-/* Candidate data directories in order; returns how many were written. */
-static unsigned data_dirs(char dirs[3][PATH_MAX])
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	const char *env = getenv("TINYVMM_DATA_DIR");
-	unsigned k = 0;
-
-	if (env && *env) { /* an explicit choice: the only place looked in */
-		snprintf(dirs[k++], PATH_MAX, "%s", env);
-		return k;
-	}
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			snprintf(dirs[k++], PATH_MAX, "%.*s/build/guest", PATH_MAX - 16, exe);
-			snprintf(dirs[k++], PATH_MAX, "%.*s/../share/tinyvmm", PATH_MAX - 24, exe);
-		}
-	}
-	return k;
-}
+#include "vmm/core/guest_files.h"
 
 int cli_guest_defaults(struct cli_args *a)
 {
 	static char kernel[PATH_MAX], image[PATH_MAX];
-	char dirs[3][PATH_MAX];
+	char dirs[GUEST_DIRS_MAX][PATH_MAX];
 	/* The base image goes with a job (its agent runs it) or with the
 	 * default kernel; a --kernel of one's own with neither keeps booting
 	 * bare, as before. */
@@ -48,7 +22,7 @@ int cli_guest_defaults(struct cli_args *a)
 
 	if (a->snapshot || (a->c.kernel_path && !want_root))
 		return 0;
-	n = data_dirs(dirs);
+	n = guest_data_dirs(dirs);
 	for (unsigned i = 0; i < n; i++) {
 		snprintf(kernel, sizeof(kernel), "%.*s/" GUEST_KERNEL, PATH_MAX - 16, dirs[i]);
 		snprintf(image, sizeof(image), "%.*s/" GUEST_IMAGE, PATH_MAX - 16, dirs[i]);
@@ -76,8 +50,7 @@ int cli_guest_defaults(struct cli_args *a)
 	else
 		fprintf(stderr,
 			"tinyvmm: no guest kernel: give --kernel, or build one (`make guest` in a build tree, "
-			"`bash tools/setup.sh` to install one) (looked in %s%s%s%s%s)\n",
-			n > 0 ? dirs[0] : "", n > 1 ? ", " : "", n > 1 ? dirs[1] : "", n > 2 ? ", " : "",
-			n > 2 ? dirs[2] : "");
+			"`bash tools/setup.sh` to install one) (looked in %s%s%s)\n",
+			n > 0 ? dirs[0] : "", n > 1 ? ", " : "", n > 1 ? dirs[1] : "");
 	return EXIT_VM_FAILED;
 }

@@ -302,11 +302,14 @@ void priv_stop(struct srv *s);
 bool priv_alive(struct srv *s);
 
 /* What makes every sandbox start fail now (no usable /dev/kvm, the helper
- * gone): one line each into p, and their count. Said by /v1/health, and
- * a create, resume or fork answers 503 `unavailable` with the first. */
-#define SRV_PROBLEMS 2
-#define SRV_PROBLEM_LEN 160
-unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN]);
+ * gone) and, with guest, what makes a start from the default guest fail
+ * (no kernel and base image where the daemon's VMMs look: a create of the
+ * default template, a warm-up): one line each into p, and their count.
+ * /v1/health says them all; a create, resume or fork answers 503
+ * `unavailable` with the first of its own. */
+#define SRV_PROBLEMS 3
+#define SRV_PROBLEM_LEN 400
+unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool guest);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);

@@ -305,7 +305,7 @@ int sb_room_locked(struct conn *c, uid_t owner, unsigned n, bool answer)
 	char problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 
 	/* Said before a VMM is spawned to fail: not a 500 after it. */
-	if (answer && srv_problems(s, problem)) {
+	if (answer && srv_problems(s, problem, false)) {
 		pthread_mutex_unlock(&s->mu);
 		conn_error(c, 503, "unavailable", "%s", problem[0]);
 		return -1;
@@ -361,7 +361,7 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	struct srv *s = c->s;
 	struct sandbox *taken;
 	struct host_addrs haddrs;
-	char err[700];
+	char err[700], problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 	/* restored from another's snapshot: its own hostname (and address)
 	 * through the agent once up (sb_set_identity), below */
 	bool ident = custom || sb->net_enabled;
@@ -375,6 +375,13 @@ struct sandbox *sb_start(struct conn *c, struct sandbox *sb, bool custom)
 	sb->created_at = time(NULL);
 	sb->expires_at = sb->created_at + sb->timeout_s;
 	sb->state = SB_STARTING;
+	/* the default template's guest, before anything (a custom template
+	 * is a snapshot of its own) */
+	if (!custom && srv_problems(s, problem, true)) {
+		conn_error(c, 503, "unavailable", "%s", problem[0]);
+		srv_free_sandbox(sb);
+		return NULL;
+	}
 	if (sb->net_enabled)
 		net_host_addrs_ask(s, &haddrs);
 

@@ -93,7 +93,7 @@ static void *pool_main(void *arg)
 		/* No VMM started to fail while none can start (the daemon
 		 * said why at its start; /v1/health says it still). */
 		if (pooled < s->pool.size && others + pooled < s->cfg.max_sandboxes && now_ns() >= retry_at &&
-		    !srv_problems(s, problem)) {
+		    !srv_problems(s, problem, true)) {
 			struct sandbox *sb = pool_new(s);
 			char err[700];
 			int r;

@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "devices/net/net_filter.h"
+#include "vmm/core/guest_files.h"
 #include "vmm/serve/serve.h"
 
 static void put_err(char *err, size_t cap, const char *msg)
@@ -521,8 +522,9 @@ bool priv_alive(struct srv *s)
 	       __atomic_load_n(&s->priv.fd, __ATOMIC_ACQUIRE) >= 0;
 }
 
-unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN])
+unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool guest)
 {
+	char looked[2 * PATH_MAX + 8];
 	unsigned n = 0;
 
 	/* access() is not Landlock's to refuse: it sees the real modes. */
@@ -531,6 +533,12 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN])
 	if (!priv_alive(s))
 		snprintf(p[n++], SRV_PROBLEM_LEN,
 			 "the daemon's privileged helper is gone: no sandbox can start (restart the daemon)");
+	/* where its VMMs look: they have the daemon's environment and binary */
+	if (guest && guest_files_found(looked, sizeof(looked)))
+		snprintf(p[n++], SRV_PROBLEM_LEN,
+			 "no guest kernel and base image in %.200s: no sandbox of the default template can start "
+			 "(tinyvmm serve's VMMs take the guest from $TINYVMM_DATA_DIR)",
+			 looked);
 	return n;
 }
 

@@ -164,13 +164,13 @@ void route(struct conn *c, const struct http_request *r)
 		return;
 	}
 	if (n == 2 && !strcmp(seg[1], "health") && is(m, "GET")) {
-		char buf[1024], problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
+		char buf[2048], problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 		struct json_w w;
 		unsigned running = 0;
 		uint64_t used_ms;
 		/* What would make every create fail: said here, so a probe
 		 * (a load balancer, a deploy check) sees it before a user does. */
-		unsigned np = srv_problems(c->s, problem);
+		unsigned np = srv_problems(c->s, problem, true);
 
 		pthread_mutex_lock(&c->s->mu);
 		for (struct sandbox *sb = c->s->sandboxes; sb; sb = sb->next)
