@@ -319,6 +319,37 @@ START_TEST(malformed_spawns_are_refused)
 }
 END_TEST
 
+/* A kill names a pid, its start time, a stop's, an end's or a pause's
+ * signal and a sandbox's socket: nothing else passes the parse. */
+START_TEST(kills_are_checked_requests)
+{
+	static char buf[4096];
+	char err[200];
+	struct priv_head h = { .op = PRIV_KILL, .argc = 4 };
+	const char *ok[] = { "1234", "987654", "15", SBX "/vsock.sock", NULL };
+	size_t n = build(buf, sizeof(buf), h, ok);
+
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+	ck_assert_int_eq(parse(buf, n, 1, err), -EINVAL); /* no file */
+	const char *bad[][4] = {
+		{ "0", "987654", "15", SBX "/vsock.sock" },    { "-1", "987654", "15", SBX "/vsock.sock" },
+		{ "1234", "0", "15", SBX "/vsock.sock" },      { "1234", "98x", "15", SBX "/vsock.sock" },
+		{ "1234", "987654", "2", SBX "/vsock.sock" },  { "1234", "987654", "19", SBX "/vsock.sock" },
+		{ "1234", "987654", "15", "/tmp/vsock.sock" }, { "1234", "987654", "15", SBX "/../x/vsock.sock" },
+		{ "1234", "987654", "15", SBX "/paused-1" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		const char *argv[] = { bad[i][0], bad[i][1], bad[i][2], bad[i][3], NULL };
+
+		n = build(buf, sizeof(buf), h, argv);
+		ck_assert_msg(parse(buf, n, 0, err) == -EPERM, "case %zu", i);
+	}
+	h.argc = 3;
+	n = build(buf, sizeof(buf), h, ok);
+	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
+}
+END_TEST
+
 START_TEST(taps_are_the_sandboxes_own)
 {
 	char buf[sizeof(struct priv_head) + 8], err[200];
@@ -363,7 +394,7 @@ START_TEST(taps_are_the_sandboxes_own)
 	/* no such request */
 	n = build(buf, sizeof(buf), tap_head(0, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
-	n = build(buf, sizeof(buf), tap_head(PRIV_SOCKET_GONE + 1, "", 0), NULL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_KILL + 1, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
 	ck_assert_str_eq(err, "unknown request");
 }
@@ -596,6 +627,94 @@ START_TEST(the_helper_removes_the_daemons_socket_at_its_stop)
 }
 END_TEST
 
+/* A sleeping process: our child, or (grandchild) one whose parent is
+ * gone, as a previous daemon's VMM is; argv: its command line (run by
+ * sh's name "run" in dir, for a VMM's head), or NULL for sleep. */
+static pid_t sleeper(bool grandchild, const char *dir, char *const argv[])
+{
+	int p[2];
+	pid_t pid, got = 0;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		if (grandchild && fork() != 0)
+			_exit(0);
+		pid_t me = getpid();
+		if (write(p[1], &me, sizeof(me)) != sizeof(me))
+			_exit(1);
+		if (argv) {
+			if (chdir(dir) == 0)
+				execv("run", argv);
+		} else {
+			execl("/bin/sleep", "sleep", "100", (char *)NULL);
+		}
+		_exit(127);
+	}
+	ck_assert_int_eq(read(p[0], &got, sizeof(got)), sizeof(got));
+	close(p[0]);
+	close(p[1]);
+	if (grandchild)
+		ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+	usleep(200000); /* its exec done */
+	return got;
+}
+
+/* PRIV_KILL end to end: the helper signals the daemon's child, or a
+ * previous daemon's VMM by its command line, with the start time given;
+ * never another process, nor one named with another start time. */
+START_TEST(the_helper_signals_only_a_vmm)
+{
+	struct srv s;
+	struct sandbox sb = { 0 };
+	int calls[2], status;
+	char dir[] = "/tmp/tvm-priv-kill-XXXXXX", script[64];
+
+	start_helper(&s, calls);
+	snprintf(sb.uds, sizeof(sb.uds), SBX "/vsock.sock");
+	/* our child: with its start time, signalled */
+	sb.pid = sleeper(false, NULL, NULL);
+	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
+	sb.pid_start++;
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGTERM), -EPERM); /* another start time */
+	sb.pid_start--;
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGTERM), 0);
+	ck_assert_int_eq(waitpid(sb.pid, &status, 0), sb.pid);
+	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGTERM), -ESRCH); /* reaped: gone */
+	/* not our child, any command line: refused */
+	sb.pid = sleeper(true, NULL, NULL);
+	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGKILL), -EPERM);
+	ck_assert_int_eq(kill(sb.pid, 0), 0);
+	kill(sb.pid, SIGKILL);
+	/* the helper itself: refused */
+	sb.pid = s.priv.pid;
+	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGKILL), -EPERM);
+	/* not our child, but that sandbox's VMM's command line: signalled */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(script, sizeof(script), "%s/run", dir);
+	FILE *f = fopen(script, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#!/bin/sh\nwhile :; do sleep 1; done\n", f);
+	fclose(f);
+	chmod(script, 0755);
+	char *vmm[] = { "run", "--vsock-uds", sb.uds, NULL };
+	sb.pid = sleeper(true, dir, vmm);
+	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGKILL), 0);
+	for (int i = 0; i < 100 && kill(sb.pid, 0) == 0; i++)
+		usleep(20000);
+	ck_assert_int_eq(kill(sb.pid, 0), -1);
+	unlink(script);
+	rmdir(dir);
+	priv_stop(&s);
+	close(calls[0]);
+}
+END_TEST
+
 START_TEST(hostile_requests_leave_the_helper_serving)
 {
 	static char buf[PRIV_MAX_MSG + 4096];
@@ -713,9 +832,11 @@ int main(void)
 	tcase_add_test(tc, a_spawn_has_only_the_daemons_flags);
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, taps_are_the_sandboxes_own);
+	tcase_add_test(tc, kills_are_checked_requests);
 	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);
 	tcase_add_test(tc, hostile_requests_leave_the_helper_serving);
 	tcase_add_test(tc, only_a_stale_socket_is_removed);
+	tcase_add_test(tc, the_helper_signals_only_a_vmm);
 	tcase_add_test(tc, the_helper_removes_the_daemons_socket_at_its_stop);
 	tcase_add_test(tc, the_helper_ends_with_its_daemon);
 	suite_add_tcase(s, tc);

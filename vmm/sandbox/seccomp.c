@@ -160,14 +160,6 @@ static void emit_rule(struct emitter *m, const struct sc_rule *r, uint32_t bad)
 		RET(m, bad);
 		RET(m, SECCOMP_RET_ALLOW);
 		break;
-	case SC_POS:
-		emit(m, BPF_JMP | BPF_JEQ | BPF_K, r->nr, 0, 5);
-		emit(m, BPF_LD | BPF_W | BPF_ABS, OFF_ARG(r->arg), 0, 0);
-		emit(m, BPF_JMP | BPF_JEQ | BPF_K, 0, 1, 0);
-		emit(m, BPF_JMP | BPF_JSET | BPF_K, 0x80000000u, 0, 1);
-		RET(m, bad);
-		RET(m, SECCOMP_RET_ALLOW);
-		break;
 	case SC_BITS:
 		emit(m, BPF_JMP | BPF_JEQ | BPF_K, r->nr, 0, 5);
 		emit(m, BPF_LD | BPF_W | BPF_ABS, OFF_ARG(r->arg), 0, 0);

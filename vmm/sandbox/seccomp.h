@@ -63,7 +63,6 @@ enum sc_kind {
 	SC_IN,     /* arg is one of val[0..nval) */
 	SC_NOBITS, /* arg & val[0] == 0 */
 	SC_BITS,   /* arg & val[0] == val[0] */
-	SC_POS,    /* arg, a signed int, > 0 (a pid: one process, not a group or all) */
 	SC_ERRNO,  /* not run: fails with errno val[0] */
 };
 

@@ -201,8 +201,8 @@ static const struct sc_rule snapshot[] = {
 /* tinyvmm serve's threads (SC_DAEMON). What the daemon asks of the host
  * beyond its own files and sockets (a VMM started, a TAP made or
  * removed, the host's addresses) its privileged helper does; a thread
- * here may only talk to it. Signals go to one process at a time (no
- * negative pid: no process group, not every process); the sole
+ * here may only talk to it. It signals no process (a signal to a VMM is
+ * the helper's, checked to be that VMM: PRIV_KILL); the sole
  * rt_sigaction is glibc's SIGSETXID handler, set at the first
  * pthread_create. */
 static const struct sc_rule serve_daemon[] = {
@@ -250,7 +250,6 @@ static const struct sc_rule serve_daemon[] = {
 	ALLOW(faccessat2),
 	ALLOW(flock),
 	ALLOW(pipe2), /* an exec's control pipe */
-	{ .nr = __NR_kill, .kind = SC_POS, .arg = 0 },
 	ALLOW(wait4),
 	ALLOW(waitid),
 	ALLOW(geteuid),

@@ -244,6 +244,7 @@ enum priv_op {
 	PRIV_SOCKET_BOUND, /* once, before any client: the socket at cfg.socket_path is the daemon's */
 	PRIV_SOCKET_GONE,  /* once, at the daemon's stop: remove that socket (the same inode) if
 			    * nobody answers on it (srv_socket_stale_remove) */
+	PRIV_KILL,         /* PID START SIG SOCKET: a signal to a sandbox's VMM, checked to be one */
 };
 #define PRIV_NAME_LEN 16
 #define PRIV_MAX_ARGS 512
@@ -316,6 +317,15 @@ pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t
 /* PRIV_SOCKET_BOUND (once, right after the bind) and PRIV_SOCKET_GONE (at
  * the daemon's stop): 0 or -errno (-EPIPE: no helper). */
 int priv_socket_bound(struct srv *s);
+/* sig (SIGTERM, SIGKILL, SIGUSR1) to sb's VMM through the helper, which
+ * sends it only to that VMM (its start time; the daemon's child, or with
+ * that sandbox's command line): the daemon itself may signal nothing.
+ * 0, or -errno (-ESRCH: gone; -EPERM: not that VMM). */
+int priv_kill(struct srv *s, const struct sandbox *sb, int sig);
+/* Whether pid's command line is `EXE run --vsock-uds <uds> ...`, the head
+ * of vmm_argv: that sandbox's VMM (its own to rewrite, so checked once,
+ * or with its start time). */
+bool vmm_cmdline_is(pid_t pid, const char *uds);
 int priv_socket_gone(struct srv *s);
 /* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
 int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);
@@ -431,9 +441,10 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason);
  * its command line `EXE run --vsock-uds <sb->uds> ...` (vmm_argv's head). What a restarted
  * daemon checks before it signals or re-adopts a recorded pid. */
 bool vmm_is_ours(const struct sandbox *sb);
-/* Signal sb's VMM: our child, or a re-adopted one still with its pid's
- * start time (never a pid reused since). 0, or -errno (-ESRCH: gone). */
-int sb_signal(const struct sandbox *sb, int sig);
+/* Signal sb's VMM (SIGTERM, SIGKILL, SIGUSR1) through the helper
+ * (priv_kill); the caller knows it has not reaped it. 0, or -errno
+ * (-ESRCH: gone, or never started). */
+int sb_signal(struct srv *s, const struct sandbox *sb, int sig);
 /* Start sb's VMM and wait for its agent, seeded. A networked sb holds its
  * /30 already (net_claim_locked at admission): its TAP is made here (made
  * again at a resume), its egress flags are sb->net_args. 0, or -errno with

@@ -76,7 +76,7 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	 * matter, the VMM ends now). */
 	tvm_agent_close(sb->keeper);
 	sb->keeper = NULL;
-	sb_signal(sb, SIGUSR1);
+	sb_signal(s, sb, SIGUSR1);
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	ts.tv_sec += PAUSE_WAIT_S;
 	while (!sb->exited && sb->state != SB_ENDED)
@@ -166,7 +166,7 @@ int sb_resume_started(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 		 * its end leaves the sandbox paused (reaped_locked). */
 		struct timespec ts;
 
-		sb_signal(sb, SIGKILL);
+		sb_signal(s, sb, SIGKILL);
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_sec += 30;
 		while (!sb->exited)

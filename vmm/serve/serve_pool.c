@@ -21,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
 #define POOL_CPUS 1
@@ -169,7 +170,7 @@ void pool_stop(struct srv *s)
 			if (w == sb->pid || (w < 0 && errno == ECHILD))
 				break;
 			if (now_ns() >= kill_at)
-				kill(sb->pid, SIGKILL);
+				sb_signal(s, sb, SIGKILL);
 			usleep(20000);
 		}
 		sb->exited = true;
@@ -186,7 +187,7 @@ static bool alive(const struct sandbox *sb)
 
 	if (sb->own_child)
 		return waitid(P_PID, (id_t)sb->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid == 0;
-	return sb_signal(sb, 0) == 0;
+	return jail_owner_alive(sb->pid, sb->pid_start);
 }
 
 void pool_make_room_locked(struct srv *s)

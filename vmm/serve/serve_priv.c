@@ -32,7 +32,9 @@
 #include <unistd.h>
 
 #include "devices/net/net_filter.h"
+#include "vmm/core/file_open.h"
 #include "vmm/core/guest_files.h"
+#include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
 static void put_err(char *err, size_t cap, const char *msg)
@@ -201,12 +203,57 @@ static int spawn_args_ok(const struct priv_limits *lim, const char *const *argv,
 	return 0;
 }
 
+/* The argc NUL-terminated strings filling a request's body into m->argv
+ * (what names them in an error: "spawn", "kill"): 0 or -EINVAL. */
+static int unpack_args(const void *buf, size_t n, const struct priv_head *h, const char *what, struct priv_msg *m,
+		       char *err, size_t cap)
+{
+	const char *p = (const char *)buf + sizeof(*h), *end = (const char *)buf + n;
+
+	for (uint32_t i = 0; i < h->argc; i++) {
+		const char *z = memchr(p, 0, (size_t)(end - p));
+
+		if (!z) {
+			snprintf(err, cap, "%s: an argument is not NUL-terminated", what);
+			return -EINVAL;
+		}
+		m->argv[i] = p;
+		p = z + 1;
+	}
+	if (p != end) {
+		snprintf(err, cap, "%s: bytes after the last argument", what);
+		return -EINVAL;
+	}
+	m->argv[h->argc] = NULL;
+	m->argc = h->argc;
+	return 0;
+}
+
+/* PRIV_KILL's arguments: PID, START (its start time, field 22 of
+ * /proc/PID/stat), SIG (SIGTERM, SIGKILL or SIGUSR1: a stop, its end, a
+ * pause) and the sandbox's socket (<state>/sandboxes/sbx_<id>/vsock.sock).
+ * 0 or -EPERM. Whether that pid is the VMM is the helper's look, then. */
+static int kill_args_ok(const struct priv_limits *lim, const struct priv_msg *m, char *err, size_t cap)
+{
+	char id[33];
+	const char *sig = m->argv[2];
+
+	if (m->argc != 4 || !number(m->argv[0]) || atoi(m->argv[0]) <= 0 || !*m->argv[1] || strlen(m->argv[1]) > 20 ||
+	    strspn(m->argv[1], "0123456789") != strlen(m->argv[1]) || !strcmp(m->argv[1], "0") || !number(sig) ||
+	    (atoi(sig) != SIGTERM && atoi(sig) != SIGKILL && atoi(sig) != SIGUSR1) ||
+	    !sandbox_path(lim, m->argv[3], "/vsock.sock", id)) {
+		put_err(err, cap, "kill: PID START SIG (TERM, KILL or USR1) and a sandbox's socket are expected");
+		return -EPERM;
+	}
+	return 0;
+}
+
 int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limits *lim, struct priv_msg *m, char *err,
 	       size_t cap)
 {
 	const struct priv_head *h = buf;
-	const char *p, *end;
 	uint32_t mask;
+	int r;
 
 	memset(m, 0, sizeof(*m));
 	if (n < sizeof(*h)) {
@@ -216,7 +263,7 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 	m->op = h->op;
 	m->host = h->host;
 	memcpy(m->name, h->name, PRIV_NAME_LEN);
-	if (h->op != PRIV_SPAWN && (n != sizeof(*h) || nfds)) {
+	if (h->op != PRIV_SPAWN && h->op != PRIV_KILL && (n != sizeof(*h) || nfds)) {
 		put_err(err, cap, "request with a body or a file it does not take");
 		return -EINVAL;
 	}
@@ -230,29 +277,21 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 			put_err(err, cap, "spawn: argument count out of range");
 			return -EINVAL;
 		}
-		p = (const char *)buf + sizeof(*h);
-		end = (const char *)buf + n;
-		for (uint32_t i = 0; i < h->argc; i++) {
-			const char *z = memchr(p, 0, (size_t)(end - p));
-
-			if (!z) {
-				put_err(err, cap, "spawn: an argument is not NUL-terminated");
-				return -EINVAL;
-			}
-			m->argv[i] = p;
-			p = z + 1;
-		}
-		if (p != end) {
-			put_err(err, cap, "spawn: bytes after the last argument");
-			return -EINVAL;
-		}
-		m->argv[h->argc] = NULL;
-		m->argc = h->argc;
+		if ((r = unpack_args(buf, n, h, "spawn", m, err, cap)))
+			return r;
 		if (strcmp(m->argv[0], lim->exe) || strcmp(m->argv[1], "run")) {
 			put_err(err, cap, "spawn: only this binary's `run` is started");
 			return -EPERM;
 		}
 		return spawn_args_ok(lim, m->argv, m->argc, err, cap);
+	case PRIV_KILL:
+		if (nfds || h->argc != 4) {
+			put_err(err, cap, "kill: four arguments and no file are expected");
+			return -EINVAL;
+		}
+		if ((r = unpack_args(buf, n, h, "kill", m, err, cap)))
+			return r;
+		return kill_args_ok(lim, m, err, cap);
 	case PRIV_TAP_UP:
 		mask = ~0u << (32 - lim->net_prefix);
 		if (!tap_name_ok(h->name) || (h->host & mask) != lim->net_base || (h->host & 3u) != 1) {
@@ -342,6 +381,67 @@ static void answer(int fd, const struct priv_reply *rep)
 /* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
  * opened O_PATH before any client), what every spawn executes: a file put
  * at its path later is never run. */
+bool vmm_cmdline_is(pid_t pid, const char *uds)
+{
+	/* vmm_argv's head: EXE, "run", "--vsock-uds", its socket (EXE is not
+	 * compared: the daemon's binary may have been replaced since) */
+	const char *want[3] = { "run", "--vsock-uds", uds };
+	char path[64], cmd[8192];
+	const char *a, *end;
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)pid);
+	n = file_read_small(AT_FDCWD, path, 0, cmd, sizeof(cmd));
+	end = cmd + (n > 0 ? n : 0);
+	a = cmd + strnlen(cmd, (size_t)(end - cmd)) + 1; /* argv[1] */
+	for (int i = 0; i < 3; i++) {
+		/* whole (its NUL before the end read) and equal */
+		if (a >= end || strnlen(a, (size_t)(end - a)) == (size_t)(end - a) || strcmp(a, want[i]))
+			return false;
+		a += strlen(a) + 1;
+	}
+	return true;
+}
+
+/* Field 4 of /proc/PID/stat (after the command's ')'), or -1. */
+static pid_t proc_ppid(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	int ppid;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	if (file_read_small(AT_FDCWD, path, 0, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) ||
+	    sscanf(p + 1, " %*c %d", &ppid) != 1)
+		return -1;
+	return ppid;
+}
+
+/* PRIV_KILL: the signal goes to that process only if it is a VMM of the
+ * daemon: it has the start time given, and it is the daemon's child
+ * (started by this helper with CLONE_PARENT; the helper itself excepted)
+ * or its command line is that sandbox's VMM's (a previous daemon's, re-
+ * adopted). Held by a pidfd from before the look: a pid reused in between
+ * is another process, which the look refuses, and the pidfd never
+ * reaches. */
+static int vmm_kill(const struct priv_msg *m, char *err, size_t cap)
+{
+	pid_t pid = atoi(m->argv[0]);
+	unsigned long long start = strtoull(m->argv[1], NULL, 10), now = 0;
+	int sig = atoi(m->argv[2]), pfd = (int)syscall(SYS_pidfd_open, pid, 0), r = 0;
+
+	if (pfd < 0)
+		return -errno;
+	if (jail_pid_start(pid, &now) || now != start ||
+	    !((proc_ppid(pid) == getppid() && pid != getpid()) || vmm_cmdline_is(pid, m->argv[3]))) {
+		snprintf(err, cap, "kill: pid %d is not that sandbox's VMM", (int)pid);
+		r = -EPERM;
+	} else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0) {
+		r = -errno;
+	}
+	close(pfd);
+	return r;
+}
+
 /* The daemon's listening socket as the helper saw it once bound. */
 struct bound_socket {
 	bool bound, gone;
@@ -422,6 +522,7 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 			case PRIV_TAP_DOWN: rep.r = net_tap_down(m.name); break;
 			case PRIV_ADDRS: rep.r = net_host_addrs(rep.addrs, PRIV_MAX_ADDRS); break;
 			case PRIV_SOCKET_BOUND: rep.r = socket_bound(lim, &sock); break;
+			case PRIV_KILL: rep.r = vmm_kill(&m, rep.err, sizeof(rep.err)); break;
 			case PRIV_SOCKET_GONE:
 				/* once, and only the socket bound: never a
 				 * successor's, nor one put at the path since */
@@ -502,13 +603,17 @@ void priv_stop(struct srv *s)
 	pthread_mutex_lock(&s->priv.mu);
 	give_up_locked(s);
 	pthread_mutex_unlock(&s->priv.mu);
-	/* Its EOF ends it; one stopped or stuck is killed (no other
-	 * thread reaps it by now, so the pid is still its). */
-	if (!s->priv.reaped)
-		kill(s->priv.pid, SIGKILL);
-	if (!s->priv.reaped)
-		while (waitpid(s->priv.pid, NULL, 0) < 0 && errno == EINTR)
-			;
+	/* Its EOF ends it. One stopped or stuck is left to its death
+	 * signal (PR_SET_PDEATHSIG), sent when the daemon's main thread
+	 * ends: the daemon may signal nothing itself. */
+	for (int i = 0; i < 200 && !s->priv.reaped; i++) {
+		pid_t w = waitpid(s->priv.pid, NULL, WNOHANG);
+
+		if (w == s->priv.pid || (w < 0 && errno != EINTR))
+			s->priv.reaped = true;
+		else
+			usleep(10000);
+	}
 	s->priv.reaped = true;
 }
 
@@ -686,6 +791,21 @@ int priv_socket_bound(struct srv *s)
 	struct priv_reply rep;
 
 	return call(s, &h, sizeof(h), -1, &rep);
+}
+
+int priv_kill(struct srv *s, const struct sandbox *sb, int sig)
+{
+	struct {
+		struct priv_head h;
+		char args[64 + sizeof(sb->uds)];
+	} req = { .h = { .op = PRIV_KILL, .argc = 4 } };
+	struct priv_reply rep;
+	int n = snprintf(req.args, sizeof(req.args), "%d%c%llu%c%d%c%s", (int)sb->pid, 0, sb->pid_start, 0, sig, 0,
+			 sb->uds);
+
+	if (n < 0 || (size_t)n >= sizeof(req.args))
+		return -E2BIG;
+	return call(s, &req, sizeof(req.h) + (size_t)n + 1, -1, &rep);
 }
 
 int priv_socket_gone(struct srv *s)

@@ -394,43 +394,25 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
  * process's own. */
 bool vmm_is_ours(const struct sandbox *sb)
 {
-	/* vmm_argv's head: EXE, "run", "--vsock-uds", its socket (EXE is not
-	 * compared: the daemon's binary may have been replaced since) */
-	const char *want[3] = { "run", "--vsock-uds", sb->uds };
-	char path[64], cmd[8192];
-	const char *a, *end;
-	ssize_t n;
-
-	if (sb->pid <= 0 || !sb->pid_start || !jail_owner_alive(sb->pid, sb->pid_start))
-		return false;
-	snprintf(path, sizeof(path), "/proc/%d/cmdline", (int)sb->pid);
-	n = file_read_small(AT_FDCWD, path, 0, cmd, sizeof(cmd));
-	end = cmd + (n > 0 ? n : 0);
-	a = cmd + strnlen(cmd, (size_t)(end - cmd)) + 1; /* argv[1] */
-	for (int i = 0; i < 3; i++) {
-		/* whole (its NUL before the end read) and equal */
-		if (a >= end || strnlen(a, (size_t)(end - a)) == (size_t)(end - a) || strcmp(a, want[i]))
-			return false;
-		a += strlen(a) + 1;
-	}
-	return jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
+	return sb->pid > 0 && sb->pid_start && jail_owner_alive(sb->pid, sb->pid_start) &&
+	       vmm_cmdline_is(sb->pid, sb->uds) &&
+	       jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
 }
 
-int sb_signal(const struct sandbox *sb, int sig)
+int sb_signal(struct srv *s, const struct sandbox *sb, int sig)
 {
-	/* Our child cannot be reused before we reap it; a re-adopted VMM
-	 * (its command line checked at the re-adoption, by vmm_is_ours) is
-	 * known by its pid and start time from then on: its command line is
-	 * its own to rewrite. */
-	if (sb->pid <= 0 || sb->exited || (!sb->own_child && !jail_owner_alive(sb->pid, sb->pid_start)))
+	/* Through the helper, which checks it is this VMM: our child (not
+	 * reaped, so not reused), or a re-adopted one by its start time and
+	 * command line. */
+	if (sb->pid <= 0)
 		return -ESRCH;
-	return kill(sb->pid, sig) < 0 ? -errno : 0;
+	return priv_kill(s, sb, sig);
 }
 
-static void stop_vmm_locked(struct sandbox *sb)
+static void stop_vmm_locked(struct srv *s, struct sandbox *sb)
 {
 	if (!sb->exited && sb->pid > 0) {
-		sb_signal(sb, SIGTERM);
+		sb_signal(s, sb, SIGTERM);
 		sb->kill_at_ns = now_ns() + STOP_GRACE_NS;
 	}
 }
@@ -442,7 +424,7 @@ void sb_end_locked(struct srv *s, struct sandbox *sb, const char *reason)
 	sb->state = SB_ENDED;
 	sb->end_reason = reason;
 	sb->ended_at = time(NULL);
-	stop_vmm_locked(sb);
+	stop_vmm_locked(s, sb);
 	sb_persist_locked(s, sb);
 	sb_audit_locked(s, sb, "ended");
 	pthread_cond_broadcast(&s->cv);
@@ -535,7 +517,7 @@ static void ended_chores_locked(struct srv *s, struct sandbox *sb, uint64_t mono
 	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
 		/* Still that process (a re-adopted pid is not our child and
 		 * could have been reused). */
-		sb_signal(sb, SIGKILL);
+		sb_signal(s, sb, SIGKILL);
 		sb->kill_at_ns = 0;
 	}
 	if (sb->exited && sb->net_claimed)
@@ -786,7 +768,7 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 	sb->own_child = true;
 	jail_pid_start(pid, &sb->pid_start);
 	if (sb->state == SB_ENDED) /* a DELETE before it had a pid sent no SIGTERM */
-		stop_vmm_locked(sb);
+		stop_vmm_locked(s, sb);
 	sb_persist_locked(s, sb);
 	pthread_mutex_unlock(&s->mu);
 
@@ -991,11 +973,10 @@ static const char *reason_const(const char *r)
 /* SIGKILL to a previous daemon's VMM we do not re-adopt, if that pid still
  * runs it, and wait (2 s at most) for it to go: then jail_gc removes its
  * jail, and its TAP is free to remove. */
-static void kill_wait(const struct sandbox *sb)
+static void kill_wait(struct srv *s, const struct sandbox *sb)
 {
-	if (!vmm_is_ours(sb))
+	if (!vmm_is_ours(sb) || sb_signal(s, sb, SIGKILL))
 		return;
-	kill(sb->pid, SIGKILL);
 	for (int i = 0; i < 100 && jail_owner_alive(sb->pid, sb->pid_start); i++)
 		usleep(20000);
 }
@@ -1152,7 +1133,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 	if ((i = json_find(&d, 0, "pooled")) >= 0 && !json_get_bool(&d, i, &sb->pooled) && sb->pooled) {
 		/* A previous daemon's pool: nobody's, not worth re-adopting
 		 * (the new pool is made by its own settings). */
-		kill_wait(sb);
+		kill_wait(s, sb);
 		net_release(s, sb);
 		sb_remove_dir(dir);
 		free(text);
@@ -1189,8 +1170,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		/* Its snapshot waits for a resume. A VMM a killed daemon was
 		 * starting from it (a resume, a fork's) is not ours to keep:
 		 * the sandbox is paused, nothing else may run as it. */
-		if (vmm_is_ours(sb)) {
-			kill(sb->pid, SIGKILL);
+		if (vmm_is_ours(sb) && !sb_signal(s, sb, SIGKILL)) {
 			fprintf(stderr, "tinyvmm serve: sandbox %s: paused; the VMM (pid %d) started from it ended\n",
 				sb->id, (int)sb->pid);
 		}
@@ -1222,7 +1202,7 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 		} else {
 			/* Not provably ours and alive: ended, and its process
 			 * (if that pid still runs the VMM we started) stopped. */
-			kill_wait(sb);
+			kill_wait(s, sb);
 			sb->state = SB_RUNNING; /* for sb_end_locked */
 			sb_end_locked(s, sb, build ? "killed" : "crashed");
 			sb->kill_at_ns = 0;

@@ -19,15 +19,16 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 	/* It writes only beneath its state dir (its socket is removed by
 	 * the helper at its stop: PRIV_SOCKET_GONE); it reads anywhere (a
 	 * template's base in the VMM's cache, /proc, cgroups, its config),
-	 * runs nothing, has no TCP and no abstract socket, and cannot
-	 * ptrace or open /proc/PID/mem of a process outside (the helper,
-	 * init). Signals are not scoped: its VMMs are the helper's
-	 * children, outside its domain. */
+	 * runs nothing, has no TCP and no abstract socket, cannot ptrace
+	 * or open /proc/PID/mem of a process outside (the helper, init),
+	 * and signals none (a VMM's signal is the helper's: PRIV_KILL;
+	 * seccomp refuses kill too). */
 	struct jail_ll_rule rules[] = {
 		{ "/", JAIL_LL_READ },
 		{ c->state_dir, JAIL_LL_TREE },
 	};
-	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]), JAIL_LL_SCOPE_ABSTRACT_UNIX, e)))
+	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]),
+				      JAIL_LL_SCOPE_ABSTRACT_UNIX | JAIL_LL_SCOPE_SIGNAL, e)))
 		return r;
 	if ((r = sc_supported(c->seccomp, e)))
 		return r;
