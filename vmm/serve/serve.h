@@ -444,7 +444,7 @@ bool vmm_is_ours(const struct sandbox *sb);
 /* Signal sb's VMM (SIGTERM, SIGKILL, SIGUSR1) through the helper
  * (priv_kill); the caller knows it has not reaped it. 0, or -errno
  * (-ESRCH: gone, or never started). */
-int sb_signal(struct srv *s, const struct sandbox *sb, int sig);
+int sb_signal(struct srv *s, struct sandbox *sb, int sig);
 /* Start sb's VMM and wait for its agent, seeded. A networked sb holds its
  * /30 already (net_claim_locked at admission): its TAP is made here (made
  * again at a resume), its egress flags are sb->net_args. 0, or -errno with

@@ -399,13 +399,16 @@ bool vmm_is_ours(const struct sandbox *sb)
 	       jail_owner_alive(sb->pid, sb->pid_start); /* the same process still */
 }
 
-int sb_signal(struct srv *s, const struct sandbox *sb, int sig)
+int sb_signal(struct srv *s, struct sandbox *sb, int sig)
 {
 	/* Through the helper, which checks it is this VMM: our child (not
 	 * reaped, so not reused), or a re-adopted one by its start time and
 	 * command line. */
 	if (sb->pid <= 0)
 		return -ESRCH;
+	/* our child, not reaped: its start time can still be read */
+	if (!sb->pid_start && sb->own_child)
+		jail_pid_start(sb->pid, &sb->pid_start);
 	return priv_kill(s, sb, sig);
 }
 
@@ -973,7 +976,7 @@ static const char *reason_const(const char *r)
 /* SIGKILL to a previous daemon's VMM we do not re-adopt, if that pid still
  * runs it, and wait (2 s at most) for it to go: then jail_gc removes its
  * jail, and its TAP is free to remove. */
-static void kill_wait(struct srv *s, const struct sandbox *sb)
+static void kill_wait(struct srv *s, struct sandbox *sb)
 {
 	if (!vmm_is_ours(sb) || sb_signal(s, sb, SIGKILL))
 		return;
