@@ -403,10 +403,12 @@ END_TEST
 /* A daemon's srv with a helper whose exe is /bin/echo (and sock, or
  * none, its listening socket's path); calls[0] reads what the stand-ins
  * were asked. */
+static const char *helper_exe = "/bin/echo"; /* the binary the helper starts */
+
 static void start_helper_on(struct srv *s, int calls[2], const char *sock)
 {
 	memset(s, 0, sizeof(*s));
-	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "/bin/echo");
+	snprintf(s->cfg.exe, sizeof(s->cfg.exe), "%s", helper_exe);
 	snprintf(s->cfg.socket_path, sizeof(s->cfg.socket_path), "%s", sock ? sock : "");
 	snprintf(s->cfg.state_dir, sizeof(s->cfg.state_dir), "%s", STATE);
 	ck_assert_int_eq(system("rm -rf " STATE " && mkdir -p " SBX), 0);
@@ -661,20 +663,44 @@ static pid_t sleeper(bool grandchild, const char *dir, char *const argv[])
 	return got;
 }
 
-/* PRIV_KILL end to end: the helper signals the daemon's child, or a
- * previous daemon's VMM by its command line, with the start time given;
- * never another process, nor one named with another start time. */
+/* PRIV_KILL end to end: the helper signals a VMM it started (the
+ * daemon's child), or a previous daemon's VMM by its command line, with
+ * the start time given; never another of the daemon's children (one it
+ * inherited, or adopted as a namespace's init), a stranger, itself, nor
+ * one named with another start time. */
 START_TEST(the_helper_signals_only_a_vmm)
 {
 	struct srv s;
 	struct sandbox sb = { 0 };
-	int calls[2], status;
-	char dir[] = "/tmp/tvm-priv-kill-XXXXXX", script[64];
+	int calls[2], status, logfd;
+	char dir[] = "/tmp/tvm-priv-kill-XXXXXX", script[64], old[PATH_MAX], err[200] = "";
+	char log[] = "/tmp/tvm-priv-XXXXXX";
 
+	/* "VMMs" that wait: /bin/sh running ./run (its argv[1]) from here */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(script, sizeof(script), "%s/run", dir);
+	FILE *f = fopen(script, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("#!/bin/sh\nwhile :; do sleep 1; done\n", f);
+	fclose(f);
+	chmod(script, 0755);
+	ck_assert_ptr_nonnull(getcwd(old, sizeof(old)));
+	ck_assert_int_eq(chdir(dir), 0);
+	helper_exe = "/bin/sh";
 	start_helper(&s, calls);
+	helper_exe = "/bin/echo";
 	snprintf(sb.uds, sizeof(sb.uds), SBX "/vsock.sock");
-	/* our child: with its start time, signalled */
-	sb.pid = sleeper(false, NULL, NULL);
+
+	/* one it started: signalled, with its start time only */
+	char *argv[] = { s.cfg.exe,        "run",           "--vsock-uds",         SBX "/vsock.sock",
+			 "--pause-to",     SBX "/paused-1", "--serial-out",        "/dev/null",
+			 "--idle-timeout", "600",           "--no-inplace-drives", NULL };
+	logfd = mkstemp(log);
+	ck_assert_int_ge(logfd, 0);
+	sb.pid = priv_spawn(&s, argv, logfd, err, sizeof(err));
+	ck_assert_msg(sb.pid > 0, "%s", err);
+	close(logfd);
+	unlink(log);
 	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
 	sb.pid_start++;
 	ck_assert_int_eq(priv_kill(&s, &sb, SIGTERM), -EPERM); /* another start time */
@@ -683,6 +709,13 @@ START_TEST(the_helper_signals_only_a_vmm)
 	ck_assert_int_eq(waitpid(sb.pid, &status, 0), sb.pid);
 	ck_assert(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
 	ck_assert_int_eq(priv_kill(&s, &sb, SIGTERM), -ESRCH); /* reaped: gone */
+	/* the daemon's child it did not start: refused */
+	sb.pid = sleeper(false, NULL, NULL);
+	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
+	ck_assert_int_eq(priv_kill(&s, &sb, SIGKILL), -EPERM);
+	ck_assert_int_eq(kill(sb.pid, 0), 0);
+	kill(sb.pid, SIGKILL);
+	waitpid(sb.pid, NULL, 0);
 	/* not our child, any command line: refused */
 	sb.pid = sleeper(true, NULL, NULL);
 	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
@@ -694,13 +727,6 @@ START_TEST(the_helper_signals_only_a_vmm)
 	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
 	ck_assert_int_eq(priv_kill(&s, &sb, SIGKILL), -EPERM);
 	/* not our child, but that sandbox's VMM's command line: signalled */
-	ck_assert_ptr_nonnull(mkdtemp(dir));
-	snprintf(script, sizeof(script), "%s/run", dir);
-	FILE *f = fopen(script, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs("#!/bin/sh\nwhile :; do sleep 1; done\n", f);
-	fclose(f);
-	chmod(script, 0755);
 	char *vmm[] = { "run", "--vsock-uds", sb.uds, NULL };
 	sb.pid = sleeper(true, dir, vmm);
 	ck_assert_int_eq(jail_pid_start(sb.pid, &sb.pid_start), 0);
@@ -708,10 +734,11 @@ START_TEST(the_helper_signals_only_a_vmm)
 	for (int i = 0; i < 100 && kill(sb.pid, 0) == 0; i++)
 		usleep(20000);
 	ck_assert_int_eq(kill(sb.pid, 0), -1);
-	unlink(script);
-	rmdir(dir);
 	priv_stop(&s);
 	close(calls[0]);
+	ck_assert_int_eq(chdir(old), 0);
+	unlink(script);
+	rmdir(dir);
 }
 END_TEST
 

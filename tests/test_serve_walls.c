@@ -6,6 +6,7 @@
  * VMM's signal is the helper's: PRIV_KILL). Each step a child exit
  * status. */
 #include <check.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -151,6 +152,22 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS, "status 0x%x", status);
+	/* its liveness look at a VMM when out of fds: no kill(0) fallback */
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tvm_err e = { 0 };
+		struct rlimit no_core = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		if (srv_walls(&c, &e))
+			_exit(2);
+		while (open("/dev/null", O_RDONLY) >= 0)
+			;
+		_exit(errno == EMFILE && jail_owner_alive(parent, 0) == 1 ? 0 : 3);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
 	close(lfd);
 	snprintf(p, sizeof(p), "rm -rf %s %s %s", state, sock_dir, outside);
 	ck_assert_int_eq(system(p), 0);

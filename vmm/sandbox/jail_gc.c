@@ -95,7 +95,12 @@ int jail_owner_alive(pid_t pid, unsigned long long start)
 
 	if (r == -ENOENT || r == -ESRCH)
 		return 0;
-	if (r) /* unreadable for another reason: not ours to judge, keep it */
+	/* Unreadable for another reason: not ours to judge, keep it. Out of
+	 * fds or memory says nothing of the process (and a confined caller,
+	 * tinyvmm serve, may signal nothing: no kill(0) for it). */
+	if (r == -EMFILE || r == -ENFILE || r == -ENOMEM)
+		return 1;
+	if (r)
 		return kill(pid, 0) == 0 || errno == EPERM;
 	return !start || now == start; /* another start time: the pid was reused */
 }

@@ -169,8 +169,11 @@ void pool_stop(struct srv *s)
 			pid_t w = waitpid(sb->pid, NULL, WNOHANG);
 			if (w == sb->pid || (w < 0 && errno == ECHILD))
 				break;
-			if (now_ns() >= kill_at)
-				sb_signal(s, sb, SIGKILL);
+			/* no helper to send it (gone: the daemon stops for
+			 * that): left to the next daemon, which ends a
+			 * previous pool's VMMs */
+			if (now_ns() >= kill_at && sb_signal(s, sb, SIGKILL) < 0)
+				break;
 			usleep(20000);
 		}
 		sb->exited = true;

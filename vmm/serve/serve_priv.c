@@ -416,29 +416,59 @@ static pid_t proc_ppid(pid_t pid)
 	return ppid;
 }
 
+/* The VMMs this helper started, for PRIV_KILL's first rule: being the
+ * daemon's child is not enough (a daemon that is a PID namespace's init,
+ * or a subreaper, adopts every orphan; a launcher's children came
+ * before). The last SPAWNED_MAX, by pid and start time. */
+#define SPAWNED_MAX 4096
+static struct {
+	pid_t pid;
+	unsigned long long start;
+} spawned[SPAWNED_MAX];
+static unsigned nspawned;
+
+static void spawned_add(pid_t pid)
+{
+	unsigned long long start = 0;
+
+	jail_pid_start(pid, &start);
+	spawned[nspawned % SPAWNED_MAX].pid = pid;
+	spawned[nspawned % SPAWNED_MAX].start = start;
+	nspawned++;
+}
+
+static bool spawned_has(pid_t pid, unsigned long long start)
+{
+	for (unsigned i = 0; i < SPAWNED_MAX && i < nspawned; i++)
+		if (spawned[i].pid == pid && spawned[i].start == start)
+			return true;
+	return false;
+}
+
 /* PRIV_KILL: the signal goes to that process only if it is a VMM of the
- * daemon: it has the start time given, and it is the daemon's child
- * (started by this helper with CLONE_PARENT; the helper itself excepted)
- * or its command line is that sandbox's VMM's (a previous daemon's, re-
- * adopted). Held by a pidfd from before the look: a pid reused in between
- * is another process, which the look refuses, and the pidfd never
- * reaches. */
+ * daemon: it has the start time given, and this helper started it (with
+ * CLONE_PARENT: the daemon's child still) or its command line is that
+ * sandbox's VMM's (a previous daemon's, re-adopted). Held by a pidfd
+ * from before the look: a pid reused in between is another process,
+ * which the look refuses, and the pidfd never reaches. */
 static int vmm_kill(const struct priv_msg *m, char *err, size_t cap)
 {
 	pid_t pid = atoi(m->argv[0]);
 	unsigned long long start = strtoull(m->argv[1], NULL, 10), now = 0;
 	int sig = atoi(m->argv[2]), pfd = (int)syscall(SYS_pidfd_open, pid, 0), r = 0;
 
-	if (pfd < 0)
+	/* A kernel without pidfds (before 5.3): the looks, then kill() */
+	if (pfd < 0 && errno != ENOSYS)
 		return -errno;
 	if (jail_pid_start(pid, &now) || now != start ||
-	    !((proc_ppid(pid) == getppid() && pid != getpid()) || vmm_cmdline_is(pid, m->argv[3]))) {
+	    !((spawned_has(pid, start) && proc_ppid(pid) == getppid()) || vmm_cmdline_is(pid, m->argv[3]))) {
 		snprintf(err, cap, "kill: pid %d is not that sandbox's VMM", (int)pid);
 		r = -EPERM;
-	} else if (syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) < 0) {
+	} else if ((pfd >= 0 ? syscall(SYS_pidfd_send_signal, pfd, sig, NULL, 0) : kill(pid, sig)) < 0) {
 		r = -errno;
 	}
-	close(pfd);
+	if (pfd >= 0)
+		close(pfd);
 	return r;
 }
 
@@ -515,6 +545,8 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 					/* said */
 				} else if ((rep.r = spawn(&m, fds[0], exe)) < 0) {
 					snprintf(rep.err, sizeof(rep.err), "fork: %s", strerror(-rep.r));
+				} else {
+					spawned_add(rep.r);
 				}
 				break;
 			}

@@ -518,10 +518,12 @@ static void reap_locked(struct srv *s, struct sandbox *sb)
 static void ended_chores_locked(struct srv *s, struct sandbox *sb, uint64_t mono)
 {
 	if (sb->state == SB_ENDED && !sb->exited && sb->kill_at_ns && mono >= sb->kill_at_ns) {
-		/* Still that process (a re-adopted pid is not our child and
-		 * could have been reused). */
-		sb_signal(s, sb, SIGKILL);
-		sb->kill_at_ns = 0;
+		/* The helper checks it is still that process (a re-adopted
+		 * pid is not our child and could have been reused); one it
+		 * could not signal is tried again a second later. */
+		int r = sb_signal(s, sb, SIGKILL);
+
+		sb->kill_at_ns = r && r != -ESRCH ? mono + 1000000000ull : 0;
 	}
 	if (sb->exited && sb->net_claimed)
 		net_release(s, sb);
@@ -769,6 +771,7 @@ int sb_create(struct srv *s, struct sandbox *sb, char *err, size_t errcap)
 	pthread_mutex_lock(&s->mu);
 	sb->pid = pid;
 	sb->own_child = true;
+	sb->pid_start = 0; /* not a previous VMM's (a resume): sb_signal reads it again */
 	jail_pid_start(pid, &sb->pid_start);
 	if (sb->state == SB_ENDED) /* a DELETE before it had a pid sent no SIGTERM */
 		stop_vmm_locked(s, sb);
