@@ -1220,6 +1220,10 @@ static void load_one(struct srv *s, const char *dir, const char *name)
 					  : "its VMM did not survive the restart");
 		}
 		sb_persist_locked(s, sb);
+	} else {
+		/* Ended, but its VMM may have outlived its stop (a previous
+		 * daemon whose helper was gone could not signal it). */
+		kill_wait(s, sb);
 	}
 	if (sb->state == SB_ENDED)
 		net_release(s, sb); /* its VMM is gone; the daemon that saw it end may not have removed it */
