@@ -99,6 +99,40 @@ static int as_the_daemon(pid_t parent, int abi)
 	return 0;
 }
 
+static int signal_parent(pid_t parent)
+{
+	kill(parent, 0);
+	return 0;
+}
+
+static int look_out_of_fds(pid_t parent)
+{
+	while (open("/dev/null", O_RDONLY) >= 0)
+		;
+	return errno == EMFILE && jail_owner_alive(parent, 0) == 1 ? 0 : 3;
+}
+
+/* fn(parent) in a forked child behind the daemon's walls c (no core
+ * file: SIGSYS would write one): the child's wait status. */
+static int walled(const struct srv_cfg *c, int (*fn)(pid_t), pid_t parent)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct tvm_err e = { 0 };
+		struct rlimit no_core = { 0, 0 };
+
+		setrlimit(RLIMIT_CORE, &no_core);
+		if (srv_walls(c, &e))
+			_exit(2);
+		_exit(fn(parent));
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return status;
+}
+
 START_TEST(the_daemon_writes_its_state_dir_only)
 {
 	struct srv_cfg c = { .seccomp = TVM_SECCOMP_LOG };
@@ -138,35 +172,10 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 		      WIFEXITED(status) ? WEXITSTATUS(status) - 10 : -1);
 	/* no signal to any process, not even one that does nothing (kill 0) */
 	c.seccomp = TVM_SECCOMP_KILL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct tvm_err e = { 0 };
-		struct rlimit no_core = { 0, 0 };
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		if (srv_walls(&c, &e))
-			_exit(2);
-		kill(parent, 0);
-		_exit(0);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	status = walled(&c, signal_parent, parent);
 	ck_assert_msg(WIFSIGNALED(status) && WTERMSIG(status) == SIGSYS, "status 0x%x", status);
 	/* its liveness look at a VMM when out of fds: no kill(0) fallback */
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct tvm_err e = { 0 };
-		struct rlimit no_core = { 0, 0 };
-
-		setrlimit(RLIMIT_CORE, &no_core);
-		if (srv_walls(&c, &e))
-			_exit(2);
-		while (open("/dev/null", O_RDONLY) >= 0)
-			;
-		_exit(errno == EMFILE && jail_owner_alive(parent, 0) == 1 ? 0 : 3);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	status = walled(&c, look_out_of_fds, parent);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
 	close(lfd);
 	snprintf(p, sizeof(p), "rm -rf %s %s %s", state, sock_dir, outside);
