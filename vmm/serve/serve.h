@@ -232,6 +232,12 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e);
  * the daemon's stop (PRIV_SOCKET_GONE), the daemon's at its start. */
 int srv_socket_stale_remove(const char *path, const struct stat *bound);
 
+/* A lowercase hex digit: of a sandbox's id, its TAP's name, its MAC. */
+static inline bool hex_lower(char c)
+{
+	return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f');
+}
+
 /* serve_priv.c: requests to the privileged helper, each checked there by
  * priv_parse. A request is a struct priv_head, then (PRIV_SPAWN) argc
  * NUL-terminated arguments filling the rest; a spawn carries one fd
@@ -326,6 +332,10 @@ int priv_kill(struct srv *s, const struct sandbox *sb, int sig);
  * of vmm_argv: that sandbox's VMM (its own to rewrite, so checked once,
  * or with its start time). */
 bool vmm_cmdline_is(pid_t pid, const char *uds);
+/* A saved or requested egress flag's value (flag --net-allow or
+ * --net-dns) as the VMM's own parsers take it; ndns counts the resolvers
+ * (at most TVM_MAX_NET_DNS). */
+bool net_egress_value_ok(const char *flag, const char *value, unsigned *ndns);
 int priv_socket_gone(struct srv *s);
 /* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
 int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);

@@ -2,17 +2,19 @@
  *
  * tinyvmm serve forks it before it reads a client's byte and before it
  * confines itself (seccomp role SC_DAEMON: no exec, no fork, no ioctl,
- * Unix sockets only). It then asks the helper for the few things that
- * need more: a sandbox's VMM started (this binary's `run`), a sandbox's
- * TAP made or removed, the host's IPv4 addresses. A daemon taken over by
- * a client can ask for nothing else: every request is checked here, once,
- * by priv_parse, before use (no other program, no interface but a tvs
- * one, no address outside net_range, one log fd).
+ * Unix sockets only, no signal). It then asks the helper for the few
+ * things that need more: a sandbox's VMM started (this binary's `run`) or
+ * signalled, a sandbox's TAP made or removed, the host's IPv4 addresses,
+ * its own socket removed at its stop. A daemon taken over by a client can
+ * ask for nothing else: every request is checked here, once, by
+ * priv_parse, before use (no other program, no process but a VMM, no
+ * interface but a tvs one, no address outside net_range, one log fd).
  *
  * Transport: a SOCK_SEQPACKET socketpair, one request and one answer at a
  * time (the daemon's side holds a mutex across both). A VMM is made with
- * clone(CLONE_PARENT): it is the daemon's child, which reaps, signals and
- * re-adopts it as any other; the helper keeps no child. The helper ends at
+ * clone(CLONE_PARENT): it is the daemon's child, which reaps and re-adopts
+ * it as any other; the helper keeps no child, only the list of the VMMs
+ * it started (for PRIV_KILL). The helper ends at
  * its socket's EOF, or with the daemon (PR_SET_PDEATHSIG). */
 #include <errno.h>
 #include <fcntl.h>
@@ -50,7 +52,7 @@ static bool tap_name_ok(const char name[PRIV_NAME_LEN])
 	if (memcmp(name, "tvs", 3))
 		return false;
 	for (int i = 3; i < 11; i++)
-		if (!((name[i] >= '0' && name[i] <= '9') || (name[i] >= 'a' && name[i] <= 'f')))
+		if (!hex_lower(name[i]))
 			return false;
 	for (int i = 11; i < PRIV_NAME_LEN; i++)
 		if (name[i])
@@ -73,7 +75,7 @@ static bool sandbox_path(const struct priv_limits *lim, const char *s, const cha
 		return false;
 	s += k + 15;
 	for (int i = 0; i < 32; i++)
-		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+		if (!hex_lower(s[i]))
 			return false;
 	memcpy(id, s, 32);
 	id[32] = 0;
@@ -89,7 +91,7 @@ static bool mac_ok(const char *v)
 	if (strlen(v) != 17 || strncmp(v, "02:", 3))
 		return false;
 	for (int i = 3; i < 17; i++)
-		if (i % 3 == 2 ? v[i] != ':' : !((v[i] >= '0' && v[i] <= '9') || (v[i] >= 'a' && v[i] <= 'f')))
+		if (i % 3 == 2 ? v[i] != ':' : !hex_lower(v[i]))
 			return false;
 	return true;
 }
@@ -107,6 +109,17 @@ static const char *const once[] = { "--vsock-uds",         "--pause-to",    "--s
 #define CGROUP_AT 7
 #define NET_AT 11
 #define NONCE (sizeof(once) / sizeof(once[0]))
+
+bool net_egress_value_ok(const char *flag, const char *value, unsigned *ndns)
+{
+	struct tvm_err e = { 0 };
+	struct net_rule r;
+	struct net_policy p = { 0 };
+
+	if (!strcmp(flag, "--net-dns"))
+		return ++*ndns <= TVM_MAX_NET_DNS && !net_policy_add_dns(&p, value, &e);
+	return !strcmp(flag, "--net-allow") && !net_rule_parse(value, &r, &e);
+}
 
 /* One flag f (value v, NULL: none) of a spawn; id: the sandbox its paths
  * name, set by the first. Whether vmm_argv could have given it. */
@@ -147,14 +160,8 @@ static bool spawn_arg_ok(const struct priv_limits *lim, const char *f, const cha
 	}
 	if (!strcmp(f, "--net-mac"))
 		return mac_ok(v);
-	if (!strcmp(f, "--net-allow") || !strcmp(f, "--net-dns")) {
-		struct tvm_err e = { 0 };
-		struct net_rule r;
-		struct net_policy p = { 0 };
-
-		return f[6] == 'a' ? !net_rule_parse(v, &r, &e)
-				   : ++*ndns <= TVM_MAX_NET_DNS && !net_policy_add_dns(&p, v, &e);
-	}
+	if (!strcmp(f, "--net-allow") || !strcmp(f, "--net-dns"))
+		return net_egress_value_ok(f, v, ndns);
 	return false;
 }
 
@@ -378,9 +385,6 @@ static void answer(int fd, const struct priv_reply *rep)
 	}
 }
 
-/* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
- * opened O_PATH before any client), what every spawn executes: a file put
- * at its path later is never run. */
 bool vmm_cmdline_is(pid_t pid, const char *uds)
 {
 	/* vmm_argv's head: EXE, "run", "--vsock-uds", its socket (EXE is not
@@ -490,6 +494,9 @@ static int socket_bound(const struct priv_limits *lim, struct bound_socket *b)
 	return S_ISSOCK(b->st.st_mode) ? 0 : -ENOTSOCK;
 }
 
+/* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
+ * opened O_PATH before any client), what every spawn executes: a file put
+ * at its path later is never run. */
 static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct priv_limits *lim)
 {
 	static struct bound_socket sock;
@@ -734,10 +741,11 @@ static int call(struct srv *s, const void *req, size_t len, int fd, struct priv_
 	return rep->r;
 }
 
-pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap)
+/* A request of op with argv (NULL-terminated) packed after its head, and
+ * fd (-1: none): its answer, as call. */
+static int call_args(struct srv *s, uint32_t op, const char *const argv[], int fd, struct priv_reply *rep)
 {
-	struct priv_reply rep;
-	struct priv_head h = { .op = PRIV_SPAWN };
+	struct priv_head h = { .op = op };
 	size_t len = sizeof(h);
 	char *req;
 	int r;
@@ -745,8 +753,8 @@ pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t
 	for (h.argc = 0; argv[h.argc]; h.argc++)
 		len += strlen(argv[h.argc]) + 1;
 	if (len > PRIV_MAX_MSG || !(req = malloc(len))) {
-		put_err(err, cap, "spawn: arguments too long");
-		return -E2BIG;
+		put_err(rep->err, sizeof(rep->err), "arguments too long");
+		return rep->r = -E2BIG;
 	}
 	memcpy(req, &h, sizeof(h));
 	len = sizeof(h);
@@ -756,8 +764,25 @@ pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t
 		memcpy(req + len, argv[i], k);
 		len += k;
 	}
-	r = call(s, req, len, logfd, &rep);
+	r = call(s, req, len, fd, rep);
 	free(req);
+	return r;
+}
+
+/* A request that is its head alone: its answer's r. */
+static int call_op(struct srv *s, uint32_t op)
+{
+	struct priv_head h = { .op = op };
+	struct priv_reply rep;
+
+	return call(s, &h, sizeof(h), -1, &rep);
+}
+
+pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap)
+{
+	struct priv_reply rep;
+	int r = call_args(s, PRIV_SPAWN, (const char *const *)argv, logfd, &rep);
+
 	if (r < 0)
 		put_err(err, cap, rep.err);
 	return r;
@@ -819,33 +844,24 @@ int srv_socket_stale_remove(const char *path, const struct stat *bound)
 
 int priv_socket_bound(struct srv *s)
 {
-	struct priv_head h = { .op = PRIV_SOCKET_BOUND };
-	struct priv_reply rep;
-
-	return call(s, &h, sizeof(h), -1, &rep);
+	return call_op(s, PRIV_SOCKET_BOUND);
 }
 
 int priv_kill(struct srv *s, const struct sandbox *sb, int sig)
 {
-	struct {
-		struct priv_head h;
-		char args[64 + sizeof(sb->uds)];
-	} req = { .h = { .op = PRIV_KILL, .argc = 4 } };
+	char pid[16], start[24], signo[8];
+	const char *argv[] = { pid, start, signo, sb->uds, NULL };
 	struct priv_reply rep;
-	int n = snprintf(req.args, sizeof(req.args), "%d%c%llu%c%d%c%s", (int)sb->pid, 0, sb->pid_start, 0, sig, 0,
-			 sb->uds);
 
-	if (n < 0 || (size_t)n >= sizeof(req.args))
-		return -E2BIG;
-	return call(s, &req, sizeof(req.h) + (size_t)n + 1, -1, &rep);
+	snprintf(pid, sizeof(pid), "%d", (int)sb->pid);
+	snprintf(start, sizeof(start), "%llu", sb->pid_start);
+	snprintf(signo, sizeof(signo), "%d", sig);
+	return call_args(s, PRIV_KILL, argv, -1, &rep);
 }
 
 int priv_socket_gone(struct srv *s)
 {
-	struct priv_head h = { .op = PRIV_SOCKET_GONE };
-	struct priv_reply rep;
-
-	return call(s, &h, sizeof(h), -1, &rep);
+	return call_op(s, PRIV_SOCKET_GONE);
 }
 
 int priv_addrs(struct srv *s, uint32_t *out, size_t cap)

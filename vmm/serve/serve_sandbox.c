@@ -387,7 +387,6 @@ void sb_audit_locked(struct srv *s, struct sandbox *sb, const char *event)
 	audit_end(s, sb, &w);
 }
 
-/* SIGTERM to its VMM, SIGKILL after the grace (ended_chores_locked). */
 /* A state file is input (a previous daemon's, maybe a taken-over one's),
  * and a pid and start time are anyone's to read in /proc: those alone
  * would let it name any process for a SIGKILL. A command line is its
@@ -401,9 +400,9 @@ bool vmm_is_ours(const struct sandbox *sb)
 
 int sb_signal(struct srv *s, struct sandbox *sb, int sig)
 {
-	/* Through the helper, which checks it is this VMM: our child (not
-	 * reaped, so not reused), or a re-adopted one by its start time and
-	 * command line. */
+	/* Through the helper, which checks it is this VMM by its start time:
+	 * one it started (our child), or a re-adopted one by its command
+	 * line. */
 	if (sb->pid <= 0)
 		return -ESRCH;
 	/* our child, not reaped: its start time can still be read */
@@ -412,6 +411,7 @@ int sb_signal(struct srv *s, struct sandbox *sb, int sig)
 	return priv_kill(s, sb, sig);
 }
 
+/* SIGTERM to its VMM, SIGKILL after the grace (ended_chores_locked). */
 static void stop_vmm_locked(struct srv *s, struct sandbox *sb)
 {
 	if (!sb->exited && sb->pid > 0) {
@@ -939,7 +939,7 @@ static bool sb_id_ok(const char *name)
 	if (strncmp(name, "sbx_", 4) || strlen(name) != 36)
 		return false;
 	for (const char *p = name + 4; *p; p++)
-		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+		if (!hex_lower(*p))
 			return false;
 	return true;
 }
@@ -987,8 +987,6 @@ static void kill_wait(struct srv *s, struct sandbox *sb)
 		usleep(20000);
 }
 
-/* One sandbox directory of a previous daemon: into the table (ended or
- * re-adopted), or removed when it cannot be read. */
 /* A networked sandbox's egress flags, as its create made them (its
  * allow_out and dns, or the default rules of then): a resume gives them
  * again: pairs of --net-allow or --net-dns and a value, or
@@ -996,20 +994,6 @@ static void kill_wait(struct srv *s, struct sandbox *sb)
  * empty or missing list (an older daemon's state): it fails closed, to
  * --net-deny-all. True when it read pairs (rules that may be the default
  * ones), false when sb denies all. */
-/* A saved egress flag's value, checked as its create's was (the VMM's own
- * parsers): a state file is input too, and a value the VMM refuses would
- * make a resume fail. ndns counts the --net-dns ones. */
-static bool net_value_ok(const char *flag, const char *value, unsigned *ndns)
-{
-	struct tvm_err e = { 0 };
-	struct net_rule r;
-	struct net_policy p = { 0 };
-
-	if (!strcmp(flag, "--net-dns"))
-		return ++*ndns <= TVM_MAX_NET_DNS && !net_policy_add_dns(&p, value, &e);
-	return !net_rule_parse(value, &r, &e);
-}
-
 static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 {
 	int a = json_find(d, 0, "net_args"), n = 0;
@@ -1025,8 +1009,8 @@ static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 			ok = !json_get_string(d, k, flag, sizeof(flag), NULL) &&
 			     (!strcmp(flag, "--net-allow") || !strcmp(flag, "--net-dns"));
 		else
-			ok = !json_get_string(d, k, value, sizeof(value), NULL) && net_value_ok(flag, value, &ndns) &&
-			     !sb_net_arg_add(sb, flag, value);
+			ok = !json_get_string(d, k, value, sizeof(value), NULL) &&
+			     net_egress_value_ok(flag, value, &ndns) && !sb_net_arg_add(sb, flag, value);
 	}
 	if (ok && n && n % 2 == 0)
 		return true;
@@ -1041,6 +1025,8 @@ static bool load_net_args(const struct json_doc *d, struct sandbox *sb)
 	return false;
 }
 
+/* One sandbox directory of a previous daemon: into the table (ended or
+ * re-adopted), or removed when it cannot be read. */
 static void load_one(struct srv *s, const char *dir, const char *name)
 {
 	char path[600], str[256];
