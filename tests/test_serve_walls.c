@@ -1,11 +1,12 @@
 /* The daemon's walls (vmm/serve/serve_walls.c): in a forked child that
  * puts them on as tinyvmm serve does, what a daemon taken over by a client
- * could try. It writes beneath its state dir only (not even a removal
- * beside its socket), reads anywhere, cannot open another process's memory,
+ * could try. It writes and reads beneath its state dir only (not even a
+ * removal beside its socket), reads /proc but no other host file, cannot open another process's memory,
  * write /proc/sys or reach an abstract socket, and signals no process (a
  * VMM's signal is the helper's: PRIV_KILL). Each step a child exit
  * status. */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -62,11 +63,22 @@ static int as_the_daemon(pid_t parent, int abi)
 	snprintf(q, sizeof(q), "%s/b", state);
 	if (rename(q, p))
 		return 14;
-	/* reads anywhere; the socket's directory: nothing (the helper
-	 * removes the socket at its stop), not even a removal */
-	if ((fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC)) < 0)
+	/* reads /proc (a VMM's start time and command line) and its state
+	 * dir, no other host file; the socket's directory: nothing (the
+	 * helper removes the socket at its stop), not even a removal */
+	snprintf(p, sizeof(p), "/proc/%d/cmdline", (int)parent);
+	if ((fd = open(p, O_RDONLY | O_CLOEXEC)) < 0)
 		return 15;
 	close(fd);
+	snprintf(q, sizeof(q), "%s/b2/f", state);
+	if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
+		return 23;
+	close(fd);
+	if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES)
+		return 24;
+	snprintf(p, sizeof(p), "%s/victim", outside);
+	if (open(p, O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES || opendir(outside))
+		return 25;
 	snprintf(p, sizeof(p), "%s/api.sock", sock_dir);
 	if (unlink(p) == 0 || errno != EACCES)
 		return 16;
@@ -107,7 +119,7 @@ static int signal_parent(pid_t parent)
 
 static int look_out_of_fds(pid_t parent)
 {
-	while (open("/dev/null", O_RDONLY) >= 0)
+	while (open("/proc/self/stat", O_RDONLY) >= 0)
 		;
 	return errno == EMFILE && jail_owner_alive(parent, 0) == 1 ? 0 : 3;
 }

@@ -16,15 +16,18 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 
 	if (c->seccomp == TVM_SECCOMP_OFF)
 		return 0;
-	/* It writes only beneath its state dir (its socket is removed by
-	 * the helper at its stop: PRIV_SOCKET_GONE); it reads anywhere (a
-	 * template's base in the VMM's cache, /proc, cgroups, its config),
-	 * runs nothing, has no TCP and no abstract socket, cannot ptrace
-	 * or open /proc/PID/mem of a process outside (the helper, init),
-	 * and signals none (a VMM's signal is the helper's: PRIV_KILL;
-	 * seccomp refuses kill too). */
+	/* It reads and writes only beneath its state dir (sandboxes, their
+	 * snapshots and logs, templates, the CPU ledger) and reads /proc (a
+	 * VMM's start time, command line and CPU time): its config and
+	 * socket group were read before, the VMMs read the guest and the
+	 * template cache, and its socket is removed by the helper at its
+	 * stop (PRIV_SOCKET_GONE). Taken over, it reads no host file (keys,
+	 * /etc/shadow), runs nothing, has no TCP and no abstract socket,
+	 * cannot ptrace or open /proc/PID/mem of a process outside (the
+	 * helper, init), and signals none (a VMM's signal is the helper's:
+	 * PRIV_KILL; seccomp refuses kill too). */
 	struct jail_ll_rule rules[] = {
-		{ "/", JAIL_LL_READ },
+		{ "/proc", JAIL_LL_READ },
 		{ c->state_dir, JAIL_LL_TREE },
 	};
 	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]),
