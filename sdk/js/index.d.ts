@@ -256,6 +256,8 @@ export interface Pool {
   /** creates that took a pooled sandbox (hits) and that restored one on demand (misses) */
   hits: number;
   misses: number;
+  /** why it cannot fill now (health's problems: no usable /dev/kvm, ...); empty when it can */
+  problems: string[];
   cpus: number;
   memoryMib: number;
   /** from a create's request to its answer, with a pooled sandbox (hit) or without (miss) */

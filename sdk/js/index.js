@@ -810,11 +810,11 @@ export async function health(o = {}) {
 const latencyFromJson = (l = {}) => ({ samples: l.samples ?? 0, p50Ms: l.p50_ms ?? null, p99Ms: l.p99_ms ?? null });
 const sizesFromJson = (s = {}) => ({ samples: s.samples ?? 0, p50Kib: s.p50_kib ?? null, p99Kib: s.p99_kib ?? null });
 
-/** A wire Pool as {template, size, ready, starting, hits, misses, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
+/** A wire Pool as {template, size, ready, starting, hits, misses, problems, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
 function poolFromJson(d) {
   return {
     template: d.template, size: d.size, ready: d.ready, starting: d.starting, hits: d.hits, misses: d.misses,
-    cpus: d.cpus, memoryMib: d.memory_mib,
+    problems: d.problems ?? [], cpus: d.cpus, memoryMib: d.memory_mib,
     createLatency: { hit: latencyFromJson(d.create_latency?.hit), miss: latencyFromJson(d.create_latency?.miss) },
     pauseTime: latencyFromJson(d.pause_time), pauseSize: sizesFromJson(d.pause_size),
   };
@@ -828,7 +828,7 @@ function templateFromJson(d) {
   };
 }
 
-/** The warm pool of a template: Pool {template, size, ready, starting, hits, misses, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
+/** The warm pool of a template: Pool {template, size, ready, starting, hits, misses, problems, cpus, memoryMib, createLatency, pauseTime, pauseSize}. */
 export async function pool(o = {}) {
   const { template = 'default', socketPath } = known(o, 'pool', ['template', 'socketPath']);
   return poolFromJson(await new Client({ socketPath }).call('GET', `/templates/${encodeURIComponent(template)}/pool`));

@@ -509,6 +509,20 @@ class T01Service(ServeTest):
         self.assertEqual(set(os.listdir(boxes)) if os.path.isdir(boxes) else set(), before)
         self.assertNotIn("ended by itself", log_tail(200))
 
+    def test_pool_sized_where_no_sandbox_can_start(self):
+        """A pool sized while no sandbox can start keeps its size and its
+        answer says why it stays empty (it said only 200 and ready 0)."""
+        if not NO_VM:
+            self.skipTest("/dev/kvm is usable here: the pool would fill")
+        try:
+            p = set_pool(2)
+            self.assertEqual((p["size"], p["ready"], p["starting"]), (2, 0, 0))
+            self.assertEqual(len(p["problems"]), 1, p)
+            self.assertRegex(p["problems"][0], r"^/dev/kvm: .*: no sandbox can start$")
+            self.assertEqual(call(UID_B, "GET", POOL).json["problems"], p["problems"])
+        finally:
+            self.assertEqual(set_pool(0)["size"], 0)
+
     def test_unknown_route_and_method(self):
         self.expect_error(call(UID_A, "GET", "/v1/nothing", check=False), 404, "not_found")
         self.expect_error(call(UID_A, "GET", "/v2/health", check=False), 404, "not_found")

@@ -317,6 +317,9 @@ bool priv_alive(struct srv *s);
 #define SRV_PROBLEMS 3
 #define SRV_PROBLEM_LEN 400
 unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool guest);
+/* Those n lines as the "problems" array member of the object w is in
+ * (/v1/health, a pool: empty when all is well). */
+void srv_problems_write(struct json_w *w, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], unsigned n);
 /* Start argv (NULL-terminated; argv[0] cfg.exe, argv[1] "run") with
  * stdout and stderr on logfd: the pid, or -errno with err. */
 pid_t priv_spawn(struct srv *s, char *const argv[], int logfd, char *err, size_t cap);

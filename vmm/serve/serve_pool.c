@@ -297,8 +297,8 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 	struct srv *s = c->s;
 	const struct http_str *m = &r->method;
 	bool put = m->n == 3 && !memcmp(m->p, "PUT", 3);
-	unsigned pooled, ready, others;
-	char buf[1024];
+	unsigned pooled, ready, others, np;
+	char buf[1024 + SRV_PROBLEMS * (2 * SRV_PROBLEM_LEN + 4)], problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
 	struct json_w w;
 
 	if (strcmp(name, "default")) {
@@ -337,6 +337,9 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 		fprintf(stderr, "tinyvmm serve: pool of template default: size %u (set by uid %u)\n", size,
 			(unsigned)c->uid);
 	}
+	/* A size set while no sandbox can start is kept (the pool fills
+	 * once one can), and the answer says why it stays empty. */
+	np = srv_problems(s, problem, true);
 	json_w_init(&w, buf, sizeof(buf));
 	pthread_mutex_lock(&s->mu);
 	counts_locked(s, &pooled, &ready, &others);
@@ -348,6 +351,7 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 	json_w_kuint(&w, "starting", pooled - ready);
 	json_w_kuint(&w, "hits", s->pool.hits);
 	json_w_kuint(&w, "misses", s->pool.misses);
+	srv_problems_write(&w, problem, np);
 	json_w_kuint(&w, "cpus", POOL_CPUS);
 	json_w_kuint(&w, "memory_mib", POOL_MEM_MIB);
 	json_w_key(&w, "create_latency", 14);

@@ -686,6 +686,15 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool
 	return n;
 }
 
+void srv_problems_write(struct json_w *w, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], unsigned n)
+{
+	json_w_key(w, "problems", 8);
+	json_w_arr_begin(w);
+	for (unsigned k = 0; k < n; k++)
+		json_w_string(w, p[k], strlen(p[k]));
+	json_w_arr_end(w);
+}
+
 /* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
  * the helper is gone. */
 static int call(struct srv *s, const void *req, size_t len, int fd, struct priv_reply *rep)

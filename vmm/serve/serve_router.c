@@ -181,11 +181,7 @@ void route(struct conn *c, const struct http_request *r)
 		json_w_obj_begin(&w);
 		json_w_kstr(&w, "status", np ? "degraded" : "ok");
 		json_w_kuint(&w, "sandboxes", running);
-		json_w_key(&w, "problems", 8);
-		json_w_arr_begin(&w);
-		for (unsigned k = 0; k < np; k++)
-			json_w_string(&w, problem[k], strlen(problem[k]));
-		json_w_arr_end(&w);
+		srv_problems_write(&w, problem, np);
 		/* The caller's daily CPU budget (serve_quota.c), null without one. */
 		if (c->s->cfg.cpu_budget_s) {
 			json_w_kuint(&w, "cpu_budget_s", c->s->cfg.cpu_budget_s);

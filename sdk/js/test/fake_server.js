@@ -331,7 +331,7 @@ export class FakeDaemon {
         this.poolSize = b.size;
       } else if (m !== 'GET') throw new ApiError(405, 'method_not_allowed', 'GET or PUT');
       return this.json(res, 200, { template: 'default', size: this.poolSize ?? 0, ready: this.poolSize ?? 0, starting: 0,
-        hits: 0, misses: 0, cpus: 1, memory_mib: 256, ...this.poolStats });
+        hits: 0, misses: 0, problems: [], cpus: 1, memory_mib: 256, ...this.poolStats });
     }
     if (a === 'templates' && !rest.length) return this.templateRoute(req, res, m, sid);
     if (a !== 'sandboxes') throw new ApiError(404, 'not_found', 'no route');

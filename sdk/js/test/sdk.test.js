@@ -175,7 +175,7 @@ test('errors: not found, expired, quota, capacity, bad request, no daemon', asyn
   fake.poolStats = { create_latency: { hit: { samples: 3, p50_ms: 12, p99_ms: 40 }, miss: { samples: 1, p50_ms: 900, p99_ms: 950 } },
     pause_time: { samples: 2, p50_ms: 150, p99_ms: 300 }, pause_size: { samples: 2, p50_kib: 2048, p99_kib: 4096 } };
   const sized = await setPool(2, { socketPath });
-  assert.deepEqual(sized, { template: 'default', size: 2, ready: 2, starting: 0, hits: 0, misses: 0, cpus: 1, memoryMib: 256,
+  assert.deepEqual(sized, { template: 'default', size: 2, ready: 2, starting: 0, hits: 0, misses: 0, problems: [], cpus: 1, memoryMib: 256,
     createLatency: { hit: { samples: 3, p50Ms: 12, p99Ms: 40 }, miss: { samples: 1, p50Ms: 900, p99Ms: 950 } },
     pauseTime: { samples: 2, p50Ms: 150, p99Ms: 300 }, pauseSize: { samples: 2, p50Kib: 2048, p99Kib: 4096 } });
   assert.deepEqual(await pool({ socketPath, template: 'default' }), sized);

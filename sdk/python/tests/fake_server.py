@@ -561,7 +561,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             if method in ("GET", "PUT"):
                 lat = {"samples": 0, "p50_ms": None, "p99_ms": None}
                 return self._send_json(200, {"template": "default", "size": f.pool_size, "ready": f.pool_size,
-                                             "starting": 0, "hits": 0, "misses": 0, "cpus": 1,
+                                             "starting": 0, "hits": 0, "misses": 0, "problems": [], "cpus": 1,
                                              "memory_mib": 256,
                                              "create_latency": {"hit": lat, "miss": dict(lat)},
                                              "pause_time": dict(lat),

@@ -48,8 +48,10 @@ def version(socket_path: "str | None" = None) -> dict:
 
 def pool(template: str = "default", socket_path: "str | None" = None) -> dict:
     """``GET /v1/templates/{template}/pool``: the warm pool (``size``,
-    ``ready``, ``starting``, ``hits``, ``misses``, ``create_latency``, and
-    ``pause_time``/``pause_size`` of the template's sandboxes' pauses)."""
+    ``ready``, ``starting``, ``hits``, ``misses``, ``problems`` (why it
+    cannot fill now, as :func:`health` says; empty when it can),
+    ``create_latency``, and ``pause_time``/``pause_size`` of the
+    template's sandboxes' pauses)."""
     return Client(socket_path).call("GET", "/templates/%s/pool" % urllib.parse.quote(template, safe=""))
 
 
