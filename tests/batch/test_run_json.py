@@ -264,6 +264,8 @@ class Contract(Base):
             self.assertIn("/dev/kvm: No such file or directory (no KVM on this machine", obj["error"]["message"])
         self.assertEqual(obj["config"]["kernel"], "/nonexistent/vmlinux")
         self.assertEqual(obj["config"]["argv"], ["true"])
+        # no VM was made: it did not start, by boot or otherwise (it said "boot")
+        self.assertIsNone(obj["started"])
 
 
 @unittest.skipUnless(CAN_RUN_VM, "needs root, /dev/kvm and TINYVMM_GUEST_DIR/TINYVMM_ROOTFS")

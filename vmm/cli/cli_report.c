@@ -41,6 +41,7 @@ struct shared {
 	struct tvm_job_result res;
 	uint64_t job_start_ms, job_end_ms;
 	int signal, signal_stage;
+	int no_vm; /* cli_report_no_vm: "started" is null */
 	struct file_result files[NR_FILES];
 	size_t len[2];
 	/* then 2 * cap bytes of output */
@@ -234,6 +235,12 @@ struct cli_report *cli_report_new(int argc, char **argv, uint64_t t0_ns)
 	for (int i = 0; i < 3; i++)
 		sigaction(stop_sigs[i], &(struct sigaction){ .sa_handler = on_stop_signal }, NULL);
 	return r;
+}
+
+void cli_report_no_vm(struct cli_report *r)
+{
+	if (r)
+		r->sh->no_vm = 1;
 }
 
 void cli_report_stage(struct cli_report *r, enum cli_stage s)
@@ -470,7 +477,7 @@ static void object(struct json_w *w, struct cli_report *r, int status, int stop,
 	} else
 		json_w_null(w);
 	config_object(w, c, j);
-	json_w_kstr(w, "started", j ? j->started : NULL);
+	json_w_kstr(w, "started", j && !sh->no_vm ? j->started : NULL);
 	json_w_kstr(w, "snapshot", j ? j->snapshot : NULL);
 	json_w_kbool(w, "template_made", j && j->template_made);
 	json_w_key(w, "timings", 7);

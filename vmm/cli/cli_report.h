@@ -48,6 +48,11 @@ struct cli_report *cli_report_new(int argc, char **argv, uint64_t t0_ns);
 /* No object after all (--help): stderr restored, r freed. r may be NULL. */
 void cli_report_cancel(struct cli_report *r);
 
+/* The VM could not be made (tvm_vm_create or tvm_vm_restore failed): the
+ * object's "started" is null, not how it was to start. From a jailed
+ * run's child too (the state is shared). r may be NULL. */
+void cli_report_no_vm(struct cli_report *r);
+
 /* The run reached stage s (the milestone's time is kept). r may be NULL. */
 void cli_report_stage(struct cli_report *r, enum cli_stage s);
 

@@ -130,6 +130,7 @@ static int run_vm(void *ctx, struct jail *j)
 	r = a->snapshot ? tvm_vm_restore(&a->c, a->snapshot, &vm, &err) : tvm_vm_create(&a->c, &vm, &err);
 	if (r) {
 		fprintf(stderr, "tinyvmm: %s\n", err.msg);
+		cli_report_no_vm(a->job.report); /* jailed, this child's: the report is shared */
 		return EXIT_VM_FAILED;
 	}
 	/* Jailed: built, nothing of the guest has run, one thread. */
