@@ -250,6 +250,8 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	snprintf(tmp, sizeof(tmp), "%s/state", dir);
 	if (stat(tmp, &st) == 0)
 		goto use;
+	if (access("/dev/kvm", R_OK | W_OK) < 0) /* none can be made (no lock file): the cold boot says why, once */
+		return 0;
 	fd = open(lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC, 0644);
 	if (fd < 0 || flock(fd, LOCK_EX) < 0) {
 		fprintf(stderr, "tinyvmm: template snapshots: %s: %s; booting cold\n", lock, strerror(errno));
@@ -260,10 +262,6 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	if (stat(tmp, &st) == 0) { /* made by the run we waited for */
 		close(fd);
 		goto use;
-	}
-	if (access("/dev/kvm", R_OK | W_OK) < 0) { /* none can be made: the cold boot says why, once */
-		close(fd);
-		return 0;
 	}
 	/* We hold the key's lock: a <dir>.tmp-PID is a run's that died
 	 * making it (killed, crashed), never one still at work. */
