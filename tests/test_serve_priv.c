@@ -394,7 +394,10 @@ START_TEST(taps_are_the_sandboxes_own)
 	/* no such request */
 	n = build(buf, sizeof(buf), tap_head(0, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
-	n = build(buf, sizeof(buf), tap_head(PRIV_KILL + 1, "", 0), NULL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_HOST, "", 0), NULL);
+	ck_assert_int_eq(parse(buf, n, 0, err), 0);
+	ck_assert_int_eq(parse(buf, n + 1, 0, err), -EINVAL);
+	n = build(buf, sizeof(buf), tap_head(PRIV_HOST + 1, "", 0), NULL);
 	ck_assert_int_eq(parse(buf, n, 0, err), -EINVAL);
 	ck_assert_str_eq(err, "unknown request");
 }
@@ -469,6 +472,56 @@ static struct priv_reply raw(struct srv *s, const void *req, size_t len, const i
 	ck_assert_int_ge(recv(s->priv.fd, &rep, sizeof(rep), 0), (ssize_t)offsetof(struct priv_reply, addrs));
 	return rep;
 }
+
+/* PRIV_HOST: /dev/kvm and the guest as the helper (and so a VMM) finds
+ * them, asked at its start and again later: the daemon's own view shows
+ * neither. */
+START_TEST(the_helper_says_what_the_host_has_for_a_vmm)
+{
+	struct srv s;
+	int calls[2], kvm = access("/dev/kvm", R_OK | W_OK) < 0 ? errno : 0, fd;
+	char dir[] = "/tmp/tvm-priv-guest-XXXXXX", p[64], want[80];
+	char problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
+	const char *old = getenv("TINYVMM_DATA_DIR");
+	char *keep = old ? strdup(old) : NULL;
+
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	setenv("TINYVMM_DATA_DIR", dir, 1); /* the helper has the daemon's environment */
+	start_helper(&s, calls);
+	ck_assert_int_eq(s.priv.kvm_errno, kvm);
+	ck_assert(s.priv.no_guest);
+	ck_assert_str_eq(s.priv.looked, dir);
+	ck_assert_uint_eq(srv_problems(&s, problem, true), kvm ? 2 : 1);
+	snprintf(want, sizeof(want), "no guest kernel and base image in %s: ", dir);
+	ck_assert_msg(!strncmp(problem[kvm ? 1 : 0], want, strlen(want)), "%s", problem[kvm ? 1 : 0]);
+	ck_assert_uint_eq(srv_problems(&s, problem, false), kvm ? 1 : 0);
+	/* the guest put there later: the next look finds it */
+	snprintf(p, sizeof(p), "%s/" GUEST_KERNEL, dir);
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/" GUEST_IMAGE, dir);
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	close(fd);
+	ck_assert(s.priv.no_guest);
+	ck_assert_int_eq(priv_host(&s), 0);
+	ck_assert(!s.priv.no_guest);
+	ck_assert_uint_eq(srv_problems(&s, problem, true), kvm ? 1 : 0);
+	priv_stop(&s);
+	/* no helper: the last look stays, and says the helper is gone */
+	ck_assert_int_eq(priv_host(&s), -EPIPE);
+	ck_assert_uint_eq(srv_problems(&s, problem, true), kvm ? 2 : 1);
+	ck_assert_str_eq(problem[kvm ? 1 : 0],
+			 "the daemon's privileged helper is gone: no sandbox can start (restart the daemon)");
+	close(calls[0]);
+	if (keep)
+		setenv("TINYVMM_DATA_DIR", keep, 1);
+	else
+		unsetenv("TINYVMM_DATA_DIR");
+	free(keep);
+	snprintf(p, sizeof(p), "rm -rf %s", dir);
+	ck_assert_int_eq(system(p), 0);
+}
+END_TEST
 
 START_TEST(a_spawned_program_is_the_daemons_child)
 {
@@ -860,6 +913,7 @@ int main(void)
 	tcase_add_test(tc, malformed_spawns_are_refused);
 	tcase_add_test(tc, taps_are_the_sandboxes_own);
 	tcase_add_test(tc, kills_are_checked_requests);
+	tcase_add_test(tc, the_helper_says_what_the_host_has_for_a_vmm);
 	tcase_add_test(tc, a_spawned_program_is_the_daemons_child);
 	tcase_add_test(tc, hostile_requests_leave_the_helper_serving);
 	tcase_add_test(tc, only_a_stale_socket_is_removed);

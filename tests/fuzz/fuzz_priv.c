@@ -104,6 +104,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				CHECK(strchr("0123456789abcdef", m.name[i]));
 			/* fall through */
 		case PRIV_ADDRS:
+		case PRIV_HOST:
 		case PRIV_SOCKET_BOUND:
 		case PRIV_SOCKET_GONE: CHECK(nfds == 0 && size - 1 == sizeof(*h)); break;
 		default: abort();

@@ -71,13 +71,22 @@ struct srv_cfg {
 
 /* The privileged helper (serve_priv.c): the daemon's only way to start a
  * VMM or touch a TAP once it is confined. */
+#define PRIV_LOOKED 200 /* bytes of the guest directories looked in (PRIV_HOST) */
 struct priv {
 	int fd; /* SOCK_SEQPACKET to the helper; -1: none, or given up */
 	pid_t pid;
 	bool reaped;        /* the helper has ended and was waited for */
 	pthread_mutex_t mu; /* one request and its answer at a time */
+	/* The host as the helper (and so a VMM) sees it (PRIV_HOST): the
+	 * daemon's own view has no /dev and no guest (srv_walls). Asked at
+	 * the start and by the supervisor each second; under host_mu. */
+	pthread_mutex_t host_mu;
+	int kvm_errno;            /* access("/dev/kvm", R_OK | W_OK): 0 usable */
+	bool no_guest;            /* no kernel and base image where VMMs look */
+	char looked[PRIV_LOOKED]; /* where they looked */
 };
 /* A helper that does not answer a request in this long is given up. */
+#define PRIV_HOST_EVERY_NS 1000000000ull /* the supervisor asks PRIV_HOST this often */
 #define PRIV_TIMEOUT_MS 10000
 
 /* A sandbox's shape: what a create (or a warm-up) may ask for. */
@@ -251,7 +260,9 @@ enum priv_op {
 	PRIV_SOCKET_GONE,  /* once, at the daemon's stop: remove that socket (the same inode) if
 			    * nobody answers on it (srv_socket_stale_remove) */
 	PRIV_KILL,         /* PID START SIG SOCKET: a signal to a sandbox's VMM, checked to be one */
+	PRIV_HOST,         /* /dev/kvm's errno (0: usable) | PRIV_HOST_NO_GUEST; err: the guest dirs looked in */
 };
+#define PRIV_HOST_NO_GUEST 0x10000
 #define PRIV_NAME_LEN 16
 #define PRIV_MAX_ARGS 512
 #define PRIV_MAX_MSG 65536
@@ -340,6 +351,10 @@ bool vmm_cmdline_is(pid_t pid, const char *uds);
  * (at most TVM_MAX_NET_DNS). */
 bool net_egress_value_ok(const char *flag, const char *value, unsigned *ndns);
 int priv_socket_gone(struct srv *s);
+/* Ask the helper what the host has for a VMM (PRIV_HOST) into s->priv's
+ * kvm_errno, no_guest and looked: 0, or -errno (they stay as they were).
+ * Not under mu: a stuck helper holds the caller up to PRIV_TIMEOUT_MS. */
+int priv_host(struct srv *s);
 /* PRIV_TAP_UP, PRIV_TAP_DOWN, PRIV_ADDRS: 0 (a count), or -errno. */
 int priv_tap_up(struct srv *s, const char *name, uint32_t host, char *err, size_t cap);
 int priv_tap_down(struct srv *s, const char *name);

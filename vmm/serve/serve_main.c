@@ -547,8 +547,8 @@ int serve_main(int argc, char **argv)
 						    : "off");
 	/* It serves on (KVM may come later), but a create would fail: said
 	 * once here rather than only in each create's 500. */
-	if (access("/dev/kvm", R_OK | W_OK) < 0) {
-		int err = errno;
+	if (s->priv.kvm_errno) { /* the helper's look (its start): the daemon's view has no /dev */
+		int err = s->priv.kvm_errno;
 
 		fprintf(stderr, "tinyvmm serve: /dev/kvm: %s: no sandbox can start until it is usable%s\n",
 			strerror(err), kvm_open_hint(err));

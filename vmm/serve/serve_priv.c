@@ -313,6 +313,7 @@ int priv_parse(const void *buf, size_t n, unsigned nfds, const struct priv_limit
 		}
 		return 0;
 	case PRIV_ADDRS:
+	case PRIV_HOST:
 	case PRIV_SOCKET_BOUND:
 	case PRIV_SOCKET_GONE: return 0;
 	default: put_err(err, cap, "unknown request"); return -EINVAL;
@@ -497,6 +498,19 @@ static int socket_bound(const struct priv_limits *lim, struct bound_socket *b)
 /* exe: the daemon's own binary (lim->exe, its /proc/self/exe at start,
  * opened O_PATH before any client), what every spawn executes: a file put
  * at its path later is never run. */
+/* PRIV_HOST, as the VMMs it starts will find the host (its environment
+ * and binary are the daemon's). */
+static int host_look(char *looked, size_t cap)
+{
+	int r = access("/dev/kvm", R_OK | W_OK) < 0 ? errno : 0;
+
+	if (r >= PRIV_HOST_NO_GUEST)
+		r = EIO;
+	if (guest_files_found(looked, cap))
+		r |= PRIV_HOST_NO_GUEST;
+	return r;
+}
+
 static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct priv_limits *lim)
 {
 	static struct bound_socket sock;
@@ -562,6 +576,7 @@ static void __attribute__((noreturn)) helper_main(int fd, int exe, const struct 
 			case PRIV_ADDRS: rep.r = net_host_addrs(rep.addrs, PRIV_MAX_ADDRS); break;
 			case PRIV_SOCKET_BOUND: rep.r = socket_bound(lim, &sock); break;
 			case PRIV_KILL: rep.r = vmm_kill(&m, rep.err, sizeof(rep.err)); break;
+			case PRIV_HOST: rep.r = host_look(rep.err, sizeof(rep.err)); break;
 			case PRIV_SOCKET_GONE:
 				/* once, and only the socket bound: never a
 				 * successor's, nor one put at the path since */
@@ -623,7 +638,8 @@ int priv_start(struct srv *s)
 	s->priv.fd = sv[0];
 	s->priv.pid = pid;
 	pthread_mutex_init(&s->priv.mu, NULL);
-	return 0;
+	pthread_mutex_init(&s->priv.host_mu, NULL);
+	return priv_host(s);
 }
 
 /* The channel is given up (the helper gone, or stuck past PRIV_TIMEOUT_MS):
@@ -671,28 +687,27 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool
 	char looked[2 * PATH_MAX + 8];
 	unsigned n = 0;
 
-	/* access() is not Landlock's to refuse: it sees the real modes. */
-	if (access("/dev/kvm", R_OK | W_OK) < 0)
-		snprintf(p[n++], SRV_PROBLEM_LEN, "/dev/kvm: %s: no sandbox can start", strerror(errno));
+	int kvm;
+	bool no_guest;
+
+	/* as the helper last saw the host (priv_host): the daemon's view
+	 * shows neither /dev nor the guest */
+	pthread_mutex_lock(&s->priv.host_mu);
+	kvm = s->priv.kvm_errno;
+	no_guest = s->priv.no_guest;
+	snprintf(looked, sizeof(looked), "%s", s->priv.looked);
+	pthread_mutex_unlock(&s->priv.host_mu);
+	if (kvm)
+		snprintf(p[n++], SRV_PROBLEM_LEN, "/dev/kvm: %s: no sandbox can start", strerror(kvm));
 	if (!priv_alive(s))
 		snprintf(p[n++], SRV_PROBLEM_LEN,
 			 "the daemon's privileged helper is gone: no sandbox can start (restart the daemon)");
-	/* where its VMMs look: they have the daemon's environment and binary */
-	if (guest && guest_files_found(looked, sizeof(looked)))
+	if (guest && no_guest)
 		snprintf(p[n++], SRV_PROBLEM_LEN,
 			 "no guest kernel and base image in %.200s: no sandbox of the default template can start "
 			 "(tinyvmm serve's VMMs take the guest from $TINYVMM_DATA_DIR)",
 			 looked);
 	return n;
-}
-
-void srv_problems_write(struct json_w *w, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], unsigned n)
-{
-	json_w_key(w, "problems", 8);
-	json_w_arr_begin(w);
-	for (unsigned k = 0; k < n; k++)
-		json_w_string(w, p[k], strlen(p[k]));
-	json_w_arr_end(w);
 }
 
 /* One request (with fd, -1: none) and its answer. rep->r, or -EPIPE when
@@ -871,6 +886,22 @@ int priv_kill(struct srv *s, const struct sandbox *sb, int sig)
 int priv_socket_gone(struct srv *s)
 {
 	return call_op(s, PRIV_SOCKET_GONE);
+}
+
+int priv_host(struct srv *s)
+{
+	struct priv_head h = { .op = PRIV_HOST };
+	struct priv_reply rep;
+	int r = call(s, &h, sizeof(h), -1, &rep);
+
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&s->priv.host_mu);
+	s->priv.kvm_errno = r & (PRIV_HOST_NO_GUEST - 1);
+	s->priv.no_guest = r & PRIV_HOST_NO_GUEST;
+	snprintf(s->priv.looked, sizeof(s->priv.looked), "%s", rep.err);
+	pthread_mutex_unlock(&s->priv.host_mu);
+	return 0;
 }
 
 int priv_addrs(struct srv *s, uint32_t *out, size_t cap)

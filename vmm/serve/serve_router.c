@@ -11,6 +11,15 @@
 #include "vmm/core/version.h"
 #include "vmm/serve/serve.h"
 
+void srv_problems_write(struct json_w *w, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], unsigned n)
+{
+	json_w_key(w, "problems", 8);
+	json_w_arr_begin(w);
+	for (unsigned k = 0; k < n; k++)
+		json_w_string(w, p[k], strlen(p[k]));
+	json_w_arr_end(w);
+}
+
 #define MAX_SEGS 8
 #define SEG_CAP 128
 

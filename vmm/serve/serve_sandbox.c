@@ -556,12 +556,23 @@ void sb_drain_ended(struct srv *s)
 void *srv_supervisor(void *arg)
 {
 	struct srv *s = arg;
+	uint64_t host_at = now_ns() + PRIV_HOST_EVERY_NS;
 
 	pthread_mutex_lock(&s->mu);
 	while (!s->stopping) {
 		uint64_t mono = now_ns();
 		time_t real = time(NULL);
 		struct sandbox **pp = &s->sandboxes;
+
+		/* What a VMM would find (/dev/kvm, the guest) changes with the
+		 * host: srv_problems says the helper's last look. */
+		if (mono >= host_at) {
+			pthread_mutex_unlock(&s->mu);
+			priv_host(s);
+			pthread_mutex_lock(&s->mu);
+			host_at = mono + PRIV_HOST_EVERY_NS;
+			continue;
+		}
 
 		/* No VMM can start and no TAP go without it, and a confined
 		 * daemon cannot make another: it stops, so that its service
