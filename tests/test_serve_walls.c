@@ -1,7 +1,8 @@
 /* The daemon's walls (vmm/serve/serve_walls.c): in a forked child that
  * puts them on as tinyvmm serve does, what a daemon taken over by a client
  * could try. It writes and reads beneath its state dir only (not even a
- * removal beside its socket), reads /proc but no other host file, cannot open another process's memory,
+ * removal beside its socket), reads /proc but no other host file, as root
+ * sees no other path at all (a named socket outside included), cannot open another process's memory,
  * write /proc/sys or reach an abstract socket, and signals no process (a
  * VMM's signal is the helper's: PRIV_KILL). Each step a child exit
  * status. */
@@ -38,9 +39,25 @@ static int abstract_listener(void)
 	return fd;
 }
 
-/* The child's steps: 0 all as expected, else 10 + the step that was not. */
+static int named_listener(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_uint_lt(strlen(path), sizeof(sa.sun_path));
+	memcpy(sa.sun_path, path, strlen(path));
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(fd, 1), 0);
+	return fd;
+}
+
+/* The child's steps: 0 all as expected, else 10 + the step that was not.
+ * A path outside is refused by Landlock (EACCES) or, as root, absent from
+ * the daemon's own view (ENOENT). */
 static int as_the_daemon(pid_t parent, int abi)
 {
+	int refused = geteuid() == 0 ? ENOENT : EACCES;
 	char p[256], q[256];
 	int fd;
 
@@ -74,24 +91,35 @@ static int as_the_daemon(pid_t parent, int abi)
 	if ((fd = open(q, O_RDONLY | O_CLOEXEC)) < 0)
 		return 23;
 	close(fd);
-	if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES)
+	if (open("/etc/passwd", O_RDONLY | O_CLOEXEC) >= 0 || errno != refused)
 		return 24;
 	snprintf(p, sizeof(p), "%s/victim", outside);
-	if (open(p, O_RDONLY | O_CLOEXEC) >= 0 || errno != EACCES || opendir(outside))
+	if (open(p, O_RDONLY | O_CLOEXEC) >= 0 || errno != refused || opendir(outside))
 		return 25;
 	snprintf(p, sizeof(p), "%s/api.sock", sock_dir);
-	if (unlink(p) == 0 || errno != EACCES)
+	if (unlink(p) == 0 || errno != refused)
 		return 16;
 	snprintf(p, sizeof(p), "%s/new", sock_dir);
-	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EACCES)
+	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != refused)
 		return 17;
 	/* nothing elsewhere */
 	snprintf(p, sizeof(p), "%s/planted", outside);
-	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0755) >= 0 || errno != EACCES)
+	if (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0755) >= 0 || errno != refused)
 		return 18;
 	snprintf(p, sizeof(p), "%s/victim", outside);
 	if (open(p, O_WRONLY | O_CLOEXEC) >= 0 || unlink(p) == 0 || rename(p, "/tmp/tvm-walls-moved") == 0)
 		return 19;
+	/* a named socket outside (a container runtime's): in its own view
+	 * (root) it does not exist; Landlock alone cannot refuse a connect */
+	if (geteuid() == 0) {
+		struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%.60s/runtime.sock", outside);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 || errno != ENOENT)
+			return 26;
+		close(fd);
+	}
 	if (open("/proc/sys/kernel/core_pattern", O_WRONLY | O_CLOEXEC) >= 0)
 		return 20;
 	/* another process's memory (a root daemon could write the helper's) */
@@ -149,7 +177,7 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 {
 	struct srv_cfg c = { .seccomp = TVM_SECCOMP_LOG };
 	char p[256];
-	int status, lfd, fd;
+	int status, lfd, nfd, fd;
 	pid_t parent = getpid(), pid;
 	int abi = jail_landlock_abi();
 
@@ -168,6 +196,8 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), 0);
 	close(fd);
 	lfd = abstract_listener();
+	snprintf(p, sizeof(p), "%s/runtime.sock", outside);
+	nfd = named_listener(p);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
@@ -190,6 +220,7 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 	status = walled(&c, look_out_of_fds, parent);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
 	close(lfd);
+	close(nfd);
 	snprintf(p, sizeof(p), "rm -rf %s %s %s", state, sock_dir, outside);
 	ck_assert_int_eq(system(p), 0);
 }

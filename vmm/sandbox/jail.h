@@ -189,6 +189,23 @@ int jail_set_rlimits(const struct jail_limits *l, struct tvm_err *e);
  * dumpable. Needs root; uid and gid not 0. */
 int jail_drop_privileges(uint32_t uid, uint32_t gid, struct tvm_err *e);
 
+/* One directory a view shows (jail_view): at its own path, read-only
+ * unless flags has JAIL_M_RW. */
+#define JAIL_VIEW_MAX 8
+struct jail_view_dir {
+	const char *path; /* absolute, not "/" */
+	unsigned flags;
+};
+
+/* Give this process (its threads share the result: call it while it has
+ * one) a view of the file system in a new mount namespace: an empty
+ * read-only tmpfs as / with only the n directories of v, each bound at its
+ * own path (a tmpfs is mounted over v[0].path, in this namespace only, to
+ * hold it); all nosuid, nodev, noexec; the host's namespace sees nothing.
+ * Needs CAP_SYS_ADMIN. 0, or -errno with e naming the step (a directory
+ * missing, no namespace). */
+int jail_view(const struct jail_view_dir *v, unsigned n, struct tvm_err *e);
+
 /* Landlock ABI of this kernel (0: none). */
 int jail_landlock_abi(void);
 

@@ -22,7 +22,7 @@
 
 #define HOSTNAME "tinyvmm"
 
-static int bind(const char *src, const char *dst, unsigned flags, struct tvm_err *e)
+int jail_bind(const char *src, const char *dst, unsigned flags, struct tvm_err *e)
 {
 	unsigned long f = MS_BIND | MS_REMOUNT | MS_NOSUID | MS_NOEXEC;
 
@@ -42,7 +42,7 @@ static int bind(const char *src, const char *dst, unsigned flags, struct tvm_err
 static int bind_checked(const struct jail_mount *m, const char *dst, struct tvm_err *e)
 {
 	struct stat st;
-	int r = bind(m->host, dst, m->flags, e);
+	int r = jail_bind(m->host, dst, m->flags, e);
 
 	if (r || !m->ino)
 		return r;
@@ -72,8 +72,8 @@ static int mounts(const struct jail *j, struct tvm_err *e)
 		return tvm_errf(e, errno, "jail: mounts: making / private: %s", strerror(errno));
 	if (mount(j->root, j->root, NULL, MS_BIND, NULL) < 0) /* pivot_root wants a mount point */
 		return tvm_errf(e, errno, "jail: mounts: %s: %s", j->root, strerror(errno));
-	if ((r = in_root(j, "/tmp", p, sizeof(p), e)) || (r = bind(p, p, JAIL_M_RW, e)) ||
-	    (r = in_root(j, JAIL_RUN_DIR, p, sizeof(p), e)) || (r = bind(p, p, JAIL_M_RW, e)))
+	if ((r = in_root(j, "/tmp", p, sizeof(p), e)) || (r = jail_bind(p, p, JAIL_M_RW, e)) ||
+	    (r = in_root(j, JAIL_RUN_DIR, p, sizeof(p), e)) || (r = jail_bind(p, p, JAIL_M_RW, e)))
 		return r;
 	for (unsigned i = 0; i < j->nm; i++)
 		if (!(j->m[i].flags & JAIL_M_SEEN) &&

@@ -9,6 +9,10 @@
 #define JAIL_STAGE_PREFIX ".tinyvmm-jail-" /* stage directories: <prefix><id>-<n> */
 #define JAIL_EXIT_ENTER 125                /* the child's status when the jail could not be entered */
 
+/* Bind-mount src at dst, nosuid and noexec; nodev unless JAIL_M_DEV,
+ * read-only unless JAIL_M_RW. 0 or -errno with e set (jail_enter.c). */
+int jail_bind(const char *src, const char *dst, unsigned flags, struct tvm_err *e);
+
 /* In the child: namespaces, mounts, pivot_root (jail_enter.c). */
 int jail_enter(struct jail *j, struct tvm_err *e);
 

@@ -1,6 +1,7 @@
 /* The daemon's own walls, put on its main thread before it reads a
  * client's byte and before it starts a thread (every thread inherits
- * them): Landlock over the file system, then the seccomp role SC_DAEMON
+ * them): as root a mount view of its own (jail_view), Landlock over the
+ * file system, then the seccomp role SC_DAEMON
  * (vmm/sandbox/seccomp_roles.c). What needs more goes through the
  * privileged helper (serve_priv.c), forked before. */
 #include <errno.h>
@@ -16,6 +17,17 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 
 	if (c->seccomp == TVM_SECCOMP_OFF)
 		return 0;
+	/* As root, first a view of its own: only its state dir and /proc
+	 * exist for it, so no other path (a container runtime's socket, a
+	 * host file) can even be named; /dev/kvm and the guest are the
+	 * helper's to look at (PRIV_HOST). Not as another user: a user
+	 * namespace would hide the clients' uids (SO_PEERCRED). */
+	if (geteuid() == 0) {
+		struct jail_view_dir view[] = { { c->state_dir, JAIL_M_RW }, { "/proc", 0 } };
+
+		if ((r = jail_view(view, 2, e)))
+			return r;
+	}
 	/* It reads and writes only beneath its state dir (sandboxes, their
 	 * snapshots and logs, templates, the CPU ledger) and reads /proc (a
 	 * VMM's start time, command line and CPU time): its config and
