@@ -27,6 +27,7 @@
 #include "tests/unit.h"
 #include "vmm/core/err.h"
 #include "vmm/sandbox/jail.h"
+#include "vmm/sandbox/jail_impl.h"
 
 #define JAIL_UID 64100
 #define JAIL_GID 64101
@@ -564,6 +565,42 @@ static int mount_child(void *arg)
 	return 0;
 }
 
+/* A path from a cwd on another mount (the daemon's cwd is / of its own
+ * view): the tree's own mount is its parent's, not the cwd's. */
+static int cwd_child(void *arg)
+{
+	char p[256];
+
+	(void)arg;
+	if (chdir("/proc"))
+		return 1;
+	snprintf(p, sizeof(p), "%s/y", tmp);
+	if (jail_remove_tree(AT_FDCWD, p) || !access(p, F_OK))
+		return 2;
+	snprintf(p, sizeof(p), "%s/z", tmp);
+	if (jail_remove_path(p) || !access(p, F_OK))
+		return 3;
+	return jail_remove_path(p) == 0 && jail_remove_path("z") == -EINVAL ? 0 : 4; /* gone: done */
+}
+
+START_TEST(remove_tree_of_a_path_stays_on_its_mount)
+{
+	char p[256];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/y", tmp);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/y/d", tmp);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	snprintf(p, sizeof(p), "%s/y/d/f", tmp);
+	ck_assert_int_ge(fd = open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), 0);
+	close(fd);
+	snprintf(p, sizeof(p), "%s/z", tmp);
+	ck_assert_int_eq(mkdir(p, 0700), 0);
+	ck_assert_int_eq(in_child(cwd_child, NULL), 0);
+}
+END_TEST
+
 START_TEST(remove_tree_never_enters_a_mount)
 {
 	char p[256];
@@ -894,6 +931,7 @@ int main(void)
 	tcase_add_test(gc, parses_owner_and_stat);
 	tcase_add_test(gc, gc_removes_only_jails_whose_owner_is_gone);
 	tcase_add_test(gc, remove_tree_never_enters_a_mount);
+	tcase_add_test(gc, remove_tree_of_a_path_stays_on_its_mount);
 	tcase_add_checked_fixture(run, setup, teardown);
 	if (kvm) {
 		tcase_add_test(run, runs_a_body_jailed_and_cleans_up);

@@ -244,8 +244,10 @@ int jail_pid_start(pid_t pid, unsigned long long *start);
 /* Whether process pid with that start time (0: any) still exists. */
 int jail_owner_alive(pid_t pid, unsigned long long start);
 
-/* Remove name under dirfd and everything beneath it, never following a
- * symlink nor leaving dirfd's file system. Returns 0 or -errno. */
+/* Remove name under dirfd (a path, with AT_FDCWD or a '/') and everything
+ * beneath it, never following a symlink nor entering another mount than
+ * that of name's parent directory. Returns 0 (a missing name too) or
+ * -errno (-EXDEV: a mount point beneath was left). */
 int jail_remove_tree(int dirfd, const char *name);
 
 #endif

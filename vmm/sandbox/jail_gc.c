@@ -156,24 +156,31 @@ static int remove_at(int at, const char *name, uint64_t mnt, int depth)
 
 int jail_remove_tree(int dirfd, const char *name)
 {
-	return remove_at(dirfd, name, mount_id(dirfd, ""), 0);
+	char parent[PATH_MAX];
+	const char *slash = strrchr(name, '/');
+	int fd, r;
+
+	if (dirfd != AT_FDCWD && !slash)
+		return remove_at(dirfd, name, mount_id(dirfd, ""), 0);
+	/* The mount to stay on is that of name's own parent, not the
+	 * cwd's (AT_FDCWD: a daemon's cwd is / or anywhere). */
+	if ((slash && !slash[1]) || !*name || (slash && (size_t)(slash - name) >= sizeof(parent)))
+		return -EINVAL;
+	if (slash)
+		snprintf(parent, sizeof(parent), "%.*s", slash == name ? 1 : (int)(slash - name), name);
+	else
+		snprintf(parent, sizeof(parent), ".");
+	fd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	r = remove_at(fd, slash ? slash + 1 : name, mount_id(fd, ""), 0);
+	close(fd);
+	return r;
 }
 
 int jail_remove_path(const char *path)
 {
-	char parent[PATH_MAX];
-	const char *slash = strrchr(path, '/');
-	int fd, r;
-
-	if (!slash || !slash[1] || (size_t)(slash - path) >= sizeof(parent))
-		return -EINVAL;
-	snprintf(parent, sizeof(parent), "%.*s", slash == path ? 1 : (int)(slash - path), path);
-	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	r = jail_remove_tree(fd, slash + 1);
-	close(fd);
-	return r;
+	return strchr(path, '/') ? jail_remove_tree(AT_FDCWD, path) : -EINVAL;
 }
 
 /* Undo what jail <base>/<name> made outside its directory, as listed in its
