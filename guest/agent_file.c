@@ -18,10 +18,16 @@ struct xfer {
 	uint32_t id;
 	bool put;
 	bool failed; /* PUT: error already reported, data is dropped until FILE_END */
+	bool whole;  /* PUT: ended with its OK (else what it wrote is removed) */
 	int fd;
 	uint64_t done; /* bytes moved */
 	uint64_t max;  /* GET: cap */
 	uint32_t mode; /* GET: the file's mode bits */
+	/* PUT: the file it opened (created or truncated), by whom */
+	char *path;
+	uint32_t uid, gid;
+	dev_t dev;
+	ino_t ino;
 };
 
 static struct xfer *xfer_find(struct conn *c, uint32_t id)
@@ -30,6 +36,27 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 		if (x->id == id)
 			return x;
 	return NULL;
+}
+
+/* A PUT that did not end whole (a write failed, FILE_END's size was not
+ * what arrived, the connection went) leaves no half file under the name:
+ * the file it opened is removed, if the name still is that file, as the
+ * identity that opened it. A PUT refused at its open never gets here, so
+ * it never removes what was there. */
+static void put_undo(const struct xfer *x)
+{
+	struct stat st;
+
+	if (ag.can_setuid) {
+		setfsgid(x->gid);
+		setfsuid(x->uid);
+	}
+	if (lstat(x->path, &st) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
+		unlink(x->path);
+	if (ag.can_setuid) {
+		setfsuid(0);
+		setfsgid(0);
+	}
 }
 
 static void xfer_drop(struct conn *c, struct xfer *x)
@@ -41,6 +68,9 @@ static void xfer_drop(struct conn *c, struct xfer *x)
 	*pp = x->next;
 	if (x->fd >= 0)
 		close(x->fd);
+	if (x->put && !x->whole)
+		put_undo(x);
+	free(x->path);
 	free(x);
 }
 
@@ -120,27 +150,43 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 	return fd;
 }
 
-static void xfer_add(struct conn *c, const struct tvp_msg *m, int fd, uint64_t max, uint32_t mode)
+static struct xfer *xfer_add(struct conn *c, const struct tvp_msg *m, int fd, uint64_t max, uint32_t mode)
 {
 	struct xfer *x = calloc(1, sizeof(*x));
 
 	if (!x) {
 		close(fd);
 		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
-		return;
+		return NULL;
 	}
-	*x = (struct xfer){ c->xfers, m->id, m->type == TVP_PUT_FILE, false, fd, 0, max, mode };
+	*x = (struct xfer){
+		.next = c->xfers, .id = m->id, .put = m->type == TVP_PUT_FILE, .fd = fd, .max = max, .mode = mode
+	};
 	c->xfers = x;
+	return x;
 }
 
 void file_put(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
-	int fd = xfer_open(c, m, m->put.path, m->put.uid, m->put.gid, O_WRONLY | O_CREAT | O_TRUNC, m->put.mode & 07777,
-			   &st);
+	struct xfer *x;
+	char *path = strndup(m->put.path.p, m->put.path.len);
+	uint32_t uid = m->put.uid, gid = m->put.gid;
+	int fd = path ? xfer_open(c, m, m->put.path, uid, gid, O_WRONLY | O_CREAT | O_TRUNC, m->put.mode & 07777, &st)
+		      : -1;
 
-	if (fd >= 0)
-		xfer_add(c, m, fd, 0, 0);
+	if (!path)
+		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
+	if (fd >= 0 && (x = xfer_add(c, m, fd, 0, 0))) {
+		agent_identity(&uid, &gid); /* as xfer_open took them */
+		x->path = path;
+		x->uid = uid;
+		x->gid = gid;
+		x->dev = st.st_dev;
+		x->ino = st.st_ino;
+		return;
+	}
+	free(path);
 }
 
 void file_get(struct conn *c, const struct tvp_msg *m)
@@ -204,8 +250,10 @@ void file_end(struct conn *c, const struct tvp_msg *m)
 		else if (m->file_end.size != x->done)
 			conn_send_error(c, m->id, TVP_ERR_STATE, 0, "FILE_END says %llu bytes, %llu arrived",
 					(unsigned long long)m->file_end.size, (unsigned long long)x->done);
-		else
+		else {
+			x->whole = true;
 			conn_send_ok(c, m->id, TVP_PUT_FILE, x->done);
+		}
 	}
 	xfer_drop(c, x);
 }

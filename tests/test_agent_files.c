@@ -158,12 +158,13 @@ START_TEST(put_errors)
 	ck_assert_int_eq(ac_recv(c, &r), 1);
 	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
 
-	/* A size mismatch at FILE_END. */
+	/* A size mismatch at FILE_END: no half file is left under the name. */
 	snprintf(path, sizeof(path), "%s/short", dir);
 	put_begin(2, path, 0644, 0, TVP_ID_DEFAULT);
 	ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 2, .file_end = { 5, 0 } });
 	ck_assert_int_eq(ac_recv(c, &r), 1);
 	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+	ck_assert_int_eq(access(path, F_OK), -1);
 
 	/* An id in use. */
 	put_begin(3, path, 0644, 0, TVP_ID_DEFAULT);
@@ -175,6 +176,47 @@ START_TEST(put_errors)
 	put_begin(4, dir, 0644, 0, TVP_ID_DEFAULT);
 	ck_assert_int_eq(ac_recv(c, &r), 1);
 	ck_assert_uint_eq(r.error.code, TVP_ERR_IO);
+}
+END_TEST
+
+/* A PUT refused at its open leaves the file that was there; one whose
+ * connection goes before FILE_END leaves nothing under the name. */
+START_TEST(a_failed_put_removes_only_what_it_wrote)
+{
+	char keep[128], half[128];
+	struct tvp_msg r;
+	int fd;
+
+	if (geteuid() != 0) {
+		printf("test_agent_files: SKIPPED: another uid's refusal needs root\n");
+		return;
+	}
+	snprintf(keep, sizeof(keep), "%s/keep", dir);
+	ck_assert_int_ge(fd = open(keep, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	ck_assert_int_eq(write(fd, "old", 3), 3);
+	close(fd);
+	put(1, keep, (const uint8_t *)"new", 3, 0644, 0, 1000, &r); /* root's file, uid 1000's PUT */
+	ck_assert_uint_eq(r.type, TVP_ERROR);
+	ck_assert_int_eq(r.error.sys_errno, EACCES);
+	ck_assert_int_eq(ac_recv(c, &r), 1); /* its FILE_DATA and FILE_END: no such transfer */
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	uint8_t *got;
+	size_t len;
+	ck_assert_ptr_nonnull(got = get(2, keep, 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_uint_eq(len, 3);
+	ck_assert(!memcmp(got, "old", 3));
+	free(got);
+
+	/* the host goes mid-file */
+	snprintf(half, sizeof(half), "%s/half", dir);
+	put_begin(3, half, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c,
+		&(struct tvp_msg){ .type = TVP_FILE_DATA, .id = 3, .data = { .data = { (const uint8_t *)"ab", 2 } } });
+	ac_close(c);
+	c = ac_open(); /* served in order: the agent has dropped the other one by now */
+	ck_assert_ptr_null(get(4, half, 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_int_eq(r.error.sys_errno, ENOENT);
+	ck_assert_int_eq(access(half, F_OK), -1);
 }
 END_TEST
 
@@ -275,6 +317,7 @@ static Suite *files_suite(void)
 	tcase_add_test(tc, put_get_5mib_roundtrip);
 	tcase_add_test(tc, get_errors);
 	tcase_add_test(tc, put_errors);
+	tcase_add_test(tc, a_failed_put_removes_only_what_it_wrote);
 	tcase_add_test(tc, transfer_during_job);
 	tcase_add_test(tc, file_identity);
 	tcase_add_test(tc, static_build_footprint);

@@ -87,20 +87,10 @@ static void file_put(struct conn *c, const struct http_request *r, struct sandbo
 	int rc = sb_agent(sb, 30000, &a, &e);
 	if (!rc)
 		rc = tvm_agent_put_stream(a, path, (uint32_t)mode, uid, body_src, c, &size, &e);
+	/* A PUT that failed after its open (a client that stopped, a full
+	 * disk) leaves no half file: the agent removes what it wrote (and only
+	 * that: a PUT refused at its open leaves what was there). */
 	tvm_agent_close(a);
-	if (rc && rc != -ENOENT) {
-		/* The agent keeps what it wrote before the failure (a client
-		 * that stopped, a full disk): no half file under the name. */
-		const char *argv[] = { "rm", "-f", "--", path, NULL };
-		struct tvm_job_result res;
-		struct tvm_err e2 = { 0 };
-		char *o = NULL, *er = NULL;
-		size_t n;
-
-		exec_simple(sb, argv, uid, FILE_OP_MS, 4096, &res, &o, &n, &er, NULL, &e2);
-		free(o);
-		free(er);
-	}
 	audit_file(c, sb, "file_put", path, size, rc == 0);
 	if (rc) {
 		refused(c, rc, "put", path, &e);
