@@ -109,6 +109,11 @@ static int as_the_daemon(pid_t parent, int abi)
 	snprintf(p, sizeof(p), "%s/victim", outside);
 	if (open(p, O_WRONLY | O_CLOEXEC) >= 0 || unlink(p) == 0 || rename(p, "/tmp/tvm-walls-moved") == 0)
 		return 19;
+	/* its VMMs' jails are read-only to it (root trusts what is there) */
+	snprintf(p, sizeof(p), "%s/jail/planted", state);
+	if (geteuid() == 0 && (open(p, O_WRONLY | O_CREAT | O_CLOEXEC, 0600) >= 0 || errno != EROFS ||
+			       mkdir(p, 0700) == 0 || errno != EROFS))
+		return 27;
 	/* a named socket outside (a container runtime's): in its own view
 	 * (root) it does not exist; Landlock alone cannot refuse a connect */
 	if (geteuid() == 0) {
@@ -189,6 +194,8 @@ START_TEST(the_daemon_writes_its_state_dir_only)
 	ck_assert_ptr_nonnull(mkdtemp(sock_dir));
 	ck_assert_ptr_nonnull(mkdtemp(outside));
 	snprintf(c.state_dir, sizeof(c.state_dir), "%s", state);
+	snprintf(p, sizeof(p), "%s/jail", state);
+	ck_assert_int_eq(mkdir(p, 0700), 0); /* as srv_state_init makes it */
 	snprintf(c.socket_path, sizeof(c.socket_path), "%s/api.sock", sock_dir);
 	ck_assert_int_ge(fd = open(c.socket_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600), 0);
 	close(fd);

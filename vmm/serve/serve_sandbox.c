@@ -484,12 +484,9 @@ static void reaped_locked(struct srv *s, struct sandbox *sb, int status, uint64_
 	tvm_agent_close(sb->keeper);
 	sb->keeper = NULL;
 	net_release(s, sb);
-	/* A VMM killed before it could clean up leaves its jail. */
-	if (status < 0 || WIFSIGNALED(status)) {
-		char jd[300];
-		jail_dir(s, jd, sizeof(jd));
-		jail_gc(jd, NULL, NULL);
-	}
+	/* A VMM killed before it could clean up leaves its jail: the next
+	 * VMM's start removes it (jail_run), or the next daemon's. Not this
+	 * one: its jail dir is read-only to it (srv_walls). */
 	sb_persist_locked(s, sb);
 	pthread_cond_broadcast(&s->cv);
 }
@@ -1265,6 +1262,9 @@ int srv_state_init(struct srv *s)
 	snprintf(path, sizeof(path), "%s/sandboxes", s->cfg.state_dir);
 	if (mkdir(path, 0700) < 0 && errno != EEXIST)
 		return -errno;
+	jail_dir(s, path, sizeof(path)); /* its walls show it read-only: it must exist */
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
 	if (quota_load(s) < 0)
 		fprintf(stderr, "tinyvmm serve: %s/cpu-usage unreadable: today's CPU use starts at 0\n",
 			s->cfg.state_dir);
@@ -1289,7 +1289,10 @@ int srv_state_init(struct srv *s)
 	}
 	closedir(d);
 	tmpl_load(s);
-	/* After load_one killed what it does not re-adopt. */
+	/* After load_one killed what it does not re-adopt. Before the walls,
+	 * as root: what it reads there only root wrote (a VMM's jail parent),
+	 * the confined daemon cannot (srv_walls), so no stage path in it
+	 * is a taken-over daemon's. */
 	jail_dir(s, path, sizeof(path));
 	jail_gc(path, NULL, NULL);
 	return 0;

@@ -23,9 +23,16 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 	 * helper's to look at (PRIV_HOST). Not as another user: a user
 	 * namespace would hide the clients' uids (SO_PEERCRED). */
 	if (geteuid() == 0) {
-		struct jail_view_dir view[] = { { c->state_dir, JAIL_M_RW }, { "/proc", 0 } };
+		char jail[sizeof(c->state_dir) + 8];
 
-		if ((r = jail_view(view, 2, e)))
+		/* Its VMMs' jails (--jail-dir <state>/jail) read-only: their
+		 * owner and extra files are trusted by root (a VMM's jail
+		 * parent and the next daemon clean stale jails up, removing
+		 * the stage paths listed there): none may be the daemon's. */
+		snprintf(jail, sizeof(jail), "%s/jail", c->state_dir);
+		struct jail_view_dir view[] = { { c->state_dir, JAIL_M_RW }, { jail, 0 }, { "/proc", 0 } };
+
+		if ((r = jail_view(view, 3, e)))
 			return r;
 	}
 	/* It reads and writes only beneath its state dir (sandboxes, their
