@@ -1096,6 +1096,29 @@ class T06Hostile(ServeTest):
         self.expect_error(client.raw_exchange(SOCK, many), (400, 431), "bad_request", http_level=True)
         self.assertEqual(call(UID_A, "GET", "/v1/health").status, 200)
 
+    def test_no_100_continue_after_a_final_answer(self):
+        """A request with Expect: 100-continue whose handler answers
+        without reading the body: no 100 after that final answer (RFC 9110
+        §10.1.1; it came before the next response), and the connection
+        ends rather than guess whether the body follows."""
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(WAIT)
+        s.connect(SOCK)
+        try:
+            s.sendall(b"GET /v1/version HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nExpect: 100-continue\r\n\r\n"
+                      b"abcGET /v1/version HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+            out = b""
+            while True:
+                b = s.recv(65536)
+                if not b:
+                    break
+                out += b
+        finally:
+            s.close()
+        self.assertNotIn(b"100 Continue", out)
+        self.assertEqual(out.count(b"HTTP/1.1 200 "), 1, out[:500])
+        self.assertEqual(call(UID_A, "GET", "/v1/health").status, 200)
+
     def test_slow_client_blocks_nobody(self):
         sent = []
         done = threading.Event()
@@ -1539,6 +1562,12 @@ class T09Budget(ServeTest):
             # another owner is not charged for it
             other = create(UID_D).json["id"]
             delete(UID_D, other)
+            # a resume starts a VMM as a create does: refused too (it was not)
+            r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % sid, timeout=300)
+            self.assertEqual(r.status, 200, r.body)
+            e = self.expect_error(call(UID_C, "POST", "/v1/sandboxes/%s/resume" % sid, timeout=300), 429,
+                                  "quota_exceeded")
+            self.assertIn("daily CPU budget", e["message"])
             # ended and reaped: counted for good, kept across a restart
             delete(UID_C, sid)
             wait_ended(UID_C, sid)

@@ -312,6 +312,13 @@ static void finish_body(struct conn *c)
 	char sink[4096];
 	size_t total = 0;
 
+	/* A client that waited for 100 Continue got the final answer
+	 * instead: no 100 now (RFC 9110 §10.1.1), and whether its body
+	 * follows is not guessed: the connection ends. */
+	if (c->p.req.expect_continue && !c->body_started && !c->body_done) {
+		c->keep_alive = false;
+		return;
+	}
 	while (!c->body_done && c->keep_alive) {
 		ssize_t n = conn_body_read(c, sink, sizeof(sink));
 		if (n <= 0 || (total += (size_t)n) > (1u << 20)) {

@@ -81,7 +81,7 @@ static void file_put(struct conn *c, const struct http_request *r, struct sandbo
 		return;
 	}
 	if (!r->chunked && !r->has_length) {
-		conn_error(c, 411, "bad_request", "PUT needs Content-Length or chunked Transfer-Encoding");
+		conn_error(c, 400, "bad_request", "PUT needs Content-Length or chunked Transfer-Encoding");
 		return;
 	}
 	int rc = sb_agent(sb, 30000, &a, &e);

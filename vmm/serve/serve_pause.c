@@ -203,7 +203,9 @@ void api_resume(struct conn *c, struct sandbox *sb)
 			   held ? "is held: a resume or fork of it is under way" : "is not paused");
 		return;
 	}
-	if (sb_admit_locked(c, sb->owner))
+	/* A resume starts a VMM as a create does: the owner's limit and
+	 * its daily CPU budget. */
+	if (quota_admit_locked(c, sb->owner, "resume") || sb_admit_locked(c, sb->owner))
 		return;
 	sb->pausing = true; /* no second resume meanwhile */
 	pthread_mutex_unlock(&s->mu);
