@@ -283,6 +283,10 @@ export interface Template {
   memoryKib: number;
   /** saved from a networked sandbox: every create from it needs network.enabled true */
   network: boolean;
+  /** creates from it (ms from request to answer) and its sandboxes' pauses, as Pool has them */
+  createLatency: PoolLatency;
+  pauseTime: PoolLatency;
+  pauseSize: PoolSize;
 }
 export declare function templates(opts?: { socketPath?: string }): Promise<Template[]>;
 /** build template `name`: the daemon runs `sh -c warmup` as root in a new sandbox (no network unless `network`: then a networked template, whose creates need one too), saves it once it exits 0 and ends it; WarmupFailedError (422) otherwise, nothing saved */

@@ -820,11 +820,13 @@ function poolFromJson(d) {
   };
 }
 
-/** A wire Template as {name, createdAt, fromSandbox, cpus, memoryMib, memoryKib, network}. */
+/** A wire Template as {name, createdAt, fromSandbox, cpus, memoryMib, memoryKib, network, createLatency, pauseTime, pauseSize}. */
 function templateFromJson(d) {
   return {
     name: d.name, createdAt: d.created_at, fromSandbox: d.from_sandbox, cpus: d.cpus,
     memoryMib: d.memory_mib, memoryKib: d.memory_kib, network: !!d.network,
+    createLatency: latencyFromJson(d.create_latency), pauseTime: latencyFromJson(d.pause_time),
+    pauseSize: sizesFromJson(d.pause_size),
   };
 }
 

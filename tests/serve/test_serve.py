@@ -1443,6 +1443,26 @@ class T08bHostileState(ServeTest):
         finally:
             call(0, "DELETE", "/v1/sandboxes/" + shape)
 
+    def test_a_saved_template_is_shown_and_deleted_whole(self):
+        """A template read back at the start: its figures start at 0 (they
+        are this daemon's), and a DELETE removes its directory (it stayed
+        when the daemon's cwd was on another mount than its state dir: the
+        daemon's own view makes that always so)."""
+        self.assertTrue(stop_daemon(), log_tail())
+        d = os.path.join(STATE, "templates", str(UID_C), "planted")
+        os.makedirs(os.path.join(d, "snap"))
+        with open(os.path.join(d, "template.json"), "w") as f:
+            json.dump({"template": {"name": "planted", "created_at": "2026-12-01T00:00:00Z",
+                                    "from_sandbox": "sbx_" + "ab" * 16, "cpus": 1, "memory_mib": 256,
+                                    "network": False}, "owner": UID_C}, f)
+        start_daemon()
+        t = call(UID_C, "GET", "/v1/templates/planted").json
+        self.assertEqual((t["name"], t["create_latency"]["samples"], t["pause_time"]["samples"],
+                          t["pause_size"]["p50_kib"]), ("planted", 0, 0, None), t)
+        self.assertEqual(call(UID_C, "DELETE", "/v1/templates/planted").status, 204)
+        self.assertFalse(os.path.exists(d), log_tail(20))
+        self.assertNotIn("not all removed", log_tail(20))
+
     def test_the_state_dir_has_one_spelling(self):
         """A restarted daemon knows its VMMs by the paths in their command
         lines: --state-dir D//x/ is D/x, whatever the spelling."""
@@ -2156,6 +2176,16 @@ class T13Templates(ServeTest):
             self.assertNotEqual(outs[0].split("\n")[3], outs[1].split("\n")[3])  # entropy of its own
             self.sh(made[0], "echo only-here > /tmp/app/mine")
             self.assertEqual(self.sh(made[1], "cat /tmp/app/mine 2>/dev/null; echo end"), "end\n")
+            # its own figures: the two creates from it, then a pause of one of its sandboxes
+            t = call(UID_C, "GET", "/v1/templates/py").json
+            self.assertEqual(t["create_latency"]["samples"], 2, t)
+            self.assertEqual(call(UID_C, "GET", "/v1/templates/py.tmp").json["create_latency"]["samples"], 0)
+            r = call(UID_C, "POST", "/v1/sandboxes/%s/pause" % made[1], timeout=300)
+            self.assertEqual(r.status, 200, r.body)
+            t = call(UID_C, "GET", "/v1/templates/py").json
+            self.assertEqual((t["pause_time"]["samples"], t["pause_size"]["samples"]), (1, 1), t)
+            print(" created from it in %s ms (p50), paused in %s ms, %s KiB"
+                  % (t["create_latency"]["p50_ms"], t["pause_time"]["p50_ms"], t["pause_size"]["p50_kib"]), end="")
             # a restart keeps it; a delete ends its use, not the sandboxes made from it
             restart_daemon()
             self.assertEqual(call(UID_C, "GET", "/v1/templates/py").json["from_sandbox"], src)

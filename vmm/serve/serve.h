@@ -161,6 +161,16 @@ struct sandbox {
 #define SB_NET_ARGS_MAX (2 + 4 * SB_NET_RULES_MAX + 1)
 
 /* A custom template (serve_template.c): <state>/templates/<owner>/<name>. */
+/* A template's figures since the daemon started: the last LAT_RING of
+ * each ring (POOL_*): create latencies (ms, from a create's request to
+ * its answer) of misses and of pool hits, pause times (ms) and sizes
+ * (KiB: the memory file's allocated size). Under mu. */
+#define LAT_RING 256
+struct tmpl_stats {
+	uint32_t ring[4][LAT_RING];
+	unsigned nring[4];
+};
+
 struct tmpl {
 	struct tmpl *next;
 	char name[64];
@@ -171,6 +181,7 @@ struct tmpl {
 	time_t created_at;
 	bool ready;   /* made; else being made, its name taken */
 	bool network; /* its snapshot has a network device: each create from it has a network */
+	struct tmpl_stats st;
 };
 
 struct srv {
@@ -194,10 +205,7 @@ struct srv {
 	struct pool_stats {
 		unsigned size;         /* wanted ready sandboxes (PUT .../pool) */
 		uint64_t hits, misses; /* creates served from the pool, and not */
-		/* Rings of the last 256: create latencies (ms) of [POOL_MISS]
-		 * and [POOL_HIT] creates, pause times (ms) and sizes (KiB). */
-		uint32_t ring[4][256];
-		unsigned nring[4];
+		struct tmpl_stats st;  /* the default template's figures */
 		pthread_t thread;
 		bool started;
 	} pool;
@@ -635,8 +643,12 @@ int quota_admit_locked(struct conn *c, uid_t uid, const char *what);
 int quota_load(struct srv *s);
 
 enum { POOL_MISS, POOL_HIT, POOL_PAUSE_MS, POOL_PAUSE_KIB };
-/* Add v to ring k of s->pool (POOL_*). Under mu. */
-void pool_sample_locked(struct srv *s, unsigned k, uint64_t v);
+/* Add v to ring k (POOL_*) of the figures of sb's template (the pool's
+ * for the default one; none once its template is deleted). Under mu. */
+void stats_sample_locked(struct srv *s, const struct sandbox *sb, unsigned k, uint64_t v);
+/* Nearest-rank percentiles of ring k of st: {"samples", "p50_<unit>",
+ * "p99_<unit>"} (null without samples). Under mu. */
+void stats_write(struct json_w *w, const struct tmpl_stats *st, unsigned k, const char *unit);
 
 /* serve_pool.c: the warm pool of the default template (cfg.pool_size
  * sandboxes restored, agent connected and seeded, owned by no one). */
@@ -655,8 +667,6 @@ struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req);
 /* A create the pool could not serve will start a VM: with the service at
  * max_sandboxes counting pooled ones, one pooled sandbox ends for it. Under mu. */
 void pool_make_room_locked(struct srv *s);
-/* A create's latency (ms from its request to its answer). Under mu. */
-void pool_latency_locked(struct srv *s, bool hit, uint64_t ms);
 /* GET/PUT /v1/templates/{name}/pool. */
 void api_pool(struct conn *c, const struct http_request *r, const char *name);
 

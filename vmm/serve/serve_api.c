@@ -347,8 +347,7 @@ static void answer_created(struct conn *c, struct sandbox *sb, uint64_t t0)
 
 	json_w_init(&w, buf, buf ? cap : 0);
 	pthread_mutex_lock(&c->s->mu);
-	if (!strcmp(sb->template, "default"))
-		pool_latency_locked(c->s, sb->from_pool, (now_ns() - t0) / 1000000u);
+	stats_sample_locked(c->s, sb, sb->from_pool ? POOL_HIT : POOL_MISS, (now_ns() - t0) / 1000000u);
 	sb_write_json(&w, sb, true);
 	sb->refs--;
 	pthread_mutex_unlock(&c->s->mu);

@@ -109,10 +109,9 @@ int sb_pause(struct srv *s, struct sandbox *sb, bool hold, char *err, size_t cap
 	sb->pause_gen++;
 	sb->pause_ms = (now_ns() - t0) / 1000000u;
 	sb->pause_bytes = stat(mem, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
-	if (!strcmp(sb->template, "default")) { /* the figures of GET .../default/pool */
-		pool_sample_locked(s, POOL_PAUSE_MS, sb->pause_ms);
-		pool_sample_locked(s, POOL_PAUSE_KIB, sb->pause_bytes >> 10);
-	}
+	/* the figures of GET .../default/pool, or of GET /v1/templates/NAME */
+	stats_sample_locked(s, sb, POOL_PAUSE_MS, sb->pause_ms);
+	stats_sample_locked(s, sb, POOL_PAUSE_KIB, sb->pause_bytes >> 10);
 	sb_audit_locked(s, sb, "paused"); /* with the pid of the VMM that saved it */
 	sb->pid = 0;
 	sb->pausing = hold; /* held: the caller starts it again, no one else */

@@ -26,7 +26,6 @@
 
 #define POOL_CPUS 1
 #define POOL_MEM_MIB 256
-#define LAT_RING 256
 /* After a failed restore the next try waits 1, 2, 4 ... 60 s. */
 #define RETRY_MAX_S 60
 
@@ -248,17 +247,15 @@ struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req)
 	return p;
 }
 
-void pool_sample_locked(struct srv *s, unsigned k, uint64_t v)
+void stats_sample_locked(struct srv *s, const struct sandbox *sb, unsigned k, uint64_t v)
 {
-	unsigned *n = &s->pool.nring[k];
+	struct tmpl *t = strcmp(sb->template, "default") ? tmpl_find_locked(s, sb->owner, sb->template) : NULL;
+	struct tmpl_stats *st = t ? &t->st : &s->pool.st;
 
-	s->pool.ring[k][*n % LAT_RING] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
-	(*n)++;
-}
-
-void pool_latency_locked(struct srv *s, bool hit, uint64_t ms)
-{
-	pool_sample_locked(s, hit ? POOL_HIT : POOL_MISS, ms);
+	if (!t && strcmp(sb->template, "default"))
+		return;
+	st->ring[k][st->nring[k] % LAT_RING] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	st->nring[k]++;
 }
 
 static int cmp_u32(const void *a, const void *b)
@@ -268,15 +265,13 @@ static int cmp_u32(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-/* Nearest-rank percentiles of the last (at most LAT_RING) samples of ring
- * k: {"samples", "p50_<unit>", "p99_<unit>"}. */
-static void percentiles(const struct srv *s, unsigned k, const char *unit, struct json_w *w)
+void stats_write(struct json_w *w, const struct tmpl_stats *st, unsigned k, const char *unit)
 {
 	uint32_t v[LAT_RING];
-	unsigned n = s->pool.nring[k] < LAT_RING ? s->pool.nring[k] : LAT_RING;
+	unsigned n = st->nring[k] < LAT_RING ? st->nring[k] : LAT_RING;
 	char key[16];
 
-	memcpy(v, s->pool.ring[k], n * sizeof(v[0]));
+	memcpy(v, st->ring[k], n * sizeof(v[0]));
 	qsort(v, n, sizeof(v[0]), cmp_u32);
 	json_w_obj_begin(w);
 	json_w_kuint(w, "samples", n);
@@ -357,15 +352,15 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 	json_w_key(&w, "create_latency", 14);
 	json_w_obj_begin(&w);
 	json_w_key(&w, "hit", 3);
-	percentiles(s, POOL_HIT, "ms", &w);
+	stats_write(&w, &s->pool.st, POOL_HIT, "ms");
 	json_w_key(&w, "miss", 4);
-	percentiles(s, POOL_MISS, "ms", &w);
+	stats_write(&w, &s->pool.st, POOL_MISS, "ms");
 	json_w_obj_end(&w);
 	/* Pauses of this template's sandboxes: time, and memory saved. */
 	json_w_key(&w, "pause_time", 10);
-	percentiles(s, POOL_PAUSE_MS, "ms", &w);
+	stats_write(&w, &s->pool.st, POOL_PAUSE_MS, "ms");
 	json_w_key(&w, "pause_size", 10);
-	percentiles(s, POOL_PAUSE_KIB, "kib", &w);
+	stats_write(&w, &s->pool.st, POOL_PAUSE_KIB, "kib");
 	json_w_obj_end(&w);
 	pthread_mutex_unlock(&s->mu);
 	conn_json(c, 200, &w);

@@ -28,6 +28,7 @@
 #define WARMUP_SAVE_S 300    /* its sandbox's lifetime past the timeout */
 #define WARMUP_OUT_CAP 65536 /* bytes of its output kept per stream */
 #define WARMUP_TAIL 400      /* bytes of its stderr in a failure's message */
+#define TMPL_JSON_MAX 1024   /* bytes of a Template as the API shows it */
 
 bool tmpl_name_ok(const char *n)
 {
@@ -58,7 +59,9 @@ struct tmpl *tmpl_find_locked(struct srv *s, uid_t owner, const char *name)
 	return NULL;
 }
 
-static void write_json(struct json_w *w, const struct tmpl *t)
+/* A Template; with figures, as the API shows it (not saved: they start
+ * again with the daemon, as the pool's do). */
+static void write_json(struct json_w *w, const struct tmpl *t, bool figures)
 {
 	char ts[32];
 
@@ -71,6 +74,14 @@ static void write_json(struct json_w *w, const struct tmpl *t)
 	json_w_kuint(w, "memory_mib", t->memory_mib);
 	json_w_kuint(w, "memory_kib", t->mem_kib);
 	json_w_kbool(w, "network", t->network);
+	if (figures) {
+		json_w_key(w, "create_latency", 14);
+		stats_write(w, &t->st, POOL_MISS, "ms");
+		json_w_key(w, "pause_time", 10);
+		stats_write(w, &t->st, POOL_PAUSE_MS, "ms");
+		json_w_key(w, "pause_size", 10);
+		stats_write(w, &t->st, POOL_PAUSE_KIB, "kib");
+	}
 	json_w_obj_end(w);
 }
 
@@ -84,7 +95,7 @@ static int save(const char *dir, const struct tmpl *t)
 	json_w_init(&w, buf, sizeof(buf));
 	json_w_obj_begin(&w);
 	json_w_key(&w, "template", 8);
-	write_json(&w, t);
+	write_json(&w, t, false);
 	json_w_kuint(&w, "owner", t->owner);
 	json_w_obj_end(&w);
 	if (json_w_finish(&w, &len))
@@ -421,12 +432,12 @@ static void api_template_create(struct conn *c)
 		conn_error(c, 500, "internal", "template \"%s\": %s", t->name, err);
 		goto out;
 	}
-	char buf[512];
+	char buf[TMPL_JSON_MAX];
 	struct json_w w;
 	json_w_init(&w, buf, sizeof(buf));
 	pthread_mutex_lock(&s->mu);
 	t->ready = true;
-	write_json(&w, t);
+	write_json(&w, t, true);
 	pthread_mutex_unlock(&s->mu);
 	fprintf(stderr, "tinyvmm serve: uid %u: template \"%s\" made from sandbox %s (%llu KiB of memory)\n",
 		(unsigned)c->uid, t->name, t->from, (unsigned long long)t->mem_kib);
@@ -466,7 +477,7 @@ static void api_template_list(struct conn *c)
 
 	pthread_mutex_lock(&s->mu);
 	for (struct tmpl *t = s->templates; t; t = t->next)
-		cap += t->owner == c->uid && t->ready ? 512 : 0;
+		cap += t->owner == c->uid && t->ready ? TMPL_JSON_MAX : 0;
 	buf = malloc(cap);
 	json_w_init(&w, buf, buf ? cap : 0);
 	json_w_obj_begin(&w);
@@ -474,7 +485,7 @@ static void api_template_list(struct conn *c)
 	json_w_arr_begin(&w);
 	for (struct tmpl *t = s->templates; t; t = t->next)
 		if (t->owner == c->uid && t->ready)
-			write_json(&w, t);
+			write_json(&w, t, true);
 	json_w_arr_end(&w);
 	json_w_obj_end(&w);
 	pthread_mutex_unlock(&s->mu);
@@ -487,7 +498,7 @@ static void api_template_one(struct conn *c, const char *name, bool del)
 {
 	struct srv *s = c->s;
 	struct tmpl *t, **pp;
-	char buf[512], dir[600];
+	char buf[TMPL_JSON_MAX], dir[600];
 	struct json_w w;
 
 	pthread_mutex_lock(&s->mu);
@@ -502,7 +513,7 @@ static void api_template_one(struct conn *c, const char *name, bool del)
 	}
 	if (!del) {
 		json_w_init(&w, buf, sizeof(buf));
-		write_json(&w, t);
+		write_json(&w, t, true);
 		pthread_mutex_unlock(&s->mu);
 		conn_json(c, 200, &w);
 		return;

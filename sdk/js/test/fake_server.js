@@ -260,7 +260,9 @@ export class FakeDaemon {
     }
     const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
     fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: networked };
+    const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: networked,
+      create_latency: { samples: 0, p50_ms: null, p99_ms: null }, pause_time: { samples: 0, p50_ms: null, p99_ms: null },
+      pause_size: { samples: 0, p50_kib: null, p99_kib: null } };
     this.templates.set(key, { json, root });
     return this.json(res, 201, json);
   }
@@ -299,7 +301,9 @@ export class FakeDaemon {
       if (why) throw new ApiError(409, 'conflict', `sandbox ${sb.id} cannot be saved as a template: ${why}`);
       const root = fs.mkdtempSync(path.join(this.tmp, `template-${this.uid}-${b.name}-`));
       fs.cpSync(sb.root, root, { recursive: true, verbatimSymlinks: true });
-      const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: Boolean(sb.network) };
+      const json = { name: b.name, created_at: iso(Date.now()), from_sandbox: sb.id, cpus: sb.cpus, memory_mib: sb.memory, memory_kib: 1024, network: Boolean(sb.network),
+      create_latency: { samples: 0, p50_ms: null, p99_ms: null }, pause_time: { samples: 0, p50_ms: null, p99_ms: null },
+      pause_size: { samples: 0, p50_kib: null, p99_kib: null } };
       this.templates.set(key, { json, root });
       return this.json(res, 201, json);
     }

@@ -18,7 +18,8 @@ after(async () => { await fake.stop(); });
 
 const TASK = "import json\nprint(json.dumps({'total': sum([3, 4, 5, 6, 7])}))\n";
 // A Template's keys: camelCase, none of the wire's (created_at, from_sandbox, memory_mib, memory_kib).
-const TEMPLATE_KEYS = ['cpus', 'createdAt', 'fromSandbox', 'memoryKib', 'memoryMib', 'name', 'network'];
+const TEMPLATE_KEYS = ['cpus', 'createLatency', 'createdAt', 'fromSandbox', 'memoryKib', 'memoryMib', 'name', 'network',
+  'pauseSize', 'pauseTime'];
 const assertTemplate = (t) => assert.deepEqual(Object.keys(t).sort(), TEMPLATE_KEYS);
 
 test('seed flow: write, run as the unprivileged user with a 30 s timeout, kill in finally', async () => {

@@ -51,6 +51,13 @@ def _rfc3339(t: Optional[float]) -> Optional[str]:
     return _dt.datetime.fromtimestamp(t, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+
+def _template_figures():
+    """A new template's figures (none yet), as the daemon shows them."""
+    lat = {"samples": 0, "p50_ms": None, "p99_ms": None}
+    return {"create_latency": dict(lat), "pause_time": dict(lat),
+            "pause_size": {"samples": 0, "p50_kib": None, "p99_kib": None}}
+
 class ApiError(Exception):
     def __init__(self, code: int, error: str, message: str, **extra: Any) -> None:
         super().__init__(message)
@@ -614,7 +621,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
             shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
             t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
-                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(sb.network)}
+                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(sb.network), **_template_figures()}
             f.templates[(uid, name)] = {"json": t, "root": root}
             sb.log.append({"time": _rfc3339(_now()), "event": "template", "name": name})
         self._send_json(201, t)
@@ -655,7 +662,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             root = tempfile.mkdtemp(prefix=f"template-{uid}-{name}-", dir=f.tmp)
             shutil.copytree(sb.root, root, symlinks=True, dirs_exist_ok=True)
             t = {"name": name, "created_at": _rfc3339(_now()), "from_sandbox": sb.id, "cpus": sb.cpus,
-                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(net and net.get("enabled"))}
+                 "memory_mib": sb.memory, "memory_kib": 1024, "network": bool(net and net.get("enabled")), **_template_figures()}
             f.templates[(uid, name)] = {"json": t, "root": root}
         self._send_json(201, t)
 

@@ -66,7 +66,8 @@ def set_pool(size: int, template: str = "default", socket_path: "str | None" = N
 def templates(socket_path: "str | None" = None) -> list:
     """``GET /v1/templates``: the caller's custom templates (``default`` always
     exists and is not listed), each ``{"name", "created_at", "from_sandbox",
-    "cpus", "memory_mib", "memory_kib", "network"}``.  Make one with
+    "cpus", "memory_mib", "memory_kib", "network", "create_latency",
+    "pause_time", "pause_size"}`` (the figures as :func:`pool` has them).  Make one with
     :meth:`Sandbox.save_as_template`; start from one with
     ``Sandbox.create(template=name)``."""
     return Client(socket_path).call("GET", "/templates").get("templates", [])
