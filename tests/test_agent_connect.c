@@ -256,6 +256,30 @@ START_TEST(gives_up_at_the_deadline_saying_why)
 }
 END_TEST
 
+/* A socket nobody listens on any more (its VMM ended): not a VM still
+ * booting, so no wait to the deadline (`tinyvmm exec` waited 120 s). */
+START_TEST(a_socket_nobody_listens_on_is_no_vm)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct tvm_agent_addr to = { .uds_path = sa.sun_path };
+	struct tvm_agent *a;
+	struct tvm_err e = { 0 };
+	char want[200];
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "/tmp/tvm-stale-%d.sock", (int)getpid());
+	unlink(sa.sun_path);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	close(fd); /* the file stays, nothing listens */
+	ck_assert_int_eq(tvm_agent_connect(&to, WAIT_MS, 0, &a, &e), -ECONNREFUSED);
+	ck_assert_ptr_null(a);
+	snprintf(want, sizeof(want), "vsock socket %s: no VM listens there (a socket left by a VMM that ended?)",
+		 sa.sun_path);
+	ck_assert_str_eq(e.msg, want);
+	unlink(sa.sun_path);
+}
+END_TEST
+
 START_TEST(one_address_exactly)
 {
 	struct tvm_agent_addr none = { 0 }, both = { .vm = (struct tvm_vm *)&none, .uds_path = "/x" };
@@ -284,6 +308,7 @@ static Suite *agent_connect_suite(void)
 	tcase_add_test(tc, not_an_agent_is_not_retried);
 	tcase_add_test(tc, gives_up_at_the_deadline_saying_why);
 	tcase_add_test(tc, one_address_exactly);
+	tcase_add_test(tc, a_socket_nobody_listens_on_is_no_vm);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -2,6 +2,7 @@
  * blocking calls, a poll loop while a job runs so stdin and output flow at
  * the same time. Every frame from the guest goes through the shared codec
  * (guest/protocol.c), which bounds every length before use. */
+#include "vmm/agent_client.h"
 #include "vmm/tinyvmm.h"
 #include "vmm/core/err.h"
 
@@ -626,11 +627,19 @@ int tvm_agent_shutdown(struct tvm_agent *a, struct tvm_err *e)
 int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out,
 			  struct tvm_err *e)
 {
+	return agent_connect_uds(uds_path, port, timeout_ms, out, NULL, e);
+}
+
+int agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struct tvm_agent **out, bool *no_vmm,
+		      struct tvm_err *e)
+{
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	char line[64];
 	size_t n = 0;
 	int fd, r;
 
+	if (no_vmm)
+		*no_vmm = false;
 	if (strlen(uds_path) >= sizeof(sa.sun_path))
 		return tvm_errf(e, ENAMETOOLONG, "vsock socket %s: path too long", uds_path);
 	strcpy(sa.sun_path, uds_path);
@@ -638,7 +647,15 @@ int tvm_agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, s
 	if (fd < 0)
 		return tvm_errf(e, errno, "vsock socket: %s", strerror(errno));
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		r = tvm_errf(e, errno, "vsock socket %s: %s", uds_path, strerror(errno));
+		/* Nothing listens there (a socket left by a VMM that ended),
+		 * or nothing is there yet: not the guest's answer. */
+		if (no_vmm)
+			*no_vmm = errno == ECONNREFUSED || errno == ENOENT;
+		r = errno == ECONNREFUSED ? tvm_errf(e, errno,
+						     "vsock socket %s: no VM listens there (a socket left by a VMM "
+						     "that ended?)",
+						     uds_path)
+					  : tvm_errf(e, errno, "vsock socket %s: %s", uds_path, strerror(errno));
 		close(fd);
 		return r;
 	}

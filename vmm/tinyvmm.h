@@ -279,8 +279,10 @@ struct tvm_agent_addr {
 
 /* Connect to the agent of a VM that may still be booting or restoring,
  * retrying for up to timeout_ms in all: while the socket path does not
- * exist yet (its first 5 s only: a path missing longer is wrong), while the
- * socket or the guest refuses (the agent does not listen yet), and while a
+ * exist yet or nothing listens on it (its first 5 s only: the VMM listens
+ * as the VM is built, so a path missing or refusing longer is no VM, a
+ * socket left by one that ended), while the guest refuses the port (the
+ * agent does not listen yet), and while a
  * CONNECT or the agent's READY gets no answer (the guest's vsock driver is
  * not up yet), and while the agent has no connection to spare; a VM of
  * this process that stops ends the wait. Then SEED
@@ -288,7 +290,8 @@ struct tvm_agent_addr {
  * always on the first connection to a restored VM of this process; a
  * failed SEED fails the call. Returns 0 and *out (the caller closes it),
  * or -errno with e set: -ETIMEDOUT "agent: not ready within N ms: <last
- * attempt's error>", -ECONNREFUSED (the VM of this process ended),
+ * attempt's error>", -ECONNREFUSED (the VM of this process ended, or no
+ * VM listens at the socket), -ENOENT (no socket there),
  * -ENODEV (it has no vsock device), -EINVAL (not exactly one address),
  * -EPROTO (not an agent). */
 TVM_API int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned flags, struct tvm_agent **out,

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <unistd.h>
 
+#include "vmm/agent_client.h"
 #include "vmm/core/err.h"
 #include "vmm/core/clock.h"
 #include "vmm/vm_impl.h"
@@ -15,27 +16,33 @@
 #define RETRY_MS 200       /* between attempts: each one costs the guest a little */
 #define UDS_APPEAR_MS 5000 /* a socket path still missing after this long is taken as wrong */
 
-/* One attempt: connected and READY within try_ms, or -errno. */
-static int agent_try(const struct tvm_agent_addr *to, int try_ms, struct tvm_agent **out, struct tvm_err *e)
+/* One attempt: connected and READY within try_ms, or -errno (no_vmm: the
+ * socket itself refused or was missing). */
+static int agent_try(const struct tvm_agent_addr *to, int try_ms, struct tvm_agent **out, bool *no_vmm,
+		     struct tvm_err *e)
 {
 	int fd, r;
 
+	*no_vmm = false;
 	if (!to->vm)
-		return tvm_agent_connect_uds(to->uds_path, TVM_AGENT_PORT, try_ms, out, e);
+		return agent_connect_uds(to->uds_path, TVM_AGENT_PORT, try_ms, out, no_vmm, e);
 	r = virtio_vsock_connect(to->vm->vsock, TVM_AGENT_PORT, &fd, e);
 	return r ? r : tvm_agent_open(fd, try_ms, out, e);
 }
 
 /* Whether an attempt's error r means "not yet" rather than "never";
  * waited_ms: since the first attempt. */
-static bool not_yet(const struct tvm_agent_addr *to, int r, uint64_t waited_ms)
+static bool not_yet(int r, bool no_vmm, uint64_t waited_ms)
 {
+	/* The VMM makes its socket and listens as the VM is built: one not
+	 * there, or refusing, this long after is none (a stale socket). */
+	if (no_vmm)
+		return waited_ms < UDS_APPEAR_MS;
 	switch (-r) {
 	case ECONNREFUSED: /* the guest refuses the port until the agent listens */
 	case ECONNRESET:
 	case ETIMEDOUT: /* no answer to CONNECT until the guest's vsock driver is up */
 	case EBUSY: /* the agent's connections are all taken: one may end */ return true;
-	case ENOENT: /* the VMM creates its socket as the VM is built */ return !to->vm && waited_ms < UDS_APPEAR_MS;
 	}
 	return false;
 }
@@ -45,7 +52,7 @@ int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned 
 {
 	uint64_t start = clock_mono_ns(), deadline = start + (uint64_t)(timeout_ms > 0 ? timeout_ms : 0) * 1000000u;
 	struct tvm_vm *vm = to ? to->vm : NULL;
-	bool seed;
+	bool seed, no_vmm;
 	int r;
 
 	*out = NULL;
@@ -62,7 +69,7 @@ int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned 
 		/* Bounded per try, so a stop request is seen within seconds
 		 * even while the guest is too busy to answer, and a CONNECT
 		 * lost in a device reset is sent again. */
-		r = agent_try(to, left < AGENT_TRY_MS ? left : AGENT_TRY_MS, out, e);
+		r = agent_try(to, left < AGENT_TRY_MS ? left : AGENT_TRY_MS, out, &no_vmm, e);
 		/* A restored guest shares its RNG state and a stale clock with
 		 * every other restore of the snapshot: its first connection
 		 * seeds it, whatever the caller asked. Seeding is part of the
@@ -78,7 +85,7 @@ int tvm_agent_connect(const struct tvm_agent_addr *to, int timeout_ms, unsigned 
 				atomic_store(&vm->needs_seed, false);
 			break;
 		}
-		if (!not_yet(to, r, (now - start) / 1000000))
+		if (!not_yet(r, no_vmm, (now - start) / 1000000))
 			return r;
 		if (clock_mono_ns() + RETRY_MS * 1000000u >= deadline) {
 			/* The last attempt's error says what was waited for. */
