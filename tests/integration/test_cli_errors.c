@@ -148,8 +148,10 @@ START_TEST(usage_errors)
 	U("unknown command 'image bild'", "image", "bild");
 	/* a known word used wrongly is not an unknown one */
 	U("tinyvmm: image needs a subcommand: tinyvmm image build", "image");
-	U("tinyvmm: snapshot needs a subcommand: tinyvmm snapshot create", "snapshot", "--help");
-	U("tinyvmm: host takes no arguments", "host", "--help");
+	U("tinyvmm: snapshot needs a subcommand: tinyvmm snapshot create", "snapshot");
+	U("tinyvmm: host takes no arguments", "host", "x");
+	U("--json reports a job of run or exec: snapshot create has none", "snapshot", "create", "--out", p("snap"),
+	  "--json", "--", "true");
 	U("image build needs --out FILE", "image", "build", "--packages", "jq");
 	/* The script's own options are not the user's: --init would make any
 	 * file root can read the image's /sbin/init. */
@@ -192,6 +194,35 @@ START_TEST(usage_errors)
 	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
 	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");
 	U("usage: tinyvmm gc [--jail-dir DIR]", "gc", "--bogus");
+}
+END_TEST
+
+/* --help after every command word is the help (stdout, status 0), not a
+ * wrong command line. */
+START_TEST(help_everywhere)
+{
+	static const char *const cases[][3] = { { "--help" },
+						{ "host", "--help" },
+						{ "image", "--help" },
+						{ "snapshot", "--help" },
+						{ "gc", "--help" },
+						{ "run", "--help" },
+						{ "snapshot", "create", "--help" } };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *argv[5] = { "tinyvmm" }, *out, *err;
+		int n = 1, st;
+
+		for (int k = 0; k < 3 && cases[i][k]; k++)
+			argv[n++] = (char *)cases[i][k];
+		st = it_run_cli(argv, p("out"), p("err"), 20);
+		out = it_slurp(p("out"));
+		err = it_slurp(p("err"));
+		ck_assert_msg(st == 0 && strstr(out, "usage") && !*err, "%s %s: status %d, stderr %s", cases[i][0],
+			      cases[i][1] ? cases[i][1] : "", st, err);
+		free(out);
+		free(err);
+	}
 }
 END_TEST
 
@@ -703,6 +734,7 @@ static Suite *cli_errors_suite(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, usage_errors);
+	tcase_add_test(tc, help_everywhere);
 	tcase_add_test(tc, kernel_files);
 	tcase_add_test(tc, drive_specs);
 	tcase_add_test(tc, net_values);

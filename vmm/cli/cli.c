@@ -62,7 +62,11 @@ int main(int argc, char **argv)
 		printf("tinyvmm %s\n", TVM_VERSION);
 		return 0;
 	}
-	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+	/* --help after a command word that has no help of its own (host,
+	 * snapshot, image): the usage, which covers them all. */
+	if (argc >= 2 && (!strcmp(argv[argc - 1], "--help") || !strcmp(argv[argc - 1], "-h")) &&
+	    (argc == 2 ||
+	     (argc == 3 && (!strcmp(argv[1], "host") || !strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image"))))) {
 		cli_usage(stdout);
 		return 0;
 	}
@@ -70,7 +74,7 @@ int main(int argc, char **argv)
 	bool two = argc >= 2 && (!strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image"));
 	const char *sub = two && !strcmp(argv[1], "image") ? "build" : "create";
 
-	if (two && (argc == 2 || !strcmp(argv[2], "--help") || !strcmp(argv[2], "-h")))
+	if (two && argc == 2)
 		fprintf(stderr, "tinyvmm: %s needs a subcommand: tinyvmm %s %s (see tinyvmm %s %s --help)\n", argv[1],
 			argv[1], sub, argv[1], sub);
 	else if (argc >= 3 && !strcmp(argv[1], "host"))

@@ -283,6 +283,10 @@ int cli_cmd_gc(int argc, char **argv)
 	const char *dir = NULL;
 	int n;
 
+	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		printf("usage: tinyvmm gc [--jail-dir DIR]: remove the jails whose tinyvmm has ended\n");
+		return 0;
+	}
 	if (argc == 3 && !strcmp(argv[1], "--jail-dir"))
 		dir = argv[2];
 	else if (argc != 1) {

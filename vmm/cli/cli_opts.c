@@ -451,7 +451,8 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 	a->job.argv = optind < argc ? argv + optind : NULL;
 	if (a->json && (!a->job.argv || !strcmp(argv[0], "create"))) {
 		/* One object per job: a console VM or a snapshot has none. */
-		fprintf(stderr, "tinyvmm: %s reports a job of run or exec: give -- CMD\n", a->json);
+		fprintf(stderr, "tinyvmm: %s reports a job of run or exec: %s\n", a->json,
+			!strcmp(argv[0], "create") ? "snapshot create has none" : "give -- CMD");
 		return EXIT_USAGE;
 	}
 	return 0;

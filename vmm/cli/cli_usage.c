@@ -129,10 +129,12 @@ static const char usage[] =
 	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (files,\n"
 	"VM, KVM, agent, --put/--get), %d command could not run, %d command not found, %d a\n"
 	"wrong command line, 128+N tinyvmm stopped by signal N, %d a system call the seccomp\n"
-	"filter forbids (--seccomp log; with kill the shell shows the same)\n";
+	"filter forbids (--seccomp log; with kill the shell shows the same), %d with --jail the\n"
+	"VM went past its cgroup's memory limit (the out-of-memory killer ended it)\n";
 
 void cli_usage(FILE *f)
 {
 	fprintf(f, usage, tvm_default_cmdline(), TVM_SECCOMP_EXIT, TVM_CGROUP_MEM_ALLOWANCE_MIB, TVM_CGROUP_PIDS_BASE,
-		EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE, TVM_SECCOMP_EXIT);
+		EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE, TVM_SECCOMP_EXIT,
+		TVM_OOM_EXIT);
 }
