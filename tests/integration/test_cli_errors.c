@@ -157,6 +157,9 @@ START_TEST(usage_errors)
 	 * file root can read the image's /sbin/init. */
 	U("image build: unknown option '--init'", "image", "build", "--out", p("new"), "--init", "/etc/shadow");
 	U("image build: --copy needs a value", "image", "build", "--out", p("new"), "--copy");
+	/* said before minutes of building, not by cp at the end */
+	E("its folder", "image", "build", "--out", p("missing/img.ext4"), "--packages", "jq");
+	E(": is a folder (give a file name)", "image", "build", "--out", p("adir"), "--packages", "jq");
 	/* Used to be accepted and ignored. */
 	U("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	U("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");

@@ -7,7 +7,10 @@
  * caches the result; we only find it and hand over. */
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
@@ -28,6 +31,27 @@ static int user_option(const char *arg)
 	return 0;
 }
 
+/* Whether --out FILE cannot be written, said in one line now rather than
+ * after minutes of building: its folder must exist and be writable, and
+ * FILE must not be a folder. */
+static bool out_unwritable(const char *out)
+{
+	char dir[PATH_MAX];
+	const char *slash = strrchr(out, '/');
+	struct stat st;
+
+	if (strlen(out) >= sizeof(dir))
+		return fprintf(stderr, "tinyvmm: image build: --out %.100s...: path too long\n", out), true;
+	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == out ? 1 : (int)(slash - out)) : 1, slash ? out : ".");
+	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
+		return fprintf(stderr, "tinyvmm: image build: --out %s: is a folder (give a file name)\n", out), true;
+	if (access(dir, W_OK | X_OK) < 0)
+		return fprintf(stderr, "tinyvmm: image build: --out %s: its folder %s: %s\n", out, dir,
+			       strerror(errno)),
+		       true;
+	return false;
+}
+
 int cli_cmd_image_build(int argc, char **argv)
 {
 	static const char *const layouts[][2] = {
@@ -37,7 +61,8 @@ int cli_cmd_image_build(int argc, char **argv)
 	char exe[PATH_MAX], script[PATH_MAX + 64], agent[PATH_MAX + 64];
 	char *args[IMAGE_MAX_ARGS + 8];
 	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	int have_out = 0, k = 0;
+	const char *out = NULL;
+	int k = 0;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -48,8 +73,10 @@ int cli_cmd_image_build(int argc, char **argv)
 			       "  tinyvmm run --rootfs FILE -- CMD\n");
 			return 0;
 		}
-		if (!strcmp(argv[i], "--out") || !strncmp(argv[i], "--out=", 6))
-			have_out = 1;
+		if (!strncmp(argv[i], "--out=", 6))
+			out = argv[i] + 6;
+		else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+			out = argv[i + 1];
 		/* Only the user image's options reach the script: its own
 		 * --init (which file becomes /sbin/init) and --print-path are
 		 * ours to give, and a value is never taken for an option. */
@@ -63,10 +90,12 @@ int cli_cmd_image_build(int argc, char **argv)
 			return EXIT_USAGE;
 		}
 	}
-	if (!have_out) {
+	if (!out || !*out) {
 		fprintf(stderr, "tinyvmm: image build needs --out FILE (see tinyvmm image build --help)\n");
 		return EXIT_USAGE;
 	}
+	if (out_unwritable(out))
+		return EXIT_VM_FAILED;
 	if (argc - 1 > IMAGE_MAX_ARGS) {
 		fprintf(stderr, "tinyvmm: image build: at most %d arguments\n", IMAGE_MAX_ARGS);
 		return EXIT_USAGE;
