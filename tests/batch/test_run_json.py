@@ -170,6 +170,8 @@ class Contract(Base):
         self.check_status(rc, obj, 125)
         self.assertEqual(obj["error"]["stage"], "setup")
         self.assertIn("/no/such/local", obj["error"]["message"])
+        # its own entry says why, not "not attempted"
+        self.assertEqual(obj["files"][0]["error"], "--put /no/such/local: No such file or directory")
 
     def test_abbreviated_report_options_are_refused(self):
         # getopt_long takes "--json-o F" for --json-out, but the report

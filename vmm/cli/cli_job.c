@@ -236,8 +236,12 @@ int cli_job_check_puts(const struct cli_job *j)
 		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - local) + (slash == local) : 1,
 			 slash ? local : ".");
 		if (access(dir, W_OK | X_OK) < 0) {
-			fprintf(stderr, "tinyvmm: --get %s: cannot write into %s: %s\n", j->gets[i], dir,
-				strerror(errno));
+			char why[600];
+
+			snprintf(why, sizeof(why), "--get %.200s: cannot write into %.200s: %s", j->gets[i], dir,
+				 strerror(errno));
+			fprintf(stderr, "tinyvmm: %s\n", why);
+			cli_report_file(j->report, 1, i, 0, why); /* the entry says why, not "not attempted" */
 			return EXIT_VM_FAILED;
 		}
 	}
@@ -247,12 +251,15 @@ int cli_job_check_puts(const struct cli_job *j)
 		struct stat st;
 
 		snprintf(local, sizeof(local), "%.*s", (int)(colon - j->puts[i]), j->puts[i]);
-		if (stat(local, &st) < 0 || access(local, R_OK) < 0) {
-			fprintf(stderr, "tinyvmm: --put %s: %s\n", local, strerror(errno));
-			return EXIT_VM_FAILED;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			fprintf(stderr, "tinyvmm: --put %s: is a directory (files only)\n", local);
+		const char *why = stat(local, &st) < 0 || access(local, R_OK) < 0 ? strerror(errno)
+				  : S_ISDIR(st.st_mode)                           ? "is a directory (files only)"
+										  : NULL;
+		if (why) {
+			char line[600];
+
+			snprintf(line, sizeof(line), "--put %.300s: %s", local, why);
+			fprintf(stderr, "tinyvmm: %s\n", line);
+			cli_report_file(j->report, 0, i, 0, line); /* the entry says why, not "not attempted" */
 			return EXIT_VM_FAILED;
 		}
 	}

@@ -419,6 +419,9 @@ static const char *error_of(const struct cli_report *r, int status, int stop, co
 	for (unsigned i = 0; i < NR_FILES; i++)
 		if (sh->files[i].done && !sh->files[i].ok) {
 			*msg = sh->files[i].error;
+			/* refused before any VM (a local file missing): setup */
+			if (sh->stage < CLI_ST_PUT)
+				return stage_names[sh->stage];
 			return i < CLI_MAX_LIST ? "put" : "get";
 		}
 	if (sh->have_result && status == (sh->res.timed_out ? EXIT_TIMED_OUT : sh->res.exit_code))
