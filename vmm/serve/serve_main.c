@@ -545,14 +545,14 @@ int serve_main(int argc, char **argv)
 		s->cfg.seccomp == TVM_SECCOMP_KILL  ? "kill"
 		: s->cfg.seccomp == TVM_SECCOMP_LOG ? "log"
 						    : "off");
-	/* It serves on (KVM may come later), but a create would fail: said
-	 * once here rather than only in each create's 500. */
-	if (s->priv.kvm_errno) { /* the helper's look (its start): the daemon's view has no /dev */
-		int err = s->priv.kvm_errno;
-
-		fprintf(stderr, "tinyvmm serve: /dev/kvm: %s: no sandbox can start until it is usable%s\n",
-			strerror(err), kvm_open_hint(err));
-	}
+	/* It serves on (KVM or the guest may come later), but creates would
+	 * fail: said once here too, not only in /v1/health and each 503. */
+	char problem[SRV_PROBLEMS][SRV_PROBLEM_LEN];
+	unsigned np = srv_problems(s, problem, true);
+	for (unsigned k = 0; k < np; k++)
+		fprintf(stderr, "tinyvmm serve: %s\n", problem[k]);
+	if (np && s->pool.size)
+		fprintf(stderr, "tinyvmm serve: the warm pool (%u) stays empty until then\n", s->pool.size);
 
 	while (!s->stopping) {
 		struct pollfd pf[2] = { { .fd = lfd, .events = POLLIN }, { .fd = wake_pipe[0], .events = POLLIN } };

@@ -36,6 +36,7 @@
 #include "devices/net/net_filter.h"
 #include "vmm/core/file_open.h"
 #include "vmm/core/guest_files.h"
+#include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
@@ -356,12 +357,24 @@ static int spawn_dirs_real(const struct priv_limits *lim, const struct priv_msg 
  * no signal blocked, stdin /dev/null, stdout and stderr its log. */
 static int spawn(const struct priv_msg *m, int logfd, int exe)
 {
-	long pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
+	sigset_t all, old;
+	long pid;
 
+	/* Until its exec the child runs the helper's code with the helper's
+	 * signal handlers (those of whatever forked it: a test runner's
+	 * SIGTERM handler signals its process group): a signal sent to it
+	 * meanwhile (a stop right after the spawn) waits until they are the
+	 * defaults, then does what it does to a VMM. */
+	sigfillset(&all);
+	sigprocmask(SIG_SETMASK, &all, &old);
+	pid = syscall(SYS_clone, CLONE_PARENT | SIGCHLD, 0, NULL, NULL, 0);
 	if (pid == 0) {
+		struct sigaction dfl = { .sa_handler = SIG_DFL };
 		sigset_t none;
 		int null = open("/dev/null", O_RDONLY);
 
+		for (int sig = 1; sig < NSIG; sig++)
+			sigaction(sig, &dfl, NULL); /* SIGKILL and SIGSTOP refuse: theirs already */
 		setsid();
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
@@ -372,7 +385,10 @@ static int spawn(const struct priv_msg *m, int logfd, int exe)
 		execveat(exe, "", (char *const *)m->argv, environ, AT_EMPTY_PATH);
 		_exit(127);
 	}
-	return pid < 0 ? -errno : (int)pid;
+	if (pid < 0)
+		pid = -errno;
+	sigprocmask(SIG_SETMASK, &old, NULL);
+	return (int)pid;
 }
 
 static void answer(int fd, const struct priv_reply *rep)
@@ -698,7 +714,8 @@ unsigned srv_problems(struct srv *s, char p[SRV_PROBLEMS][SRV_PROBLEM_LEN], bool
 	snprintf(looked, sizeof(looked), "%s", s->priv.looked);
 	pthread_mutex_unlock(&s->priv.host_mu);
 	if (kvm)
-		snprintf(p[n++], SRV_PROBLEM_LEN, "/dev/kvm: %s: no sandbox can start", strerror(kvm));
+		snprintf(p[n++], SRV_PROBLEM_LEN, "/dev/kvm: %s: no sandbox can start%s", strerror(kvm),
+			 kvm_open_hint(kvm));
 	if (!priv_alive(s))
 		snprintf(p[n++], SRV_PROBLEM_LEN,
 			 "the daemon's privileged helper is gone: no sandbox can start (restart the daemon)");
