@@ -1393,7 +1393,7 @@ class T08bHostileState(ServeTest):
     def test_a_fifo_for_a_file_hangs_nothing(self):
         """A FIFO where a state file or the config is: the start goes on
         (the state is unreadable: removed, one line), the config is one
-        line and exit 2; neither waits for a writer."""
+        line and exit 64; neither waits for a writer."""
         self.assertTrue(stop_daemon(), log_tail())
         # its socket went with it (removed by its helper: the daemon may not)
         self.assertFalse(os.path.exists(SOCK), log_tail())
@@ -1412,7 +1412,7 @@ class T08bHostileState(ServeTest):
         finally:
             os.unlink(cfg)
         self.assertEqual((r.returncode, r.stderr),
-                         (2, b"tinyvmm serve: --config " + cfg.encode() + b": not a regular file\n"))
+                         (64, b"tinyvmm serve: --config " + cfg.encode() + b": not a regular file\n"))
 
     def test_saved_values_are_checked_again(self):
         """What a restarted daemon takes from a state file is what a create
@@ -2374,7 +2374,7 @@ class T14Oom(ServeTest):
         # a parent the VMM would refuse: the daemon does not start
         bad = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "bad.sock"), "--cgroup-parent", "a/../b"],
                              capture_output=True, timeout=WAIT)
-        self.assertEqual(bad.returncode, 2, bad.stderr)
+        self.assertEqual(bad.returncode, 64, bad.stderr)
         self.assertEqual(len(bad.stderr.decode().strip().splitlines()), 1, bad.stderr)
         self.assertIn("--cgroup-parent", bad.stderr.decode())
         sid = None
@@ -2771,7 +2771,7 @@ class T15Network(ServeTest):
             for bad in ("127.0.0.0/8", "0.0.0.0/8", "224.0.0.0/24", "10.0.0.0/ 24", "10.0.0.0/31", "10.0.0.0"):
                 r = subprocess.run([BIN, "serve", "--socket", os.path.join(DIR, "bad.sock"), "--net-range", bad],
                                    capture_output=True, timeout=WAIT)
-                self.assertEqual((r.returncode, len(r.stderr.splitlines())), (2, 1), (bad, r.stderr))
+                self.assertEqual((r.returncode, len(r.stderr.splitlines())), (64, 1), (bad, r.stderr))
         finally:
             lsn.close()
             t.join(5)
@@ -2956,16 +2956,16 @@ class T16DaemonWalls(ServeTest):
             p.terminate()
             self.assertEqual(p.wait(WAIT), 0)
         wait_for(lambda: not procs_matching(d), "the helper of the stopped daemon to go", timeout=30)
-        # bad modes: one line, exit 2
+        # bad modes: one line, exit 64 (a wrong command line, as for every command)
         r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--seccomp", "strict"],
                            capture_output=True, timeout=WAIT)
-        self.assertEqual((r.returncode, r.stderr), (2, b"tinyvmm serve: --seccomp: 'strict' is not kill, log or off\n"))
+        self.assertEqual((r.returncode, r.stderr), (64, b"tinyvmm serve: --seccomp: 'strict' is not kill, log or off\n"))
         cfg = os.path.join(d, "c.json")
         with open(cfg, "w") as f:
             json.dump({"seccomp": True}, f)
         r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--config", cfg],
                            capture_output=True, timeout=WAIT)
-        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertEqual(r.returncode, 64, r.stderr)
         self.assertEqual(r.stderr.splitlines(), [b'tinyvmm serve: --config ' + cfg.encode() +
                                                  b': seccomp: "kill", "log" or "off" is expected'])
 

@@ -85,6 +85,9 @@ struct priv {
 	bool no_guest;            /* no kernel and base image where VMMs look */
 	char looked[PRIV_LOOKED]; /* where they looked */
 };
+/* A wrong command line or config: one line, this status (64, as every
+ * command of the binary: README "Exit status"). */
+#define SRV_EXIT_USAGE 64
 /* A helper that does not answer a request in this long is given up. */
 #define PRIV_HOST_EVERY_NS 1000000000ull /* the supervisor asks PRIV_HOST this often */
 #define PRIV_TIMEOUT_MS 10000

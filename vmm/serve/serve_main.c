@@ -479,7 +479,7 @@ int serve_main(int argc, char **argv)
 	cfg_defaults(&s->cfg);
 	r = parse_args(argc, argv, &s->cfg);
 	if (r)
-		return r > 0 ? 0 : 2;
+		return r > 0 ? 0 : SRV_EXIT_USAGE;
 	n = readlink("/proc/self/exe", s->cfg.exe, sizeof(s->cfg.exe) - 1);
 	if (n <= 0) {
 		fprintf(stderr, "tinyvmm serve: /proc/self/exe: %s\n", strerror(errno));
