@@ -52,6 +52,13 @@ class ErrorMapping(unittest.TestCase):
         self.assertEqual(e.status, 500)
         self.assertIn("not json", e.message)
 
+    def test_public_names_say_tinyvmm(self):
+        # a traceback names the class as it is imported, not tinyvmm._http's
+        for name in ("ServiceUnavailable", "TinyvmmError", "Sandbox", "CommandResult"):
+            self.assertEqual(getattr(tinyvmm, name).__module__, "tinyvmm", name)
+        self.assertEqual(str(type(self.m(503, {"error": "unavailable", "message": "m"}))),
+                         "<class 'tinyvmm.ServiceUnavailable'>")
+
     def test_timeout_error_is_builtin(self):
         self.assertTrue(issubclass(tinyvmm.TimeoutError, builtins.TimeoutError))
         self.assertTrue(issubclass(tinyvmm.TimeoutError, TinyvmmError))

@@ -33,6 +33,14 @@ __all__ = [
     "delete_template", "build_template",
 ]
 
+# The public names say where to import them from: a traceback reads
+# tinyvmm.ServiceUnavailable, not the private tinyvmm._http one.
+for _name in __all__:
+    _obj = globals().get(_name)
+    if isinstance(_obj, type) and _obj.__module__.startswith("tinyvmm."):
+        _obj.__module__ = "tinyvmm"
+del _name, _obj
+
 
 def health(socket_path: "str | None" = None) -> dict:
     """``GET /v1/health``: ``{"status": "ok", "sandboxes": N, "problems": []}``;
