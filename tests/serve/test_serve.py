@@ -2819,6 +2819,32 @@ class T16DaemonWalls(ServeTest):
         self.assertEqual(os.readlink("/proc/%d/fd/4" % helpers[0]), os.path.realpath(BIN))
         self.assertIn("seccomp log)", log_tail(400))
 
+    def test_inherited_descriptors_are_closed(self):
+        """A descriptor the daemon inherits (here the host's /, open) would
+        be a way out of its own view (/proc/self/fd/N/...): it closes all
+        but stdio first."""
+        d = tempfile.mkdtemp(dir=DIR)
+        sock = os.path.join(d, "s.sock")
+        root = os.open("/", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            p = subprocess.Popen([BIN, "serve", "--socket", sock, "--state-dir", os.path.join(d, "state")],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                 pass_fds=(root,))
+        finally:
+            os.close(root)
+        try:
+            wait_for(lambda: os.path.exists(sock), "the daemon's socket")
+            held = []
+            for f in os.listdir("/proc/%d/fd" % p.pid):
+                try:
+                    held.append(os.readlink("/proc/%d/fd/%s" % (p.pid, f)))
+                except OSError:
+                    pass
+            self.assertNotIn("/", held, held)
+        finally:
+            p.terminate()
+            self.assertEqual(p.wait(WAIT), 0)
+
     def test_a_vmm_is_the_daemons_child(self):
         if NO_VM:
             self.skipTest("needs /dev/kvm: a sandbox's VMM")

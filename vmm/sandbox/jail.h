@@ -206,6 +206,15 @@ struct jail_view_dir {
  * missing, no namespace). */
 int jail_view(const struct jail_view_dir *v, unsigned n, struct tvm_err *e);
 
+/* Keep only the capabilities of mask keep (bit N: capability N) in the
+ * bounding, permitted and effective sets; inheritable and ambient
+ * emptied; the uid stays. For a root process that must not exec (an exec
+ * would not regain the rest: the bounding set). With fewer capabilities
+ * than a process, another root one cannot reach its /proc/PID/root, cwd
+ * or fds (ptrace access needs the target's permitted set within ours).
+ * 0, or -errno with e set. */
+int jail_keep_caps(uint64_t keep, struct tvm_err *e);
+
 /* Landlock ABI of this kernel (0: none). */
 int jail_landlock_abi(void);
 

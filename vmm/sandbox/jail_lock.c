@@ -79,6 +79,27 @@ int jail_drop_privileges(uint32_t uid, uint32_t gid, struct tvm_err *e)
 	return 0;
 }
 
+int jail_keep_caps(uint64_t keep, struct tvm_err *e)
+{
+	struct __user_cap_data_struct d[2] = { { 0 } };
+
+	for (int cap = 0; cap < 64; cap++)
+		if (!(keep >> cap & 1) && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) < 0 && errno != EINVAL)
+			return tvm_errf(e, errno, "capabilities: bounding set: %s", strerror(errno));
+	if (prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) < 0 && errno != EINVAL)
+		return tvm_errf(e, errno, "capabilities: ambient set: %s", strerror(errno));
+	if (caps(0, d) < 0)
+		return tvm_errf(e, errno, "capabilities: capget: %s", strerror(errno));
+	for (int i = 0; i < 2; i++) {
+		d[i].permitted &= (uint32_t)(keep >> (32 * i));
+		d[i].effective &= (uint32_t)(keep >> (32 * i));
+		d[i].inheritable = 0;
+	}
+	if (caps(1, d) < 0)
+		return tvm_errf(e, errno, "capabilities: capset: %s", strerror(errno));
+	return 0;
+}
+
 /* Landlock rights newer than these UAPI headers may be (ABI 3: truncate,
  * 4: TCP, 5: device ioctls, 6: scopes). */
 #define LL_FS_REFER (1ULL << 13)

@@ -466,7 +466,7 @@ static void refuse(int fd)
 
 int serve_main(int argc, char **argv)
 {
-	struct srv *s = calloc(1, sizeof(*s));
+	struct srv *s;
 	pthread_t sup;
 	pthread_attr_t at;
 	pthread_condattr_t ca;
@@ -474,6 +474,11 @@ int serve_main(int argc, char **argv)
 	int lfd, r;
 	ssize_t n;
 
+	/* Nothing but stdio from whoever started it: an inherited descriptor
+	 * (a directory, a socket) would be a way out of its walls, and the
+	 * helper and VMMs would hold it too. */
+	close_range(3, ~0u, 0);
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return 1;
 	cfg_defaults(&s->cfg);

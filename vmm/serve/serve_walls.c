@@ -5,7 +5,9 @@
  * (vmm/sandbox/seccomp_roles.c). What needs more goes through the
  * privileged helper (serve_priv.c), forked before. */
 #include <errno.h>
+#include <linux/capability.h>
 #include <stdio.h>
+#include <unistd.h>
 
 #include "vmm/sandbox/jail.h"
 #include "vmm/sandbox/seccomp.h"
@@ -52,6 +54,23 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]),
 				      JAIL_LL_SCOPE_ABSTRACT_UNIX | JAIL_LL_SCOPE_SIGNAL, e)))
 		return r;
+	/* As root, then only what root may do that it needs: files and
+	 * sockets of other users' in its state dir (a jailed VMM's). Not
+	 * CAP_SYS_PTRACE nor the rest: with fewer capabilities than a root
+	 * process it cannot open that process's /proc/PID/root (its view's
+	 * way out where Landlock is missing), nor mount or signal. After
+	 * Landlock, whose restrict_self needs CAP_SYS_ADMIN or
+	 * no_new_privs (seccomp sets that next). */
+	if (geteuid() == 0) {
+		if ((r = jail_keep_caps(1ull << CAP_CHOWN | 1ull << CAP_DAC_OVERRIDE | 1ull << CAP_DAC_READ_SEARCH |
+						1ull << CAP_FOWNER,
+					e)))
+			return r;
+		if (!jail_landlock_abi())
+			fprintf(stderr,
+				"tinyvmm serve: this kernel has no Landlock: the daemon's walls are its own view, "
+				"fewer capabilities and seccomp only\n");
+	}
 	if ((r = sc_supported(c->seccomp, e)))
 		return r;
 	return sc_confine(SC_DAEMON, 0, c->seccomp, -1, e);
