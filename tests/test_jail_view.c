@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -75,6 +77,26 @@ static int in_the_view(void)
 	return 0;
 }
 
+/* A mount beneath a directory of the view (the state dir on a host with
+ * a file system mounted in it) would be hidden by it: refused. */
+static int mount_beneath(void)
+{
+	char p[128];
+	struct tvm_err e = { 0 };
+	struct jail_view_dir v[] = { { rw, JAIL_M_RW }, { "/proc", 0 } }, ro_only[] = { { rw, 0 } };
+
+	snprintf(p, sizeof(p), "%s/sub dir", rw);
+	if (mkdir(p, 0700) || unshare(CLONE_NEWNS) || mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) ||
+	    mount("tmpfs", p, "tmpfs", 0, NULL))
+		return 1;
+	if (jail_view(v, 2, &e) != -EBUSY)
+		return 2;
+	if (jail_view(ro_only, 1, &e)) /* read-only: what the mount hides is only not seen */
+		return 4;
+	snprintf(p, sizeof(p), "view: %s has a mount beneath it (%s/sub dir): its own view would hide it", rw, rw);
+	return strcmp(e.msg, p) ? 3 : 0;
+}
+
 START_TEST(the_view_shows_only_its_directories)
 {
 	char p[128];
@@ -108,6 +130,12 @@ START_TEST(the_view_shows_only_its_directories)
 	}
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "status 0x%x", status);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(mount_beneath());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "mount beneath: status 0x%x", status);
 	/* what it wrote is on the host; its tmpfs over rw never was */
 	snprintf(p, sizeof(p), "%s/written", rw);
 	ck_assert_int_eq(access(p, F_OK), 0);

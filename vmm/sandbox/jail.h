@@ -203,7 +203,8 @@ struct jail_view_dir {
  * own path (a tmpfs is mounted over v[0].path, in this namespace only, to
  * hold it); all nosuid, nodev, noexec; the host's namespace sees nothing.
  * Needs CAP_SYS_ADMIN. 0, or -errno with e naming the step (a directory
- * missing, no namespace). */
+ * missing, no namespace; -EBUSY: a mount beneath a read-write directory
+ * that is not one of v's, which its view would hide). */
 int jail_view(const struct jail_view_dir *v, unsigned n, struct tvm_err *e);
 
 /* Keep only the capabilities of mask keep (bit N: capability N) in the

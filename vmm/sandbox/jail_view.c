@@ -7,8 +7,11 @@
  * (a container runtime's), which Landlock cannot refuse a connect to. */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -37,6 +40,56 @@ static int make_dirs(char *path, size_t skip)
 	}
 }
 
+/* A mount point beneath one of v's read-write directories that is not
+ * one of them: each is bound alone (not recursively), so its view would
+ * show what is under that mount, not the mount (the daemon would write
+ * where nobody else looks). Read-only ones may have them (/proc has
+ * binfmt_misc): what they hide is only not seen. -EBUSY naming both, or 0. */
+static int mounts_beneath(const struct jail_view_dir *v, unsigned n, struct tvm_err *e)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, mp[PATH_MAX];
+	size_t cap = 0;
+	int r = 0;
+
+	if (!f)
+		return tvm_errf(e, errno, "view: /proc/self/mountinfo: %s", strerror(errno));
+	while (!r && getline(&line, &cap, f) > 0) {
+		const char *p = line;
+		size_t k = 0;
+
+		/* the fifth field, octal escapes (\040 for a space) undone */
+		for (int field = 0; field < 4 && p; field++)
+			p = (p = strchr(p, ' ')) ? p + 1 : NULL;
+		for (; p && *p && *p != ' ' && *p != '\n' && k < sizeof(mp) - 1; p++) {
+			if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' &&
+			    p[3] <= '7') {
+				mp[k++] = (char)((p[1] - '0') << 6 | (p[2] - '0') << 3 | (p[3] - '0'));
+				p += 3;
+			} else {
+				mp[k++] = *p;
+			}
+		}
+		mp[k] = 0;
+		for (unsigned i = 0; i < n && !r; i++) {
+			size_t len = strlen(v[i].path);
+			bool named = false;
+
+			if (!(v[i].flags & JAIL_M_RW) || strncmp(mp, v[i].path, len) || mp[len] != '/')
+				continue;
+			for (unsigned j = 0; j < n; j++)
+				named |= !strcmp(mp, v[j].path);
+			if (!named)
+				r = tvm_errf(e, EBUSY,
+					     "view: %s has a mount beneath it (%s): its own view would hide it",
+					     v[i].path, mp);
+		}
+	}
+	free(line);
+	fclose(f);
+	return r;
+}
+
 int jail_view(const struct jail_view_dir *v, unsigned n, struct tvm_err *e)
 {
 	int fds[JAIL_VIEW_MAX], r = 0;
@@ -49,6 +102,8 @@ int jail_view(const struct jail_view_dir *v, unsigned n, struct tvm_err *e)
 	for (unsigned i = 0; i < n; i++)
 		if (v[i].path[0] != '/' || !v[i].path[1] || strlen(v[i].path) >= PATH_MAX)
 			return tvm_errf(e, EINVAL, "view: %s: not an absolute path below /", v[i].path);
+	if ((r = mounts_beneath(v, n, e)))
+		return r;
 	if (unshare(CLONE_NEWNS) < 0) {
 		r = tvm_errf(e, errno, "view: a mount namespace: %s", strerror(errno));
 		goto out;
