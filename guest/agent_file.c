@@ -23,8 +23,10 @@ struct xfer {
 	uint64_t done; /* bytes moved */
 	uint64_t max;  /* GET: cap */
 	uint32_t mode; /* GET: the file's mode bits */
-	/* PUT: the file it opened (created or truncated), by whom */
-	char *path;
+	/* PUT: the file it opened (created or truncated): its name in the
+	 * directory held open, by whom */
+	int dirfd;
+	char *base;
 	uint32_t uid, gid;
 	dev_t dev;
 	ino_t ino;
@@ -41,8 +43,10 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 /* A PUT that did not end whole (a write failed, FILE_END's size was not
  * what arrived, the connection went) leaves no half file under the name:
  * the file it opened is removed, if the name still is that file, as the
- * identity that opened it. A PUT refused at its open never gets here, so
- * it never removes what was there. */
+ * identity that opened it, in the directory it was opened in (held: a
+ * job that swaps a directory of the path meanwhile cannot send the
+ * removal elsewhere). A PUT refused at its open never gets here, so it
+ * never removes what was there. */
 static void put_undo(const struct xfer *x)
 {
 	struct stat st;
@@ -51,8 +55,8 @@ static void put_undo(const struct xfer *x)
 		setfsgid(x->gid);
 		setfsuid(x->uid);
 	}
-	if (lstat(x->path, &st) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
-		unlink(x->path);
+	if (fstatat(x->dirfd, x->base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
+		unlinkat(x->dirfd, x->base, 0);
 	if (ag.can_setuid) {
 		setfsuid(0);
 		setfsgid(0);
@@ -68,9 +72,11 @@ static void xfer_drop(struct conn *c, struct xfer *x)
 	*pp = x->next;
 	if (x->fd >= 0)
 		close(x->fd);
-	if (x->put && !x->whole)
+	if (x->put && !x->whole && x->base)
 		put_undo(x);
-	free(x->path);
+	if (x->put && x->dirfd >= 0)
+		close(x->dirfd);
+	free(x->base);
 	free(x);
 }
 
@@ -89,15 +95,44 @@ static int mkdir_parents(char *path)
 	return 0;
 }
 
-/* Opens a regular file for a new transfer id with the requested identity;
- * reports errors to the host and returns -1. */
+/* open(path) as the directory that holds it, held in *dirfd (a PUT's
+ * undo removes the name there), then its last component in it. -1 with
+ * errno when either fails (*dirfd -1). */
+static int open_in_dir(char *path, int flags, mode_t mode, int *dirfd)
+{
+	char *slash = strrchr(path, '/');
+	const char *base = slash ? slash + 1 : path;
+	int fd, err;
+
+	if (slash)
+		*slash = 0;
+	*dirfd = open(!slash ? "." : slash == path ? "/" : path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (slash)
+		*slash = '/';
+	if (*dirfd < 0)
+		return -1;
+	fd = *base ? openat(*dirfd, base, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode) : (errno = EISDIR, -1);
+	if (fd < 0) {
+		err = errno;
+		close(*dirfd);
+		*dirfd = -1;
+		errno = err;
+	}
+	return fd;
+}
+
+/* Opens a regular file for a new transfer id with the requested identity
+ * (a PUT: in the directory held in *dirfd, else dirfd NULL); reports
+ * errors to the host and returns -1. */
 static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, uint32_t uid, uint32_t gid, int flags,
-		     mode_t mode, struct stat *st)
+		     mode_t mode, struct stat *st, int *dirfd)
 {
 	char path[TVP_MAX_PATH + 1];
 	unsigned n = 0;
 	int fd, err;
 
+	if (dirfd)
+		*dirfd = -1;
 	for (struct xfer *x = c->xfers; x; x = x->next)
 		n++;
 	if (xfer_find(c, m->id)) {
@@ -119,9 +154,10 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		setfsuid(uid);
 	}
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
-	fd = open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
-	if (fd < 0 && errno == ENOENT && m->type == TVP_PUT_FILE && (m->flags & TVP_PUT_MKDIRS))
-		fd = mkdir_parents(path) < 0 ? -1 : open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	fd = dirfd ? open_in_dir(path, flags, mode, dirfd)
+		   : open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
+		fd = mkdir_parents(path) < 0 ? -1 : open_in_dir(path, flags, mode, dirfd);
 	err = errno;
 	if (ag.can_setuid) {
 		setfsuid(0);
@@ -137,6 +173,10 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		fd = -1;
 	}
 	if (fd < 0) {
+		if (dirfd && *dirfd >= 0) {
+			close(*dirfd);
+			*dirfd = -1;
+		}
 		conn_send_error(c, m->id, TVP_ERR_IO, err, "open %s: %s", path,
 				err == EINVAL ? "not a regular file" : strerror(err));
 		return -1;
@@ -159,9 +199,13 @@ static struct xfer *xfer_add(struct conn *c, const struct tvp_msg *m, int fd, ui
 		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
 		return NULL;
 	}
-	*x = (struct xfer){
-		.next = c->xfers, .id = m->id, .put = m->type == TVP_PUT_FILE, .fd = fd, .max = max, .mode = mode
-	};
+	*x = (struct xfer){ .next = c->xfers,
+			    .id = m->id,
+			    .put = m->type == TVP_PUT_FILE,
+			    .fd = fd,
+			    .dirfd = -1,
+			    .max = max,
+			    .mode = mode };
 	c->xfers = x;
 	return x;
 }
@@ -170,29 +214,35 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
 	struct xfer *x;
-	char *path = strndup(m->put.path.p, m->put.path.len);
+	const char *slash = memrchr(m->put.path.p, '/', m->put.path.len);
+	size_t skip = slash ? (size_t)(slash - (const char *)m->put.path.p) + 1 : 0;
+	char *base = strndup((const char *)m->put.path.p + skip, m->put.path.len - skip);
 	uint32_t uid = m->put.uid, gid = m->put.gid;
-	int fd = path ? xfer_open(c, m, m->put.path, uid, gid, O_WRONLY | O_CREAT | O_TRUNC, m->put.mode & 07777, &st)
-		      : -1;
+	int dirfd = -1, fd = base ? xfer_open(c, m, m->put.path, uid, gid, O_WRONLY | O_CREAT | O_TRUNC,
+					      m->put.mode & 07777, &st, &dirfd)
+				  : -1;
 
-	if (!path)
+	if (!base)
 		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
 	if (fd >= 0 && (x = xfer_add(c, m, fd, 0, 0))) {
 		agent_identity(&uid, &gid); /* as xfer_open took them */
-		x->path = path;
+		x->dirfd = dirfd;
+		x->base = base;
 		x->uid = uid;
 		x->gid = gid;
 		x->dev = st.st_dev;
 		x->ino = st.st_ino;
 		return;
 	}
-	free(path);
+	if (dirfd >= 0)
+		close(dirfd);
+	free(base);
 }
 
 void file_get(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
-	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, O_RDONLY, 0, &st);
+	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, O_RDONLY, 0, &st, NULL);
 
 	if (fd >= 0)
 		xfer_add(c, m, fd, m->get.max_bytes, st.st_mode & 07777);

@@ -217,6 +217,32 @@ START_TEST(a_failed_put_removes_only_what_it_wrote)
 	ck_assert_ptr_null(get(4, half, 100, TVP_ID_DEFAULT, &len, &r));
 	ck_assert_int_eq(r.error.sys_errno, ENOENT);
 	ck_assert_int_eq(access(half, F_OK), -1);
+
+	/* its directory swapped for a symlink meanwhile (a job's race): the
+	 * removal is in the directory it opened in, never through the link */
+	char d[128], d2[128], target[128], f[160], victim[160];
+	snprintf(d, sizeof(d), "%s/d", dir);
+	snprintf(d2, sizeof(d2), "%s/d2", dir);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	snprintf(f, sizeof(f), "%s/f", d);
+	snprintf(victim, sizeof(victim), "%s/f", target);
+	ck_assert_int_eq(mkdir(d, 0755), 0);
+	ck_assert_int_eq(mkdir(target, 0755), 0);
+	ck_assert_int_ge(fd = open(victim, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	close(fd);
+	put_begin(5, f, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c,
+		&(struct tvp_msg){ .type = TVP_FILE_DATA, .id = 5, .data = { .data = { (const uint8_t *)"ab", 2 } } });
+	ck_assert_ptr_nonnull(got = get(6, f, 100, TVP_ID_DEFAULT, &len, &r)); /* served in order: opened */
+	free(got);
+	ck_assert_int_eq(rename(d, d2), 0);
+	ck_assert_int_eq(symlink(target, d), 0);
+	ac_close(c);
+	c = ac_open();
+	ck_assert_ptr_null(get(7, "/nonexistent", 100, TVP_ID_DEFAULT, &len, &r)); /* the drop is done */
+	snprintf(f, sizeof(f), "%s/f", d2);
+	ck_assert_int_eq(access(f, F_OK), -1);     /* its own half file: gone */
+	ck_assert_int_eq(access(victim, F_OK), 0); /* the link's: untouched */
 }
 END_TEST
 
