@@ -115,6 +115,7 @@ struct sandbox {
 	char dir[512]; /* <state>/sandboxes/<id> */
 	char uds[600]; /* <dir>/vsock.sock */
 	char template[64];
+	uint64_t tmpl_id; /* of a custom template: its struct tmpl.id when made from it (0: none) */
 	unsigned cpus, memory_mib, idle_timeout_s;
 	unsigned timeout_s;          /* asked at create: expires_at = ready + this */
 	char **env;                  /* "NAME=value", envs then secret_envs; NULL-terminated */
@@ -184,12 +185,15 @@ struct tmpl {
 	time_t created_at;
 	bool ready;   /* made; else being made, its name taken */
 	bool network; /* its snapshot has a network device: each create from it has a network */
+	uint64_t id;  /* this daemon's number for it (srv.tmpl_ids): a sandbox's figures go to the
+		       * template it was made from, not to a later one of the same name */
 	struct tmpl_stats st;
 };
 
 struct srv {
 	struct srv_cfg cfg;
 	struct tmpl *templates;
+	uint64_t tmpl_ids; /* the last struct tmpl.id given */
 	pthread_mutex_t mu;
 	pthread_cond_t cv; /* CLOCK_MONOTONIC */
 	struct sandbox *sandboxes;

@@ -57,6 +57,7 @@ static struct sandbox *child_of(struct srv *s, const struct sandbox *p, unsigned
 	if (fail)
 		return NULL;
 	memcpy(c->template, p->template, sizeof(c->template));
+	c->tmpl_id = p->tmpl_id;
 	c->cpus = p->cpus;
 	c->memory_mib = p->memory_mib;
 	c->idle_timeout_s = p->idle_timeout_s;

@@ -249,10 +249,14 @@ struct sandbox *pool_take_locked(struct srv *s, struct sandbox *req)
 
 void stats_sample_locked(struct srv *s, const struct sandbox *sb, unsigned k, uint64_t v)
 {
-	struct tmpl *t = strcmp(sb->template, "default") ? tmpl_find_locked(s, sb->owner, sb->template) : NULL;
+	bool custom = strcmp(sb->template, "default") != 0;
+	struct tmpl *t = custom ? tmpl_find_locked(s, sb->owner, sb->template) : NULL;
 	struct tmpl_stats *st = t ? &t->st : &s->pool.st;
 
-	if (!t && strcmp(sb->template, "default"))
+	/* A custom template's sandbox counts for that template only: not for
+	 * one of the same name made after it was deleted, nor (re-adopted
+	 * by this daemon: no id) for any. */
+	if (custom && (!t || !sb->tmpl_id || t->id != sb->tmpl_id))
 		return;
 	st->ring[k][st->nring[k] % LAT_RING] = v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
 	st->nring[k]++;

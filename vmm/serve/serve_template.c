@@ -361,6 +361,7 @@ static void api_template_create(struct conn *c)
 		/* The name is taken now (not ready: no create, list or GET
 		 * sees it), so that two builds of one name cannot race. */
 		t->owner = c->uid;
+		t->id = ++s->tmpl_ids;
 		t->next = s->templates;
 		s->templates = t;
 		listed = true;
@@ -554,6 +555,7 @@ int tmpl_start_from(struct srv *s, struct sandbox *sb, const char *name, char *e
 	pthread_mutex_lock(&s->mu);
 	const struct tmpl *t = tmpl_find_locked(s, sb->owner, name);
 	bool found = t && t->ready;
+	sb->tmpl_id = found ? t->id : 0;
 	pthread_mutex_unlock(&s->mu);
 	if (!found) {
 		snprintf(err, cap, "template \"%s\" was deleted", name);
@@ -619,6 +621,7 @@ static void load_one(struct srv *s, const char *dir, uid_t owner, const char *na
 		json_get_bool(&d, i, &t->network);
 	t->mem_kib = mem_kib(dir);
 	t->ready = true;
+	t->id = ++s->tmpl_ids;
 	t->next = s->templates;
 	s->templates = t;
 }
