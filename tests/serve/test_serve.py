@@ -1476,6 +1476,20 @@ class T08bHostileState(ServeTest):
             p.wait(WAIT)
             p.stderr.close()
         self.assertIn("(state in %s/x," % d, line)
+        # and through a symlink, the path it leads to: a jailed VMM's socket
+        # link names its jail by it, and the daemon's own view shows that one
+        os.symlink(d, d + ".link")
+        p = subprocess.Popen([BIN, "serve", "--socket", os.path.join(d, "s2.sock"), "--state-dir",
+                              d + ".link/y"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.PIPE)
+        try:
+            line = p.stderr.readline().decode()
+        finally:
+            p.terminate()
+            p.wait(WAIT)
+            p.stderr.close()
+            os.unlink(d + ".link")
+        self.assertIn("(state in %s/y," % os.path.realpath(d), line)
 
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]

@@ -551,12 +551,20 @@ void srv_free_sandbox(struct sandbox *sb);
 void rfc3339(char *buf, size_t cap, time_t t);
 void random_hex(char *out, size_t nbytes);
 uint64_t now_ns(void);
-/* Connect to sb's agent: 0, or -errno with e set. */
+/* serve_vsock.c. Connect to sb's agent through its VMM's socket, pinned
+ * (vmm_socket_open): 0, or -errno with e set. */
 int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
 /* Connect sb's keeper: as sb_agent, and SEED sent (entropy, the host's
  * clock), which also makes it the agent's keeper when no other is open:
  * never evicted for a new connection (guest/PROTOCOL.md, "Connection"). */
 int sb_keeper(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e);
+/* The socket of the VMM of the sandbox in sb_dir (<state>/sandboxes/ID),
+ * at uds: opened O_PATH without following a last symlink (uds itself, or
+ * the jail's /run/vsock it links to: <state>/jail/JID/root/run/vsock, no
+ * other place), and its /proc/self/fd path into path. The descriptor
+ * (the caller closes it), or -errno with e set: -ENOENT (not there yet),
+ * -EPERM (a link elsewhere, or not a socket: a VMM's doing). */
+int vmm_socket_open(const char *sb_dir, const char *uds, char *path, size_t cap, struct tvm_err *e);
 
 /* serve_api.c */
 /* A request's JSON body, parsed ({} when empty). */

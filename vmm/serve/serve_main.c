@@ -364,6 +364,31 @@ static void mkparents(const char *path)
 	}
 }
 
+/* The state dir as the host resolves it (symlinks of its path followed):
+ * a jailed VMM's socket link names its jail by that path, and the
+ * daemon's own view shows the state dir at the path it is given, so both
+ * must be the one spelling (a missing state dir: its parent resolved).
+ * 0, or -1 after one line. */
+static int state_dir_resolve(struct srv_cfg *c)
+{
+	char real[PATH_MAX], parent[PATH_MAX];
+	const char *slash = strrchr(c->state_dir, '/');
+
+	if (!realpath(c->state_dir, real)) {
+		snprintf(parent, sizeof(parent), "%.*s", slash == c->state_dir ? 1 : (int)(slash - c->state_dir),
+			 c->state_dir);
+		if (errno != ENOENT || !realpath(parent, real) ||
+		    (size_t)snprintf(real + strlen(real), sizeof(real) - strlen(real), "%s%s",
+				     strcmp(real, "/") ? "/" : "", slash + 1) >= sizeof(real) - strlen(real))
+			return fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", c->state_dir, strerror(errno)),
+			       -1;
+	}
+	if (strlen(real) > 199)
+		return fprintf(stderr, "tinyvmm serve: --state-dir %s is %s: over 199 bytes\n", c->state_dir, real), -1;
+	snprintf(c->state_dir, sizeof(c->state_dir), "%s", real);
+	return 0;
+}
+
 static int listen_on(struct srv_cfg *c)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -503,6 +528,8 @@ int serve_main(int argc, char **argv)
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&s->cv, &ca);
 	mkparents(s->cfg.state_dir);
+	if (state_dir_resolve(&s->cfg))
+		return SRV_EXIT_USAGE;
 	/* Before the helper forks: its VMMs get SIGPIPE ignored, as the
 	 * daemon's children always did. */
 	signal(SIGPIPE, SIG_IGN);

@@ -143,16 +143,6 @@ void sb_touch(struct srv *s, struct sandbox *sb)
 	pthread_mutex_unlock(&s->mu);
 }
 
-int sb_agent(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e)
-{
-	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, 0, a, e);
-}
-
-int sb_keeper(struct sandbox *sb, int timeout_ms, struct tvm_agent **a, struct tvm_err *e)
-{
-	return tvm_agent_connect(&(struct tvm_agent_addr){ .uds_path = sb->uds }, timeout_ms, TVM_AGENT_SEED, a, e);
-}
-
 void sb_remove_dir(const char *dir)
 {
 	int r = jail_remove_tree(AT_FDCWD, dir);
