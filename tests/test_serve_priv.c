@@ -161,19 +161,36 @@ START_TEST(a_spawn_has_only_the_daemons_flags)
 	char err[200];
 	const char *create[] = { VMM_HEAD, "--mem", "512", "--cpus", "2", VMM_TAIL, NULL };
 	const char *resume[] = { VMM_HEAD, "--snapshot", SBX "/paused-12", VMM_TAIL, NULL };
-	const char *net[] = { VMM_HEAD,      VMM_TAIL,
-			      "--net",       "tvs0a1b2c3d",
-			      "--net-mac",   "02:0a:1b:2c:3d:01",
-			      "--net-allow", "10.0.0.0/8:443/tcp",
-			      "--net-allow", "::/0",
-			      "--net-dns",   "10.0.0.53",
+	const char *net[] = { VMM_HEAD,
+			      VMM_TAIL,
+			      "--net",
+			      "tvs0a1b2c3d",
+			      "--net-ingress",
+			      "replies",
+			      "--net-mac",
+			      "02:0a:1b:2c:3d:01",
+			      "--net-allow",
+			      "10.0.0.0/8:443/tcp",
+			      "--net-allow",
+			      "::/0",
+			      "--net-dns",
+			      "10.0.0.53",
 			      NULL };
-	const char *deny[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d", "--net-deny-all", NULL };
+	const char *deny[] = { VMM_HEAD,         VMM_TAIL,        "--net",   "tvs0a1b2c3d",
+			       "--net-deny-all", "--net-ingress", "replies", NULL };
+	/* a network open to the host: never the daemon's */
+	const char *open_in[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d", "--net-deny-all", NULL };
+	const char *open_all[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d", "--net-ingress", "all", NULL };
+	const char *no_net[] = { VMM_HEAD, VMM_TAIL, "--net-ingress", "replies", NULL };
 
 	ck_assert_int_eq(parse_argv(create, err), 0);
 	ck_assert_int_eq(parse_argv(resume, err), 0);
 	ck_assert_int_eq(parse_argv(net, err), 0);
 	ck_assert_int_eq(parse_argv(deny, err), 0);
+	ck_assert_int_eq(parse_argv(open_in, err), -EPERM);
+	ck_assert_str_eq(err, "spawn: --net without --net-ingress replies (the daemon always gives it)");
+	ck_assert_int_eq(parse_argv(open_all, err), -EPERM);
+	ck_assert_int_eq(parse_argv(no_net, err), -EPERM);
 
 	/* a flag it never gives, or one of its with a value it never gives */
 	static const char *const bad[][2] = {
@@ -222,11 +239,11 @@ START_TEST(a_spawn_has_only_the_daemons_flags)
 	};
 	ck_assert_int_eq(parse_argv(prefix, err), -EPERM);
 	/* the TAP of another sandbox, given before the paths */
-	const char *tap_first[] = {
-		"/usr/bin/tinyvmm", "run",          "--net",     "tvsffffffff",         "--vsock-uds",
-		SBX "/vsock.sock",  "--serial-out", "/dev/null", "--no-inplace-drives", "--pause-to",
-		SBX "/paused-1",    VMM_TAIL,       NULL
-	};
+	const char *tap_first[] = { "/usr/bin/tinyvmm", "run",           "--net",
+				    "tvsffffffff",      "--vsock-uds",   SBX "/vsock.sock",
+				    "--serial-out",     "/dev/null",     "--no-inplace-drives",
+				    "--pause-to",       SBX "/paused-1", VMM_TAIL,
+				    "--net-ingress",    "replies",       NULL };
 	ck_assert_int_eq(parse_argv(tap_first, err), -EPERM);
 	ck_assert_str_eq(err, "spawn: --net is another sandbox's TAP");
 	/* the daemon jails: no VMM without --jail; and five resolvers */
@@ -305,7 +322,7 @@ START_TEST(malformed_spawns_are_refused)
 	ck_assert_int_eq(parse(buf, 0, 0, err), -EINVAL);
 	/* the most arguments there may be pass */
 	static const char *many[PRIV_MAX_ARGS + 1];
-	const char *head[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d" };
+	const char *head[] = { VMM_HEAD, VMM_TAIL, "--net", "tvs0a1b2c3d", "--net-ingress", "replies" };
 	int k = (int)(sizeof(head) / sizeof(head[0]));
 	memcpy(many, head, sizeof(head));
 	if ((PRIV_MAX_ARGS - k) % 2)

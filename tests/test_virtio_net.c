@@ -47,6 +47,7 @@ struct tn {
 
 static struct tn g;
 static struct tvm_rate_limit rx_lim, tx_lim; /* the next device's limits (on the fake clock tt_now) */
+static bool next_replies_only;               /* the next device's ingress: replies only */
 
 static void tn_driver_start(struct tn *x, uint64_t features)
 {
@@ -83,6 +84,7 @@ static void tn_start_backend(struct tn *x, const struct net_policy *p, uint64_t 
 	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &x->w };
 	o.rx_limit = rx_lim;
 	o.tx_limit = tx_lim;
+	o.ingress_replies = next_replies_only;
 	o.clock = tt_clock;
 	ck_assert_msg(virtio_net_open(&x->n, &o, &e) == 0, "%s", e.msg);
 	net_mac_from_id(1, x->mac);
@@ -570,6 +572,52 @@ START_TEST(rx_frame_delivered)
 	ck_assert_uint_eq(stats().rx_frames, 2);
 	ck_assert_uint_eq(stats().rx_bytes, 1514 + 60);
 	ck_assert_int_gt(g.d.irqs, 0);
+}
+END_TEST
+
+/* Replies only: the host's SYN to the guest is dropped (its buffers wait
+ * for the next frame), a SYN-ACK and a UDP answer to what the guest sent
+ * arrive. */
+START_TEST(rx_replies_only)
+{
+	uint8_t f[TF_MAX], a[TF_MAX];
+	uint32_t id, len;
+	size_t n;
+
+	next_replies_only = true;
+	tn_start(&g, NULL, ALL_FEATURES);
+	next_replies_only = false;
+	rx_post(0, 1536);
+	rx_post(1, 1536);
+	virtio_mmio_notify(&g.t, NET_RXQ);
+	n = tf_tcp4(f, "10.0.0.2", 22);
+	f[14 + 20 + 13] = 0x02; /* SYN */
+	peer_send(f, n);
+	tw_settle(&g.w);
+	ck_assert(!rx_take(&id, &len));
+	ck_assert_uint_eq(stats().drops[NET_DROP_INGRESS], 1);
+	ck_assert_uint_eq(stats().rx_frames, 0);
+	f[14 + 20 + 13] = 0x12; /* SYN ACK */
+	peer_send(f, n);
+	tw_settle(&g.w);
+	expect_rx_frame(f, n, 1);
+	/* UDP: only once the guest has sent to that port */
+	n = udp_frame(f, 60);
+	memcpy(a, f, n);
+	memcpy(a + 14 + 12, f + 14 + 16, 4); /* its answer: addresses and ports swapped */
+	memcpy(a + 14 + 16, f + 14 + 12, 4);
+	memcpy(a + 34, f + 34 + 2, 2);
+	memcpy(a + 34 + 2, f + 34, 2);
+	peer_send(a, n);
+	tw_settle(&g.w);
+	ck_assert(!rx_take(&id, &len));
+	ck_assert_uint_eq(stats().drops[NET_DROP_INGRESS], 2);
+	tx(f, n);
+	expect_arrives(f, n);
+	peer_send(a, n);
+	tw_settle(&g.w);
+	expect_rx_frame(a, n, 1);
+	ck_assert_uint_eq(stats().rx_frames, 2);
 }
 END_TEST
 
@@ -1334,6 +1382,7 @@ int main(void)
 	tcase_add_test(tc, tx_long_frame_split_head);
 	tcase_add_test(tc, tx_hostile_chains);
 	tcase_add_test(tc, rx_frame_delivered);
+	tcase_add_test(tc, rx_replies_only);
 	tcase_add_test(tc, save_unpops_held_rx_chains);
 	tcase_add_test(tc, save_completes_held_chains_around_a_bad_one);
 	tcase_add_test(tc, rx_no_buffers_no_read);

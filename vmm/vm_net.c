@@ -111,7 +111,8 @@ static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 }
 
 _Static_assert((int)TVM_NET_DROP_COUNT == (int)NET_VERDICT_NR && (int)TVM_NET_DROP_RUNT == (int)NET_DROP_RUNT &&
-		       (int)TVM_NET_DROP_BACKEND == (int)NET_DROP_BACKEND,
+		       (int)TVM_NET_DROP_BACKEND == (int)NET_DROP_BACKEND &&
+		       (int)TVM_NET_DROP_INGRESS == (int)NET_DROP_INGRESS,
 	       "tvm_net_drop mirrors enum net_verdict");
 
 int tvm_vm_net_stats(const struct tvm_vm *vm, struct tvm_net_stats *out)
@@ -192,6 +193,7 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 		.mtu = (uint16_t)n->mtu,
 		.policy = &policy,
 		.no_offload = n->no_offload,
+		.ingress_replies = n->ingress_replies != 0,
 		.rx_limit = n->rx,
 		.tx_limit = n->tx,
 		.io = { .watch = vm_watch, .unwatch = vm_unwatch, .kick = net_kick, .ctx = vm },

@@ -25,7 +25,7 @@ static uint16_t be16(const uint8_t *p)
 	return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-/* TCP (RFC 9293 3.1), UDP (RFC 768), ICMPv6 (RFC 4443 2.1) header at off,
+/* TCP (RFC 9293 3.1), UDP (RFC 768), ICMP (RFC 792), ICMPv6 (RFC 4443 2.1) header at off,
  * inside an L3 payload ending at end. Other protocols carry nothing the
  * filter uses. */
 static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, struct net_flow *fl)
@@ -40,7 +40,9 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		p = c->f + off;
 		if ((p[12] >> 4) < 5 || (size_t)(p[12] >> 4) * 4 > avail)
 			return NET_DROP_MALFORMED;
+		fl->sport = be16(p);
 		fl->dport = be16(p + 2);
+		fl->tcp_flags = p[13];
 		fl->l4_hlen = (uint16_t)((p[12] >> 4) * 4);
 		break;
 	case IPPROTO_UDP:
@@ -49,8 +51,15 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		p = c->f + off;
 		if (be16(p + 4) < 8 || be16(p + 4) > avail)
 			return NET_DROP_MALFORMED;
+		fl->sport = be16(p);
 		fl->dport = be16(p + 2);
 		fl->l4_hlen = 8;
+		break;
+	case IPPROTO_ICMP:
+		if (avail < 4 || !need(c, off, 4))
+			return NET_DROP_MALFORMED;
+		fl->icmp_type = c->f[off];
+		fl->l4_hlen = 4;
 		break;
 	case IPPROTO_ICMPV6:
 		if (avail < 4 || !need(c, off, 4))
@@ -83,11 +92,17 @@ static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len,
 	fl->family = 4;
 	fl->ttl = p[8];
 	fl->proto = p[9];
+	memcpy(fl->src, p + 12, 4);
 	memcpy(fl->dst, p + 16, 4);
 	frag = be16(p + 6);
 	fl->fragment = (frag & 0x3fff) != 0; /* MF bit or a fragment offset */
-	if (fl->fragment)
-		return NET_PASS; /* policy decides; a non-first one has no L4 header */
+	if (fl->fragment) {
+		/* policy decides; a non-first one has no L4 header, a first
+		 * one part of it (its lengths are the whole datagram's) */
+		fl->first_fragment = !(frag & 0x1fff);
+		fl->l4_off = (uint16_t)(l3 + ihl);
+		return NET_PASS;
+	}
 	return parse_l4(c, l3 + ihl, l3 + total, fl);
 }
 
@@ -105,6 +120,7 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 		return NET_DROP_MALFORMED;
 	fl->family = 6;
 	fl->ttl = p[7];
+	memcpy(fl->src, p + 8, 16);
 	memcpy(fl->dst, p + 24, 16);
 	nh = p[6];
 	off = l3 + 40;
@@ -135,6 +151,7 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 				fl->proto = p[0];
 				return NET_PASS;
 			}
+			fl->first_fragment = true; /* part of its L4 header, after any further extension headers */
 		} else if (nh == IPPROTO_AH) {
 			hlen = ((size_t)p[1] + 2) * 4; /* RFC 4302 2.2: 32-bit words minus 2 */
 		} else {
@@ -203,6 +220,7 @@ const char *net_verdict_name(enum net_verdict v)
 		[NET_DROP_POLICY] = "policy",
 		[NET_DROP_SPOOF] = "spoofed_mac",
 		[NET_DROP_BACKEND] = "backend",
+		[NET_DROP_INGRESS] = "ingress",
 	};
 
 	return (unsigned)v < NET_VERDICT_NR ? names[v] : "unknown";

@@ -8,14 +8,15 @@
  *    whether the sender hardware address is the frame's source MAC.
  *  - IPv4: version, IHL >= 5 (options skipped), total length within the
  *    frame (shorter is Ethernet padding), fragments (MF or offset != 0: a
- *    non-first fragment has no L4 header).
+ *    non-first fragment has no L4 header; a first one's is parsed).
  *  - IPv6: payload length within the frame (0, a jumbogram, is malformed),
  *    extension headers hop-by-hop, routing, fragment, destination options
  *    and AH walked, at most NET_MAX_EXT_HDRS of them; the other extension
  *    headers of the IANA registry (135, 139, 140, 253, 254) are rejected,
  *    since we cannot know what follows them.
  *  - TCP (data offset >= 5, header within the L3 payload), UDP (8 bytes,
- *    length field consistent), ICMPv6 type. Other protocols: number only.
+ *    length field consistent), ICMP and ICMPv6 type. Other protocols:
+ *    number only.
  *
  * cap and len: the parser only reads f[0..cap); len is the frame's real
  * length (cap <= len; the device copies only the first NET_INSPECT_MAX
@@ -47,6 +48,7 @@ enum net_verdict {
 	NET_DROP_POLICY,    /* well formed, not allowed by the policy */
 	NET_DROP_SPOOF,     /* source MAC is not the device's (allow-list only) */
 	NET_DROP_BACKEND,   /* the TAP refused the frame, or sent one the guest could not take */
+	NET_DROP_INGRESS,   /* a TAP frame that is no reply to the guest (net_ingress.h) */
 	NET_VERDICT_NR
 };
 
@@ -56,12 +58,18 @@ struct net_flow {
 	uint8_t family;      /* 4, 6, or 0 when not IP */
 	uint8_t proto;       /* IP protocol of the L4 header (IPv6: after extension headers) */
 	uint8_t dst[16];     /* destination address; IPv4 in dst[0..4) */
+	uint8_t src[16];     /* source address, likewise */
 	bool fragment;       /* IPv4 MF/offset, or an IPv6 fragment header */
+	bool first_fragment; /* of those, the first: IPv4's L4 header begins at l4_off, unchecked
+			      * (IPv6's is parsed as usual, has_l4) */
 	bool has_l4;         /* L4 header present and checked (not a non-first fragment) */
 	uint16_t dport;      /* TCP/UDP destination port when has_l4 */
+	uint16_t sport;      /* TCP/UDP source port when has_l4 */
+	uint8_t tcp_flags;   /* TCP: the flags byte (FIN 0x01, SYN 0x02, RST 0x04, ACK 0x10) */
+	uint8_t icmp_type;   /* ICMP type when proto is 1 and has_l4 */
 	uint8_t icmp6_type;  /* ICMPv6 type when proto is 58 and has_l4 */
 	uint8_t ttl;         /* IPv4 TTL, IPv6 hop limit */
-	uint16_t l4_off;     /* when has_l4: offset of the L4 header in the frame */
+	uint16_t l4_off;     /* when has_l4 (or an IPv4 first_fragment): offset of the L4 header in the frame */
 	uint16_t l4_hlen;    /* when has_l4: its length (TCP data offset, UDP 8, ICMPv6 4, else 0) */
 	bool arp_sha_is_src; /* ARP: sender hardware address is the Ethernet source */
 };

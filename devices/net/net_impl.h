@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "devices/net/net_ingress.h"
 #include "devices/net/virtio_net.h"
 #include "devices/virtio/throttle.h"
 #include "devices/virtio/virtqueue.h"
@@ -39,6 +40,7 @@ struct virtio_net {
 	uint8_t mac[6];
 	uint32_t max_frame; /* mtu + Ethernet header + one VLAN tag */
 	struct net_policy policy;
+	struct net_ingress ingress; /* what of the TAP's reaches the guest (replies only, or all) */
 	struct fd_watch_ops io;
 	struct virtio_net_config cfg; /* little endian, as the driver reads it */
 

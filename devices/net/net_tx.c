@@ -43,6 +43,12 @@ static enum net_verdict tx_frame(struct virtio_net *n, const struct vq_chain *c)
 	v = net_filter(&n->policy, frame, cap, len);
 	if (v != NET_PASS)
 		return v;
+	if (n->ingress.replies_only) { /* its UDP flows: what may answer it */
+		struct net_flow fl;
+
+		if (net_frame_parse(frame, cap, len, &fl) == NET_PASS)
+			net_ingress_note(&n->ingress, &fl, n->thr.clock());
+	}
 	memcpy(n->tx_copy, &out, NET_HDR_LEN); /* the checked header: what the TAP reads is all ours */
 	n->tx_iov[0] = (struct iovec){ n->tx_copy, NET_HDR_LEN + cap };
 	k = 0;

@@ -235,6 +235,7 @@ int virtio_net_open(struct virtio_net **out, const struct net_opts *o, struct tv
 		n->policy = *o->policy;
 	else
 		net_policy_init(&n->policy);
+	n->ingress.replies_only = o->ingress_replies;
 	memcpy(n->cfg.mac, n->mac, 6);
 	n->cfg.status = htole16(VIRTIO_NET_S_LINK_UP);
 	n->cfg.mtu = htole16(n->mtu);

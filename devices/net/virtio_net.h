@@ -96,6 +96,8 @@ struct net_opts {
 	uint16_t mtu;                             /* 0: NET_DEFAULT_MTU; else NET_MIN_MTU..NET_MAX_MTU; should
 				* match the TAP's MTU on the host */
 	const struct net_policy *policy;          /* copied; NULL: allow all */
+	bool ingress_replies;                     /* TAP frames reach the guest only as replies to its own
+				* traffic (devices/net/net_ingress.h); false: all */
 	bool no_offload;                          /* offer no checksum/segmentation offload even over a TAP */
 	bool fd_offload;                          /* with fd: offer offloads although fd is no TAP (a test
 				* backend taking and giving headers as a TAP would) */

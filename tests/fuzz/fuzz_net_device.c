@@ -169,6 +169,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o.fd = sv[0];
 	o.fd_offload = mode & 2; /* the socket takes offload headers, as a TAP would */
 	o.policy = d.p;
+	o.ingress_replies = mode & 16; /* rx frames looked at too */
 	o.io = (struct fd_watch_ops){ tw_watch, tw_unwatch, tw_kick, &w };
 	if (mode & 8) {
 		o.rx_limit = o.tx_limit = fuzz_limit;

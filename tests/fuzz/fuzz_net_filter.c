@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 
 #include "devices/net/net_filter.h"
+#include "devices/net/net_ingress.h"
 
 static struct net_policy pol[4];
 
@@ -117,6 +118,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (p != &pol[0] && v == NET_PASS && (va != NET_PASS || a.fragment))
 		abort();
+	/* The same bytes from the TAP, replies only: a TCP SYN alone never
+	 * passes, nor anything the parser refuses (no flow noted: no UDP). */
+	{
+		static struct net_ingress in = { .replies_only = true };
+		enum net_verdict vi = net_ingress_check(&in, copy, cap, len, 1);
+
+		if (vi == NET_PASS &&
+		    (va != NET_PASS ||
+		     (a.family && a.has_l4 && a.proto == IPPROTO_TCP && (a.tcp_flags & 0x12) == 0x02) ||
+		     (a.family && a.has_l4 && a.proto == IPPROTO_UDP)))
+			abort();
+	}
 	free(copy);
 	return 0;
 }

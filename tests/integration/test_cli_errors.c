@@ -197,6 +197,9 @@ START_TEST(usage_errors)
 	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
 	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");
 	U("usage: tinyvmm gc [--jail-dir DIR]", "gc", "--bogus");
+	U("--net-ingress: 'maybe' is not replies or all", "run", "--kernel", p("garbage"), "--net", "auto",
+	  "--net-ingress", "maybe");
+	U("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-ingress", "replies");
 }
 END_TEST
 

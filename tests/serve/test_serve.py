@@ -2542,6 +2542,8 @@ class T15Network(ServeTest):
                 with open("/proc/%d/cmdline" % vmm_pids(r.json["id"])[0], "rb") as f:
                     argv = f.read().decode().split("\0")
                 flags = [a for a in argv[argv.index("--net") + 2:] if a]  # the egress flags end its argv
+                self.assertEqual(flags[:2], ["--net-ingress", "replies"])  # every sandbox: no way in
+                flags = flags[2:]
                 self.assertEqual(delete(UID_C, r.json["id"]).status, 204)
             else:  # refused before any VMM (503 unavailable): nothing to read
                 self.assertTrue(NO_VM, r.body)
@@ -2614,6 +2616,15 @@ class T15Network(ServeTest):
             self.assertEqual(r.json["stdout"].splitlines(), ["b'hello guest'", "blocked TimeoutError"])
             t.join(30)
             self.assertEqual((got.get("peer"), got.get("data")), (guest, b"from the guest"), got)
+            # nothing opens a connection into it: a server it runs answers
+            # itself, not the host (its SYN is dropped: a timeout, not a refusal)
+            r = run_exec(UID_C, sb["id"], {"shell": "setsid -f python3 -m http.server 8080 >/dev/null 2>&1; "
+                                                    "for i in $(seq 60); do python3 -c 'import socket; socket."
+                                                    "create_connection((\"127.0.0.1\", 8080), 2)' 2>/dev/null "
+                                                    "&& echo up && break; sleep 1; done"})
+            self.assertEqual(r.json["stdout"], "up\n", r.body)
+            with self.assertRaises(socket.timeout):
+                socket.create_connection((guest, 8080), 5).close()
             # a restart re-adopts it: its TAP stays, as it was
             restart_daemon()
             again = call(UID_C, "GET", "/v1/sandboxes/" + sb["id"]).json

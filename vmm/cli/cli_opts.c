@@ -49,6 +49,7 @@ enum {
 	OPT_NET_ALLOW,
 	OPT_NET_DNS,
 	OPT_NET_DENY,
+	OPT_NET_INGRESS,
 	OPT_NET_MAC,
 	OPT_NET_MTU,
 	OPT_NET_IP,
@@ -109,6 +110,7 @@ static const struct option opts[] = {
 	{ "net-allow", required_argument, 0, OPT_NET_ALLOW },
 	{ "net-dns", required_argument, 0, OPT_NET_DNS },
 	{ "net-deny-all", no_argument, 0, OPT_NET_DENY },
+	{ "net-ingress", required_argument, 0, OPT_NET_INGRESS },
 	{ "net-mac", required_argument, 0, OPT_NET_MAC },
 	{ "net-mtu", required_argument, 0, OPT_NET_MTU },
 	{ "net-ip", required_argument, 0, OPT_NET_IP },
@@ -270,6 +272,13 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			a->c.net.dns[a->c.net.nr_dns++] = optarg;
 			break;
 		case OPT_NET_DENY: a->c.net.deny_all = 1; break;
+		case OPT_NET_INGRESS:
+			if (strcmp(optarg, "replies") && strcmp(optarg, "all")) {
+				fprintf(stderr, "tinyvmm: --net-ingress: '%s' is not replies or all\n", optarg);
+				return EXIT_USAGE;
+			}
+			a->c.net.ingress_replies = !strcmp(optarg, "replies");
+			break;
 		case OPT_NET_NO_OFFLOAD: a->c.net.no_offload = 1; break;
 		case OPT_NET_MAC: a->c.net.mac = optarg; break;
 		case OPT_NET_IP: a->c.net.guest_ip = optarg; break;
@@ -429,8 +438,9 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (!a->c.net.enabled && (a->c.net.nr_allow || a->c.net.nr_dns || a->c.net.deny_all || a->c.net.mac ||
-				  a->c.net.mtu || a->c.net.guest_ip || a->c.net.guest_gw || a->c.net.no_offload)) {
+	if (!a->c.net.enabled &&
+	    (a->c.net.nr_allow || a->c.net.nr_dns || a->c.net.deny_all || a->c.net.mac || a->c.net.mtu ||
+	     a->c.net.guest_ip || a->c.net.guest_gw || a->c.net.no_offload || a->c.net.ingress_replies)) {
 		/* Without --net the VM has no network at all: a policy or
 		 * address for it would be silently meaningless. */
 		fprintf(stderr, "tinyvmm: --net-* options need --net TAP|auto (without it the VM has no network)\n");

@@ -134,6 +134,11 @@ struct tvm_net {
 				       * virtio-net header) and frames; zero: unlimited. A restore
 				       * that gives any (rx or tx) replaces both of the snapshot's,
 				       * else keeps them */
+	int ingress_replies;          /* 1: a TAP frame reaches the guest only as a reply to the guest's own
+			      * traffic (no TCP connection opened into it, UDP only from where it sent,
+			      * no ping; ARP, IPv6 neighbour discovery and ICMP errors pass): nothing on
+			      * the host can reach a server in the guest. 0: every frame. Not saved in
+			      * a snapshot: a restore takes it from its own config */
 };
 
 /* Why a frame was dropped: the index into tvm_net_stats.dropped. */
@@ -147,6 +152,7 @@ enum tvm_net_drop {
 	TVM_NET_DROP_POLICY,    /* not allowed by the allow-list */
 	TVM_NET_DROP_SPOOF,     /* source MAC (or ARP sender) not the guest's, under an allow-list */
 	TVM_NET_DROP_BACKEND,   /* the TAP refused it */
+	TVM_NET_DROP_INGRESS,   /* a TAP frame that is no reply to the guest (tvm_net.ingress_replies) */
 	TVM_NET_DROP_COUNT
 };
 
@@ -157,7 +163,8 @@ struct tvm_net_stats {
 	uint64_t rx_frames, rx_bytes;         /* TAP -> guest, delivered */
 	uint64_t tx_gso, rx_gso;              /* of those, frames with TCP segmentation offload */
 	uint64_t rx_dropped;                  /* TAP frames the guest had no room for */
-	uint64_t dropped[TVM_NET_DROP_COUNT]; /* guest frames dropped, by enum tvm_net_drop; [0] unused */
+	uint64_t dropped[TVM_NET_DROP_COUNT]; /* frames dropped, by enum tvm_net_drop (the guest's; TAP
+					       * frames for INGRESS); [0] unused */
 	int backend_down;                     /* the TAP hit EOF or an error: no more rx */
 };
 

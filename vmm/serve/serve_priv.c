@@ -98,13 +98,14 @@ static bool mac_ok(const char *v)
 }
 
 /* The flags vmm_argv gives, each at most once but the egress values. */
-static const char *const once[] = { "--vsock-uds",         "--pause-to",    "--serial-out", "--idle-timeout",
-				    "--no-inplace-drives", "--jail",        "--jail-dir",   "--cgroup-parent",
-				    "--snapshot",          "--mem",         "--cpus",       "--net",
-				    "--net-mac",           "--net-deny-all" };
+static const char *const once[] = { "--vsock-uds",         "--pause-to",     "--serial-out", "--idle-timeout",
+				    "--no-inplace-drives", "--jail",         "--jail-dir",   "--cgroup-parent",
+				    "--snapshot",          "--mem",          "--cpus",       "--net",
+				    "--net-mac",           "--net-deny-all", "--net-ingress" };
 /* once[0..ALWAYS) must each be given; then --jail and --jail-dir when the
  * daemon jails, --cgroup-parent when it has one; the network flags need
- * --net. */
+ * --net, and --net needs --net-ingress replies (no sandbox is reachable
+ * from the host). */
 #define ALWAYS 5
 #define JAIL_AT 5
 #define CGROUP_AT 7
@@ -161,6 +162,8 @@ static bool spawn_arg_ok(const struct priv_limits *lim, const char *f, const cha
 	}
 	if (!strcmp(f, "--net-mac"))
 		return mac_ok(v);
+	if (!strcmp(f, "--net-ingress"))
+		return !strcmp(v, "replies");
 	if (!strcmp(f, "--net-allow") || !strcmp(f, "--net-dns"))
 		return net_egress_value_ok(f, v, ndns);
 	return false;
@@ -200,8 +203,12 @@ static int spawn_args_ok(const struct priv_limits *lim, const char *const *argv,
 			snprintf(err, cap, "spawn: %s missing (the daemon always gives it)", once[k]);
 			return -EPERM;
 		}
-	if (!seen[NET_AT] && (seen[NET_AT + 1] || seen[NET_AT + 2] || ndns || egress)) {
+	if (!seen[NET_AT] && (seen[NET_AT + 1] || seen[NET_AT + 2] || seen[NET_AT + 3] || ndns || egress)) {
 		snprintf(err, cap, "spawn: network flags without --net");
+		return -EPERM;
+	}
+	if (seen[NET_AT] && !seen[NET_AT + 3]) {
+		snprintf(err, cap, "spawn: --net without --net-ingress replies (the daemon always gives it)");
 		return -EPERM;
 	}
 	if (tap && strncmp(tap + 3, id, 8)) {

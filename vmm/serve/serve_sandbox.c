@@ -661,6 +661,10 @@ static int vmm_argv(struct srv *s, struct sandbox *sb, char **argv, size_t cap, 
 		net_tap_name(sb, tap);
 		ADD("--net");
 		ADD(tap);
+		/* Nothing on the host opens a connection into a sandbox (another
+		 * user's process); its own traffic gets its replies. */
+		ADD("--net-ingress");
+		ADD("replies");
 		if (sb->forked_from[0]) { /* its own, not its parent's (sb_set_identity) */
 			net_mac(sb, mac);
 			ADD("--net-mac");

@@ -1,0 +1,65 @@
+/* Ingress of the virtio-net device in "replies only" mode
+ * (tvm_net.ingress_replies): which frames from the TAP may reach the
+ * guest. The guest may open connections out (as its egress policy
+ * allows); nothing outside may open one in: a server in the guest is not
+ * reachable from the host (another user's process, another sandbox's
+ * owner). Pure functions over a table the device keeps, run with its
+ * transport lock held (tx and rx are both queue runs).
+ *
+ * A TAP frame passes when it is
+ *  - ARP;
+ *  - TCP without SYN, or with SYN and ACK (a reply to the guest's own
+ *    SYN): a SYN alone, a new connection in, is dropped. Stateless: a
+ *    forged segment of a connection that does not exist gets the guest's
+ *    RST, and connections the guest had before a pause still work after
+ *    its resume (no table to lose);
+ *  - UDP from an address and port the guest sent UDP to, from the port it
+ *    sent from, within NET_UDP_IDLE_NS of its last datagram on that flow
+ *    (DNS answers, NTP): the last NET_UDP_FLOWS flows are kept, the
+ *    least recently used replaced;
+ *  - ICMP other than a request (echo, timestamp, information, address
+ *    mask: no ping, no discovery), so errors (unreachable, too big for
+ *    path MTU discovery, time exceeded) and echo replies pass; ICMPv6
+ *    other than an echo or node information query (neighbour and router
+ *    discovery, errors, replies pass);
+ *  - an IP fragment after the first (no L4 header: it cannot open
+ *    anything); a first one is checked as above by the part of its L4
+ *    header it has, and refused when too short to show it (RFC 1858).
+ * Anything else is dropped and counted (NET_DROP_INGRESS): other
+ * ethertypes, other IP protocols, malformed headers.
+ */
+#ifndef TVM_NET_INGRESS_H
+#define TVM_NET_INGRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/net/net_frame.h"
+
+#define NET_UDP_FLOWS 256                        /* UDP flows the guest opened, kept */
+#define NET_UDP_IDLE_NS (180ull * 1000000000ull) /* a flow with no datagram out this long is gone */
+
+/* One UDP flow the guest sent on: its local port, the remote address
+ * and port (network byte order address, host order ports). */
+struct net_udp_flow {
+	uint64_t seen_ns; /* its last datagram out; 0: slot free */
+	uint8_t family;
+	uint8_t remote[16];
+	uint16_t lport, rport;
+};
+
+struct net_ingress {
+	bool replies_only; /* off: every TAP frame passes unparsed */
+	struct net_udp_flow udp[NET_UDP_FLOWS];
+};
+
+/* A frame the guest sent (it passed the egress checks): a UDP datagram
+ * opens or refreshes its flow. now_ns: a monotonic clock. */
+void net_ingress_note(struct net_ingress *in, const struct net_flow *sent, uint64_t now_ns);
+
+/* Whether f[0..cap) of a len-byte TAP frame may reach the guest:
+ * NET_PASS or NET_DROP_INGRESS. */
+enum net_verdict net_ingress_check(struct net_ingress *in, const uint8_t *f, size_t cap, size_t len, uint64_t now_ns);
+
+#endif
