@@ -183,6 +183,12 @@ START_TEST(the_rest_stays_out)
 	ck_assert_int_eq(check(l4 + 20, 1), NET_PASS);
 	l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 8, 0x2000);
 	ck_assert_int_eq(check(l4 + 8, 1), NET_DROP_INGRESS); /* too short to show its flags */
+	/* ... even padded (a 60-byte frame) with a SYN ACK where its flags
+	 * would be: padding is not the datagram (the second fragment's SYN
+	 * would be what the guest reassembles; helper-62's find) */
+	memset(b + l4 + 8, 0, 60 - (l4 + 8));
+	b[l4 + 13] = 0x12;
+	ck_assert_int_eq(check(60, 1), NET_DROP_INGRESS);
 	/* another protocol's first fragment, one byte of it inspected (its
 	 * ports were read past that: the fuzzer's find) */
 	l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), 255, "10.0.0.2", 5, 1, 0x2000);
@@ -203,6 +209,38 @@ START_TEST(the_rest_stays_out)
 	ck_assert_int_eq(check(n, 2), NET_PASS);
 	b[14 + 20] ^= 1; /* from another port */
 	ck_assert_int_eq(check(n, 2), NET_DROP_INGRESS);
+	/* the guest's own fragmented datagram opens its flow too */
+	memset(&in.udp, 0, sizeof(in.udp));
+	n = tf_udp4(b, "5.6.7.8", 53, 4);
+	tf_be16(b + 14 + 6, 0x2000);
+	tf_be16(b + 14 + 20 + 4, 1400);
+	sent(n, 1);
+	tf_be16(b + 14 + 6, 0);
+	tf_be16(b + 14 + 20 + 4, 12);
+	answer(14, 14 + 20, 4);
+	ck_assert_int_eq(check(n, 2), NET_PASS);
+	/* IPv6: a fragmented UDP answer's first fragment (its length the
+	 * whole datagram's) on a flow the guest opened */
+	n = tf_udp6(b, "2001:db8::53", 53);
+	sent(n, 1);
+	{
+		size_t off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_FRAGMENT, "fd00::2", 8 + 8);
+
+		inet_pton(AF_INET6, "2001:db8::53", b + 14 + 8); /* from the resolver */
+		off = tf_ext6(b, off, IPPROTO_FRAGMENT, IPPROTO_UDP, 8, 0);
+		b[off - 8 + 3] |= 1; /* M: more fragments */
+		tf_udp(b, off, 40000, 3000);
+		tf_be16(b + off, 53);
+		ck_assert_int_eq(check(off + 8, 2), NET_PASS);
+		/* a later fragment header after a first one: no L4 header (its
+		 * flags were read from the Ethernet header: helper-62) */
+		off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_FRAGMENT, "fd00::2", 8 + 8 + 20);
+		off = tf_ext6(b, off, IPPROTO_FRAGMENT, IPPROTO_FRAGMENT, 8, 0);
+		off = tf_ext6(b, off, IPPROTO_FRAGMENT, IPPROTO_TCP, 8, 5);
+		struct net_flow fl;
+		ck_assert_int_eq(net_frame_parse(b, off + 20, off + 20, &fl), NET_PASS);
+		ck_assert(!fl.first_fragment && !fl.has_l4);
+	}
 }
 END_TEST
 

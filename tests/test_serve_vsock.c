@@ -111,6 +111,26 @@ START_TEST(only_its_own_socket_is_reached)
 	ck_assert_int_eq(symlink(cmd, a), 0);
 	ck_assert_int_eq(reach(msg, sizeof(msg)), -EPERM);
 	close(lb);
+	/* a state dir whose own path has a "/sandboxes/" in it: its jails are
+	 * beside its last one (helper-62: the first was taken) */
+	{
+		char dir[256], js2[256], uds2[300], path[64];
+		struct tvm_err e = { 0 };
+		int fd;
+
+		snprintf(dir, sizeof(dir), "%s/sandboxes/st/sandboxes/a", state);
+		snprintf(js2, sizeof(js2), "%s/sandboxes/st/jail/j2/root/run", state);
+		snprintf(cmd, sizeof(cmd), "mkdir -p %s %s", dir, js2);
+		ck_assert_int_eq(system(cmd), 0);
+		strcat(js2, "/vsock");
+		lj = listener(js2);
+		snprintf(uds2, sizeof(uds2), "%s/vsock.sock", dir);
+		ck_assert_int_eq(symlink(js2, uds2), 0);
+		fd = vmm_socket_open(dir, uds2, path, sizeof(path), &e);
+		ck_assert_msg(fd >= 0, "%s", e.msg);
+		close(fd);
+		close(lj);
+	}
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", state);
 	ck_assert_int_eq(system(cmd), 0);
 }

@@ -110,7 +110,7 @@ static int as_the_daemon(pid_t parent, int abi)
 	if (open(p, O_WRONLY | O_CLOEXEC) >= 0 || unlink(p) == 0 || rename(p, "/tmp/tvm-walls-moved") == 0)
 		return 19;
 	/* as root: the capabilities it needs for other users' files in its
-	 * state dir and no others (not CAP_SYS_PTRACE: another root
+	 * state dir (CHOWN, DAC_OVERRIDE, FOWNER) and no others (not CAP_SYS_PTRACE: another root
 	 * process's /proc/PID/root stays out of reach even without Landlock) */
 	if (geteuid() == 0) {
 		char st[4096];
@@ -122,8 +122,8 @@ static int as_the_daemon(pid_t parent, int abi)
 			return 28;
 		close(fd);
 		st[n] = 0;
-		if (!(cap = strstr(st, "CapEff:\t")) || strncmp(cap + 8, "000000000000000f\n", 17) ||
-		    !(cap = strstr(st, "CapBnd:\t")) || strncmp(cap + 8, "000000000000000f\n", 17))
+		if (!(cap = strstr(st, "CapEff:\t")) || strncmp(cap + 8, "000000000000000b\n", 17) ||
+		    !(cap = strstr(st, "CapBnd:\t")) || strncmp(cap + 8, "000000000000000b\n", 17))
 			return 29;
 	}
 	/* its VMMs' jails are read-only to it (root trusts what is there) */

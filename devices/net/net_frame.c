@@ -49,7 +49,8 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		if (avail < 8 || !need(c, off, 8))
 			return NET_DROP_MALFORMED;
 		p = c->f + off;
-		if (be16(p + 4) < 8 || be16(p + 4) > avail)
+		/* a first fragment's length is the whole datagram's */
+		if (be16(p + 4) < 8 || (be16(p + 4) > avail && !fl->first_fragment))
 			return NET_DROP_MALFORMED;
 		fl->sport = be16(p);
 		fl->dport = be16(p + 2);
@@ -72,6 +73,26 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 	fl->has_l4 = true;
 	fl->l4_off = (uint16_t)off; /* small: inside the inspected bytes, or one extension header past them */
 	return NET_PASS;
+}
+
+/* A first IPv4 fragment's L4 header, as far as this fragment's part of the
+ * datagram [off, end) holds what the ingress checks read: ports, TCP
+ * flags, an ICMP type. Not when it does not (RFC 1858: a TCP header cut
+ * before its flags shows none): l4_peeked stays false. */
+static void peek_l4(const struct cur *c, size_t off, size_t end, struct net_flow *fl)
+{
+	size_t n = fl->proto == IPPROTO_TCP ? 14 : fl->proto == IPPROTO_UDP ? 4 : fl->proto == IPPROTO_ICMP ? 1 : 0;
+	const uint8_t *p = c->f + off;
+
+	if (!n || end < off || end - off < n || !need(c, off, n))
+		return;
+	if (n >= 4) {
+		fl->sport = be16(p);
+		fl->dport = be16(p + 2);
+	}
+	fl->tcp_flags = n >= 14 ? p[13] : 0;
+	fl->icmp_type = p[0];
+	fl->l4_peeked = true;
 }
 
 /* RFC 791 3.1. l3 is the IPv4 header's offset, l3len the frame bytes from
@@ -101,6 +122,8 @@ static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len,
 		 * one part of it (its lengths are the whole datagram's) */
 		fl->first_fragment = !(frag & 0x1fff);
 		fl->l4_off = (uint16_t)(l3 + ihl);
+		if (fl->first_fragment)
+			peek_l4(c, l3 + ihl, l3 + total, fl);
 		return NET_PASS;
 	}
 	return parse_l4(c, l3 + ihl, l3 + total, fl);
@@ -149,6 +172,7 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 			fl->fragment = true;
 			if (be16(p + 2) & 0xfff8) { /* non-first: no L4 header */
 				fl->proto = p[0];
+				fl->first_fragment = false; /* whatever a header before said */
 				return NET_PASS;
 			}
 			fl->first_fragment = true; /* part of its L4 header, after any further extension headers */

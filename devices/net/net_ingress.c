@@ -17,7 +17,7 @@ void net_ingress_note(struct net_ingress *in, const struct net_flow *sent, uint6
 {
 	struct net_udp_flow *slot = NULL, *oldest = &in->udp[0];
 
-	if (!in->replies_only || sent->proto != IPPROTO_UDP || !sent->has_l4 || !sent->family)
+	if (!in->replies_only || sent->proto != IPPROTO_UDP || !(sent->has_l4 || sent->l4_peeked) || !sent->family)
 		return;
 	for (unsigned i = 0; i < NET_UDP_FLOWS; i++) {
 		struct net_udp_flow *u = &in->udp[i];
@@ -54,26 +54,6 @@ static bool udp_reply(const struct net_ingress *in, const struct net_flow *fl, u
 	return false;
 }
 
-/* An IPv4 first fragment: what the checks below read of its L4 header
- * (its lengths are the whole datagram's, so it was not parsed): ports
- * and TCP flags, an ICMP type. One too short to hold them is refused
- * (RFC 1858's tiny fragments: a SYN's flags in the second one). */
-static int first_fragment_l4(const uint8_t *f, size_t cap, struct net_flow *fl)
-{
-	size_t need = fl->proto == IPPROTO_TCP ? 14 : fl->proto == IPPROTO_UDP ? 4 : 1;
-	const uint8_t *p = f + fl->l4_off;
-
-	if (fl->l4_off > cap || need > cap - fl->l4_off)
-		return -1;
-	if (need >= 4) {
-		fl->sport = (uint16_t)(p[0] << 8 | p[1]);
-		fl->dport = (uint16_t)(p[2] << 8 | p[3]);
-	}
-	fl->tcp_flags = need >= 14 ? p[13] : 0;
-	fl->icmp_type = p[0];
-	return 0;
-}
-
 enum net_verdict net_ingress_check(struct net_ingress *in, const uint8_t *f, size_t cap, size_t len, uint64_t now_ns)
 {
 	struct net_flow fl;
@@ -88,7 +68,7 @@ enum net_verdict net_ingress_check(struct net_ingress *in, const uint8_t *f, siz
 		return NET_DROP_INGRESS; /* another ethertype, or a second VLAN tag */
 	if (fl.fragment && !fl.first_fragment)
 		return NET_PASS;
-	if (!fl.has_l4 && first_fragment_l4(f, cap, &fl) < 0)
+	if (!fl.has_l4 && !fl.l4_peeked) /* a first fragment too short to tell */
 		return NET_DROP_INGRESS;
 	switch (fl.proto) {
 	case IPPROTO_TCP: return (fl.tcp_flags & (TCP_SYN | TCP_ACK)) == TCP_SYN ? NET_DROP_INGRESS : NET_PASS;

@@ -24,7 +24,11 @@
  *    discovery, errors, replies pass);
  *  - an IP fragment after the first (no L4 header: it cannot open
  *    anything); a first one is checked as above by the part of its L4
- *    header it has, and refused when too short to show it (RFC 1858).
+ *    header its share of the datagram holds (not Ethernet padding after
+ *    it), and refused when too short to show it (RFC 1858).
+ * Not done: later fragments pass whatever became of their first, so a
+ * host process can fill the guest's reassembly queue (30 s) with the tails
+ * of datagrams it will never complete.
  * Anything else is dropped and counted (NET_DROP_INGRESS): other
  * ethertypes, other IP protocols, malformed headers.
  */

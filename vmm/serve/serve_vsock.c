@@ -38,11 +38,14 @@ static bool in_its_jail(const char *target, const char *jails)
 int vmm_socket_open(const char *sb_dir, const char *uds, char *path, size_t cap, struct tvm_err *e)
 {
 	char target[PATH_MAX], jails[PATH_MAX];
-	const char *at = uds, *sbs = strstr(sb_dir, "/sandboxes/");
+	const char *at = uds, *sbs = NULL;
 	struct stat st;
 	ssize_t n;
 	int fd;
 
+	/* the last one: the state dir's own path may hold the word too */
+	for (const char *p = sb_dir; (p = strstr(p, "/sandboxes/")); p++)
+		sbs = p;
 	if (lstat(uds, &st) < 0)
 		return tvm_errf(e, errno, "vsock socket %s: %s", uds, strerror(errno));
 	if (S_ISLNK(st.st_mode)) {

@@ -56,15 +56,14 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 		return r;
 	/* As root, then only what root may do that it needs: files and
 	 * sockets of other users' in its state dir (a jailed VMM's). Not
+	 * CAP_DAC_READ_SEARCH (open_by_handle_at: out of any bind mount),
 	 * CAP_SYS_PTRACE nor the rest: with fewer capabilities than a root
 	 * process it cannot open that process's /proc/PID/root (its view's
 	 * way out where Landlock is missing), nor mount or signal. After
 	 * Landlock, whose restrict_self needs CAP_SYS_ADMIN or
 	 * no_new_privs (seccomp sets that next). */
 	if (geteuid() == 0) {
-		if ((r = jail_keep_caps(1ull << CAP_CHOWN | 1ull << CAP_DAC_OVERRIDE | 1ull << CAP_DAC_READ_SEARCH |
-						1ull << CAP_FOWNER,
-					e)))
+		if ((r = jail_keep_caps(1ull << CAP_CHOWN | 1ull << CAP_DAC_OVERRIDE | 1ull << CAP_FOWNER, e)))
 			return r;
 		if (!jail_landlock_abi())
 			fprintf(stderr,
