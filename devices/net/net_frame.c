@@ -78,14 +78,17 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 /* A first IPv4 fragment's L4 header, as far as this fragment's part of the
  * datagram [off, end) holds what the ingress checks read: ports, TCP
  * flags, an ICMP type. Not when it does not (RFC 1858: a TCP header cut
- * before its flags shows none): l4_peeked stays false. */
-static void peek_l4(const struct cur *c, size_t off, size_t end, struct net_flow *fl)
+ * before its flags shows none): l4_peeked stays false. Bytes it holds but
+ * past the inspected ones are malformed, as any header's. */
+static enum net_verdict peek_l4(const struct cur *c, size_t off, size_t end, struct net_flow *fl)
 {
 	size_t n = fl->proto == IPPROTO_TCP ? 14 : fl->proto == IPPROTO_UDP ? 4 : fl->proto == IPPROTO_ICMP ? 1 : 0;
 	const uint8_t *p = c->f + off;
 
-	if (!n || end < off || end - off < n || !need(c, off, n))
-		return;
+	if (!n || end < off || end - off < n)
+		return NET_PASS;
+	if (!need(c, off, n))
+		return NET_DROP_MALFORMED;
 	if (n >= 4) {
 		fl->sport = be16(p);
 		fl->dport = be16(p + 2);
@@ -93,6 +96,7 @@ static void peek_l4(const struct cur *c, size_t off, size_t end, struct net_flow
 	fl->tcp_flags = n >= 14 ? p[13] : 0;
 	fl->icmp_type = p[0];
 	fl->l4_peeked = true;
+	return NET_PASS;
 }
 
 /* RFC 791 3.1. l3 is the IPv4 header's offset, l3len the frame bytes from
@@ -122,9 +126,7 @@ static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len,
 		 * one part of it (its lengths are the whole datagram's) */
 		fl->first_fragment = !(frag & 0x1fff);
 		fl->l4_off = (uint16_t)(l3 + ihl);
-		if (fl->first_fragment)
-			peek_l4(c, l3 + ihl, l3 + total, fl);
-		return NET_PASS;
+		return fl->first_fragment ? peek_l4(c, l3 + ihl, l3 + total, fl) : NET_PASS;
 	}
 	return parse_l4(c, l3 + ihl, l3 + total, fl);
 }
