@@ -1096,6 +1096,16 @@ class T06Hostile(ServeTest):
         self.expect_error(client.raw_exchange(SOCK, many), (400, 431), "bad_request", http_level=True)
         self.assertEqual(call(UID_A, "GET", "/v1/health").status, 200)
 
+    def test_a_body_said_too_long_is_413_before_100_continue(self):
+        """A control body whose Content-Length is over the 1 MiB limit, from
+        a client waiting for 100 Continue (curl's way for a large body):
+        413 at once, not a 100 and then a closed connection."""
+        head = (b"POST /v1/sandboxes HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: 3000000\r\nExpect: 100-continue\r\n\r\n")
+        out = client.raw_exchange(SOCK, head, timeout=WAIT)
+        self.assertNotIn(b"100 Continue", out)
+        self.expect_error(out, 413, "payload_too_large")
+
     def test_no_100_continue_after_a_final_answer(self):
         """A request with Expect: 100-continue whose handler answers
         without reading the body: no 100 after that final answer (RFC 9110
@@ -1462,6 +1472,28 @@ class T08bHostileState(ServeTest):
         self.assertEqual(call(UID_C, "DELETE", "/v1/templates/planted").status, 204)
         self.assertFalse(os.path.exists(d), log_tail(20))
         self.assertNotIn("not all removed", log_tail(20))
+
+    def test_a_state_dir_of_another_user_is_refused(self):
+        """Its state is trusted when read back (pids to signal, tokens, the
+        jails root cleans up): a state dir another user owns, or may write,
+        is refused in one line before anything is read (another user could
+        swap its sandboxes/ for a link to /etc)."""
+        d = tempfile.mkdtemp(dir=DIR)
+        os.chmod(d, 0o755)
+        for make in ("owned", "open"):
+            st = os.path.join(d, make)
+            os.mkdir(st, 0o700)
+            if make == "owned":
+                os.chown(st, UID_C, UID_C)
+            else:
+                os.chmod(st, 0o777)
+            r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, make + ".sock"), "--state-dir", st],
+                               stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
+            self.assertEqual(r.returncode, 1, r.stderr)
+            self.assertIn(b"--state-dir %s: %s: Operation not permitted (it and each folder above it must be"
+                          % (st.encode(), st.encode()), r.stderr)
+            self.assertFalse(os.path.exists(os.path.join(st, "sandboxes")), "it read or made state there")
+            self.assertFalse(os.path.exists(os.path.join(d, make + ".sock")))
 
     def test_the_state_dir_has_one_spelling(self):
         """A restarted daemon knows its VMMs by the paths in their command
@@ -2869,6 +2901,38 @@ class T16DaemonWalls(ServeTest):
         finally:
             p.terminate()
             self.assertEqual(p.wait(WAIT), 0)
+
+    def test_a_daemon_not_root_confines_itself_and_hangs_up_in_order(self):
+        """A daemon run as another user puts its walls on too (Landlock
+        needs no_new_privs then: it refused to start), and SIGHUP (its
+        terminal closed) stops it as SIGTERM does: exit 0, its socket
+        removed (it died with 129 and left the socket)."""
+        d = tempfile.mkdtemp(dir=DIR)
+        os.chown(d, UID_C, UID_C)
+        sock = os.path.join(d, "s.sock")
+        logf = open(os.path.join(d, "log"), "wb")
+
+        def drop():
+            os.setgroups([])
+            os.setgid(UID_C)
+            os.setuid(UID_C)
+        p = subprocess.Popen([BIN, "serve", "--socket", sock, "--state-dir", os.path.join(d, "state")],
+                             stdin=subprocess.DEVNULL, stdout=logf, stderr=subprocess.STDOUT, preexec_fn=drop)
+        logf.close()
+        try:
+            wait_for(lambda: os.path.exists(sock) or p.poll() is not None, "the daemon's socket")
+            self.assertIsNone(p.poll(), open(os.path.join(d, "log")).read())
+            r = as_uid(UID_C, Client(sock, API, timeout=WAIT).get, "/v1/health")
+            self.assertEqual(r.status, 200)
+            self.assertEqual(proc_status(p.pid).get("Seccomp"), "2")
+            os.kill(p.pid, signal.SIGHUP)
+            self.assertEqual(p.wait(WAIT), 0)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(WAIT)
+        self.assertFalse(os.path.exists(sock))
+        self.assertIn("stopped", open(os.path.join(d, "log")).read())
 
     def test_a_vmm_is_the_daemons_child(self):
         if NO_VM:

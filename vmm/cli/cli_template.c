@@ -18,6 +18,7 @@
 
 #include "vmm/core/dir_remove.h"
 #include "vmm/cli/cli.h"
+#include "vmm/core/dir_trust.h"
 #include "vmm/core/version.h"
 
 #define DEFAULT_CACHE "/var/tmp/tinyvmm-cache"
@@ -91,61 +92,6 @@ static void remove_stale(const char *templates, const char *dir)
 			close(fd);
 	}
 	closedir(d);
-}
-
-/* One folder on the way to the cache, or the cache itself (last): not a
- * symlink, owned by our euid or root. The cache may be written by no one
- * else; a folder above it only when sticky (others then rename only their
- * own entries), so no other user can swap a checked folder for theirs. */
-static int folder_ok(const char *path, bool last)
-{
-	struct stat st;
-
-	if (lstat(path, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
-	if ((st.st_uid != geteuid() && st.st_uid != 0) ||
-	    ((st.st_mode & (S_IWGRP | S_IWOTH)) && (last || !(st.st_mode & S_ISVTX))))
-		return -EPERM;
-	return 0;
-}
-
-/* The cache is trusted (a template snapshot in it is what a run's guest
- * becomes): in out, path made absolute with no "." or "..", every folder
- * of it checked from / down (folder_ok). /var/tmp is everyone's: another
- * user could make the cache first and fill it. 0, or -errno with the
- * folder that failed in out. */
-static int cache_path_ok(const char *path, char *out, size_t cap)
-{
-	char full[PATH_MAX], cwd[PATH_MAX];
-	size_t n = 0;
-	int r;
-
-	/* Relative: the working directory's folders are checked too. */
-	if (path[0] != '/' && !getcwd(cwd, sizeof(cwd)))
-		return -errno;
-	if ((size_t)snprintf(full, sizeof(full), "%s/%s", path[0] == '/' ? "" : cwd, path) >= sizeof(full))
-		return -ENAMETOOLONG;
-	for (const char *p = full; *p;) {
-		const char *e = strchrnul(p, '/');
-		size_t len = (size_t)(e - p);
-
-		if ((len == 1 && p[0] == '.') || (len == 2 && p[0] == '.' && p[1] == '.'))
-			return snprintf(out, cap, "%s", path), -EINVAL;
-		if (len) {
-			if (n + 1 + len >= cap)
-				return -ENAMETOOLONG;
-			out[n++] = '/';
-			memcpy(out + n, p, len);
-			n += len;
-			out[n] = 0;
-			if ((r = folder_ok(out, !*e || !e[strspn(e, "/")])))
-				return r;
-		}
-		p = *e ? e + 1 : e;
-	}
-	return n ? 0 : -EINVAL;
 }
 
 /* FNV-1a, 64 bits: a cache key, not a defence (the inputs are ours). */
@@ -228,11 +174,11 @@ int cli_template_use(struct cli_args *a, uint64_t t0_ns)
 	{
 		const char *bad = part;
 
-		if ((r = cache_path_ok(cache, cache_abs, sizeof(cache_abs)))) {
+		if ((r = dir_path_trusted(cache, cache_abs, sizeof(cache_abs)))) {
 			bad = cache_abs; /* the folder that failed */
 		} else {
 			snprintf(part, sizeof(part), "%s/templates", cache_abs);
-			r = mkdir(part, 0755) < 0 && errno != EEXIST ? -errno : folder_ok(part, true);
+			r = mkdir(part, 0755) < 0 && errno != EEXIST ? -errno : dir_trusted(part, true);
 		}
 		if (r) {
 			fprintf(stderr,

@@ -268,8 +268,13 @@ ssize_t conn_body_read(struct conn *c, void *buf, size_t cap)
 int conn_body_all(struct conn *c, size_t max, char **out, size_t *len)
 {
 	size_t cap = 4096, have = 0;
-	char *b = malloc(cap + 1);
+	char *b;
 
+	/* Said too long before any of it is asked for: a client waiting for
+	 * 100 Continue gets the 413, not a 100 and then a closed socket. */
+	if (c->p.req.has_length && c->p.req.body_len > max && !c->body_started)
+		return -EFBIG;
+	b = malloc(cap + 1);
 	if (!b)
 		return -ENOMEM;
 	for (;;) {

@@ -18,6 +18,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "vmm/core/dir_trust.h"
 #include "vmm/core/file_open.h"
 #include "vmm/kvm/kvm.h"
 #include "vmm/sandbox/cgroup.h"
@@ -547,6 +548,20 @@ int serve_main(int argc, char **argv)
 	if ((r = priv_socket_bound(s)) < 0)
 		fprintf(stderr, "tinyvmm serve: its helper did not take the socket: %s (it stays at the stop)\n",
 			strerror(-r));
+	/* What it reads back there (pids to signal, tokens, jails root
+	 * cleans up) is trusted: the state dir must be its own, as the
+	 * template cache must be a run's. */
+	char bad[PATH_MAX] = "";
+	if ((mkdir(s->cfg.state_dir, 0700) < 0 && errno != EEXIST && (r = -errno)) ||
+	    (r = dir_path_trusted(s->cfg.state_dir, bad, sizeof(bad)))) {
+		fprintf(stderr,
+			"tinyvmm serve: --state-dir %s: %s: %s (it and each folder above it must be the daemon's "
+			"user's or root's, not a symlink, and writable by no one else: above it, unless sticky)\n",
+			s->cfg.state_dir, *bad ? bad : s->cfg.state_dir, strerror(-r));
+		close(lfd);
+		unlink(s->cfg.socket_path);
+		return 1;
+	}
 	if ((r = srv_state_init(s))) {
 		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
 			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
@@ -560,11 +575,15 @@ int serve_main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_stop };
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL); /* its terminal closed: the same orderly stop */
 	/* From here on every thread has the daemon's walls (threads inherit
 	 * them): no client byte is read before. */
 	struct tvm_err e = { 0 };
 	if (srv_walls(&s->cfg, &e)) {
 		fprintf(stderr, "tinyvmm serve: %s (--seccomp off runs without its walls)\n", e.msg);
+		close(lfd); /* and its socket goes, as at a stop */
+		if (priv_socket_gone(s) == -EPIPE)
+			srv_socket_stale_remove(s->cfg.socket_path, &s->cfg.socket_st);
 		return 1;
 	}
 	pthread_create(&sup, NULL, srv_supervisor, s);

@@ -7,6 +7,8 @@
 #include <errno.h>
 #include <linux/capability.h>
 #include <stdio.h>
+#include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "vmm/sandbox/jail.h"
@@ -51,6 +53,11 @@ int srv_walls(const struct srv_cfg *c, struct tvm_err *e)
 		{ "/proc", JAIL_LL_READ },
 		{ c->state_dir, JAIL_LL_TREE },
 	};
+	/* Landlock's restrict_self wants no_new_privs without CAP_SYS_ADMIN
+	 * (a daemon not run as root): the daemon runs nothing, and its
+	 * helper, forked before, keeps its own. */
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return tvm_errf(e, errno, "no_new_privs: %s", strerror(errno));
 	if ((r = jail_landlock_scoped(rules, sizeof(rules) / sizeof(rules[0]),
 				      JAIL_LL_SCOPE_ABSTRACT_UNIX | JAIL_LL_SCOPE_SIGNAL, e)))
 		return r;
