@@ -1499,29 +1499,24 @@ class T08bHostileState(ServeTest):
         """A restarted daemon knows its VMMs by the paths in their command
         lines: --state-dir D//x/ is D/x, whatever the spelling."""
         d = tempfile.mkdtemp(dir=DIR)
-        p = subprocess.Popen([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--state-dir", d + "//x/"],
-                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        try:
-            line = p.stderr.readline().decode()
-        finally:
-            p.terminate()
-            p.wait(WAIT)
-            p.stderr.close()
-        self.assertIn("(state in %s/x," % d, line)
+
+        def first_line(sock, state):
+            p = subprocess.Popen([BIN, "serve", "--socket", os.path.join(d, sock), "--state-dir", state],
+                                 stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            try:
+                return p.stderr.readline().decode()
+            finally:
+                p.terminate()
+                p.wait(WAIT)
+                p.stderr.close()
+        self.assertIn("(state in %s/x," % d, first_line("s.sock", d + "//x/"))
         # and through a symlink, the path it leads to: a jailed VMM's socket
         # link names its jail by it, and the daemon's own view shows that one
         os.symlink(d, d + ".link")
-        p = subprocess.Popen([BIN, "serve", "--socket", os.path.join(d, "s2.sock"), "--state-dir",
-                              d + ".link/y"], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                             stderr=subprocess.PIPE)
         try:
-            line = p.stderr.readline().decode()
+            self.assertIn("(state in %s/y," % os.path.realpath(d), first_line("s2.sock", d + ".link/y"))
         finally:
-            p.terminate()
-            p.wait(WAIT)
-            p.stderr.close()
             os.unlink(d + ".link")
-        self.assertIn("(state in %s/y," % os.path.realpath(d), line)
 
     def test_a_restart_signals_only_its_own_vmms(self):
         victims = [subprocess.Popen(["sleep", "1000"], start_new_session=True) for _ in range(3)]
