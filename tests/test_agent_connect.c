@@ -6,6 +6,7 @@
  * give up on what will never work, and send SEED when asked. */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -275,6 +276,14 @@ START_TEST(a_socket_nobody_listens_on_is_no_vm)
 	ck_assert_ptr_null(a);
 	snprintf(want, sizeof(want), "vsock socket %s: no VM listens there (a socket left by a VMM that ended?)",
 		 sa.sun_path);
+	ck_assert_str_eq(e.msg, want);
+	unlink(sa.sun_path);
+	/* a file that is no socket: said so, at once */
+	fd = open(sa.sun_path, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(tvm_agent_connect(&to, WAIT_MS, 0, &a, &e), -ENOTSOCK);
+	snprintf(want, sizeof(want), "vsock socket %s: not a socket", sa.sun_path);
 	ck_assert_str_eq(e.msg, want);
 	unlink(sa.sun_path);
 }

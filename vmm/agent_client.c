@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -649,13 +650,19 @@ int agent_connect_uds(const char *uds_path, uint32_t port, int timeout_ms, struc
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		/* Nothing listens there (a socket left by a VMM that ended),
 		 * or nothing is there yet: not the guest's answer. */
+		struct stat st;
+		int err = errno;
+
+		if (err == ECONNREFUSED && stat(uds_path, &st) == 0 && !S_ISSOCK(st.st_mode))
+			r = tvm_errf(e, ENOTSOCK, "vsock socket %s: not a socket", uds_path);
+		else if (err == ECONNREFUSED)
+			r = tvm_errf(e, err,
+				     "vsock socket %s: no VM listens there (a socket left by a VMM that ended?)",
+				     uds_path);
+		else
+			r = tvm_errf(e, err, "vsock socket %s: %s", uds_path, strerror(err));
 		if (no_vmm)
-			*no_vmm = errno == ECONNREFUSED || errno == ENOENT;
-		r = errno == ECONNREFUSED ? tvm_errf(e, errno,
-						     "vsock socket %s: no VM listens there (a socket left by a VMM "
-						     "that ended?)",
-						     uds_path)
-					  : tvm_errf(e, errno, "vsock socket %s: %s", uds_path, strerror(errno));
+			*no_vmm = r == -ECONNREFUSED || r == -ENOENT;
 		close(fd);
 		return r;
 	}

@@ -293,7 +293,8 @@ export declare function templates(opts?: { socketPath?: string }): Promise<Templ
 export declare function buildTemplate(name: string, warmup: string, opts?: { cpus?: number; memoryMib?: number; timeout?: number; network?: boolean | NetworkOptions; socketPath?: string; requestTimeoutMs?: number }): Promise<Template>;
 export declare function getTemplate(name: string, opts?: { socketPath?: string }): Promise<Template>;
 export declare function deleteTemplate(name: string, opts?: { socketPath?: string }): Promise<boolean>;
-export declare function health(opts?: { socketPath?: string }): Promise<{ status: 'ok' | 'degraded'; sandboxes: number; problems: string[] }>;
+/** cpu_budget_s / cpu_used_s: the daily CPU budget per owner and the caller's use today (null without a budget) */
+export declare function health(opts?: { socketPath?: string }): Promise<{ status: 'ok' | 'degraded'; sandboxes: number; problems: string[]; cpu_budget_s: number | null; cpu_used_s: number | null }>;
 export declare function version(opts?: { socketPath?: string }): Promise<{ version: string; api: string }>;
 
 export default Sandbox;

@@ -160,6 +160,8 @@ START_TEST(usage_errors)
 	/* said before minutes of building, not by cp at the end */
 	E("its folder", "image", "build", "--out", p("missing/img.ext4"), "--packages", "jq");
 	E(": is a folder (give a file name)", "image", "build", "--out", p("adir"), "--packages", "jq");
+	E("image build: --out /proc/tvm-image.ext4: ", "image", "build", "--out", "/proc/tvm-image.ext4", "--packages",
+	  "jq"); /* root may write any folder, not that one */
 	/* Used to be accepted and ignored. */
 	U("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	U("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");

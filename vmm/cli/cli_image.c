@@ -6,6 +6,7 @@
  * <dir>/../share/tinyvmm/tinyvmm-agent. The script checks the options and
  * caches the result; we only find it and hand over. */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,6 +50,14 @@ static bool out_unwritable(const char *out)
 		return fprintf(stderr, "tinyvmm: image build: --out %s: its folder %s: %s\n", out, dir,
 			       strerror(errno)),
 		       true;
+	/* root passes access() everywhere: a file made there says (/proc) */
+	char probe[PATH_MAX + 32];
+	snprintf(probe, sizeof(probe), "%s.tmp-check-%d", out, (int)getpid());
+	int fd = open(probe, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return fprintf(stderr, "tinyvmm: image build: --out %s: %s\n", out, strerror(errno)), true;
+	close(fd);
+	unlink(probe);
 	return false;
 }
 
