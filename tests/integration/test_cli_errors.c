@@ -195,6 +195,10 @@ START_TEST(usage_errors)
 	/* a long option's code is no short option's name (it said "-6") */
 	U("tinyvmm: --pause-to needs a value", "run", "--pause-to");
 	U("tinyvmm: --idle-timeout needs a value", "exec", "--idle-timeout");
+	/* taken and ignored before: exec runs no VM */
+	U("tinyvmm: --net: exec runs no VM (give it to the `run` that started it)", "exec", "--vsock-uds", p("sock"),
+	  "--net", "auto", "--", "true");
+	U("tinyvmm: --mem: exec runs no VM", "exec", "--vsock-uds", p("sock"), "--mem", "512", "--", "true");
 	/* Was status 125 (said when the jail was built). */
 	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
 	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");

@@ -73,7 +73,7 @@ enum {
 	OPT_NO_INPLACE,
 	OPT_DISK_SIZE,
 	OPT_IDLE_TIMEOUT,
-	OPT_PAUSE_TO,
+	OPT_PAUSE_TO, /* the last: exec_option's range ends here */
 };
 
 static const struct option opts[] = {
@@ -141,6 +141,25 @@ static const struct option opts[] = {
 	{ "pause-to", required_argument, 0, OPT_PAUSE_TO },
 	{ 0, 0, 0, 0 },
 };
+
+/* What exec takes: the VM's socket, the job and its report. */
+static bool exec_option(int o)
+{
+	switch (o) {
+	case OPT_VSOCK_UDS:
+	case OPT_JOB:
+	case OPT_STDIN:
+	case OPT_JSON:
+	case OPT_JSON_OUT:
+	case OPT_ID:
+	case OPT_ENCODING:
+	case OPT_CAP:
+	case OPT_HELP:
+	case OPT_SECCOMP:
+	case OPT_NO_SECCOMP: return true;
+	default: return false;
+	}
+}
 
 /* The option getopt_long just refused: a short one by its letter (it may
  * sit in a group like -ix), else the argument itself ("--bogus"). */
@@ -220,6 +239,14 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			a->boot_only = opts[idx].name;
 		if (!spelled_out(o, idx, argv))
 			return EXIT_USAGE;
+		/* exec runs a job in a VM another run started: its VM options
+		 * would be taken and ignored (--jail is said below). */
+		if (!strcmp(argv[0], "exec") && o >= OPT_KERNEL && o <= OPT_PAUSE_TO && o != OPT_JAIL &&
+		    !exec_option(o)) {
+			fprintf(stderr, "tinyvmm: --%s: exec runs no VM (give it to the `run` that started it)\n",
+				opts[idx].name);
+			return EXIT_USAGE;
+		}
 		switch (o) {
 		case OPT_KERNEL: a->c.kernel_path = optarg; break;
 		case OPT_INITRD: a->c.initrd_path = optarg; break;
