@@ -3078,6 +3078,11 @@ class T16DaemonWalls(ServeTest):
         self.assertEqual(r.returncode, 64, r.stderr)
         self.assertEqual(r.stderr.splitlines(), [b'tinyvmm serve: --config ' + cfg.encode() +
                                                  b': seccomp: "kill", "log" or "off" is expected'])
+        # a limit at 0: the one named (it named seven)
+        r = subprocess.run([BIN, "serve", "--socket", os.path.join(d, "s.sock"), "--max-sandboxes", "0"],
+                           capture_output=True, timeout=WAIT)
+        self.assertEqual((r.returncode, r.stderr),
+                         (64, b"tinyvmm serve: max_sandboxes (--max-sandboxes) must not be 0\n"))
 
 
 if __name__ == "__main__":

@@ -336,12 +336,22 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 			return -1;
 		}
 	}
-	if (!c->max_timeout_s || !c->max_sandboxes || !c->max_per_owner || !c->max_conns || !c->max_conns_per_uid ||
-	    !c->kept_execs || !c->kept_output_mib) {
-		fprintf(stderr, "tinyvmm serve: max_timeout_s, max_sandboxes, max_per_owner, max_connections, "
-				"max_connections_per_uid, kept_execs and kept_output_mib must not be 0\n");
-		return -1;
-	}
+	/* the one at 0 named, as the flag or config key that set it */
+	const struct {
+		unsigned v;
+		const char *name;
+	} nonzero[] = { { c->max_timeout_s, "max_timeout_s (--max-timeout)" },
+			{ c->max_sandboxes, "max_sandboxes (--max-sandboxes)" },
+			{ c->max_per_owner, "max_per_owner (--max-per-owner)" },
+			{ c->max_conns, "max_connections" },
+			{ c->max_conns_per_uid, "max_connections_per_uid" },
+			{ c->kept_execs, "kept_execs" },
+			{ c->kept_output_mib, "kept_output_mib" } };
+	for (size_t i = 0; i < sizeof(nonzero) / sizeof(nonzero[0]); i++)
+		if (!nonzero[i].v) {
+			fprintf(stderr, "tinyvmm serve: %s must not be 0\n", nonzero[i].name);
+			return -1;
+		}
 	if (c->pool_size > c->max_sandboxes) {
 		fprintf(stderr, "tinyvmm serve: pool_size %u is over max_sandboxes %u\n", c->pool_size,
 			c->max_sandboxes);
