@@ -48,6 +48,20 @@ static void teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+START_TEST(a_paths_parent)
+{
+	char out[8];
+
+	ck_assert_int_eq(path_parent("a/b/c", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "a/b");
+	ck_assert_int_eq(path_parent("/b", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, "/");
+	ck_assert_int_eq(path_parent("b", out, sizeof(out)), 0);
+	ck_assert_str_eq(out, ".");
+	ck_assert_int_eq(path_parent("/abcdefgh/x", out, sizeof(out)), -ENAMETOOLONG);
+}
+END_TEST
+
 START_TEST(whole_files_and_their_bounds)
 {
 	char buf[8];
@@ -96,6 +110,7 @@ int main(void)
 	TCase *tc = tcase_create("read");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, a_paths_parent);
 	tcase_add_test(tc, whole_files_and_their_bounds);
 	tcase_add_test(tc, what_is_not_a_regular_file);
 	suite_add_tcase(s, tc);

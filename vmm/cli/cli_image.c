@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/core/file_open.h"
 
 #define IMAGE_MAX_ARGS 64
 
@@ -38,12 +39,10 @@ static int user_option(const char *arg)
 static bool out_unwritable(const char *out)
 {
 	char dir[PATH_MAX];
-	const char *slash = strrchr(out, '/');
 	struct stat st;
 
-	if (strlen(out) >= sizeof(dir))
+	if (strlen(out) >= sizeof(dir) || path_parent(out, dir, sizeof(dir)))
 		return fprintf(stderr, "tinyvmm: image build: --out %.100s...: path too long\n", out), true;
-	snprintf(dir, sizeof(dir), "%.*s", slash ? (slash == out ? 1 : (int)(slash - out)) : 1, slash ? out : ".");
 	if (stat(out, &st) == 0 && S_ISDIR(st.st_mode))
 		return fprintf(stderr, "tinyvmm: image build: --out %s: is a folder (give a file name)\n", out), true;
 	if (access(dir, W_OK | X_OK) < 0)

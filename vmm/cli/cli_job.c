@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/core/file_open.h"
 #include "vmm/cli/cli_report.h"
 
 #define FILE_CAP CLI_FILE_CAP
@@ -228,13 +229,12 @@ int cli_job_check_puts(const struct cli_job *j)
 			return EXIT_USAGE;
 	}
 	for (unsigned i = 0; i < j->nget; i++) {
-		const char *local = strchr(j->gets[i], ':') + 1, *slash = strrchr(local, '/');
+		const char *local = strchr(j->gets[i], ':') + 1;
 		char dir[4096];
 
 		/* Its folder must take the file: else the job would run for
 		 * nothing. */
-		snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - local) + (slash == local) : 1,
-			 slash ? local : ".");
+		path_parent(local, dir, sizeof(dir));
 		if (access(dir, W_OK | X_OK) < 0) {
 			char why[600];
 

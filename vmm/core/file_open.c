@@ -95,3 +95,11 @@ ssize_t file_read_whole(const char *path, int flags, char *buf, size_t cap)
 	buf[got] = 0;
 	return (ssize_t)got;
 }
+
+int path_parent(const char *path, char *out, size_t cap)
+{
+	const char *slash = strrchr(path, '/');
+	int n = slash ? (slash == path ? 1 : (int)(slash - path)) : 1;
+
+	return (size_t)snprintf(out, cap, "%.*s", n, slash ? path : ".") >= cap ? -ENAMETOOLONG : 0;
+}

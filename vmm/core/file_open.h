@@ -33,4 +33,8 @@ ssize_t file_read_small(int dirfd, const char *path, int flags, char *buf, size_
  * config and record files a daemon reads back. */
 ssize_t file_read_whole(const char *path, int flags, char *buf, size_t cap);
 
+/* The folder path names its last entry in, into out: "a/b" gives "a",
+ * "/b" gives "/", "b" gives ".". 0, or -ENAMETOOLONG (out too small). */
+int path_parent(const char *path, char *out, size_t cap);
+
 #endif

@@ -164,12 +164,8 @@ int jail_remove_tree(int dirfd, const char *name)
 		return remove_at(dirfd, name, mount_id(dirfd, ""), 0);
 	/* The mount to stay on is that of name's own parent, not the
 	 * cwd's (AT_FDCWD: a daemon's cwd is / or anywhere). */
-	if ((slash && !slash[1]) || !*name || (slash && (size_t)(slash - name) >= sizeof(parent)))
+	if ((slash && !slash[1]) || !*name || path_parent(name, parent, sizeof(parent)))
 		return -EINVAL;
-	if (slash)
-		snprintf(parent, sizeof(parent), "%.*s", slash == name ? 1 : (int)(slash - name), name);
-	else
-		snprintf(parent, sizeof(parent), ".");
 	fd = openat(dirfd, parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;

@@ -386,8 +386,7 @@ static int state_dir_resolve(struct srv_cfg *c)
 	const char *slash = strrchr(c->state_dir, '/');
 
 	if (!realpath(c->state_dir, real)) {
-		snprintf(parent, sizeof(parent), "%.*s", slash == c->state_dir ? 1 : (int)(slash - c->state_dir),
-			 c->state_dir);
+		path_parent(c->state_dir, parent, sizeof(parent));
 		if (errno != ENOENT || !realpath(parent, real) ||
 		    (size_t)snprintf(real + strlen(real), sizeof(real) - strlen(real), "%s%s",
 				     strcmp(real, "/") ? "/" : "", slash + 1) >= sizeof(real) - strlen(real))
@@ -500,6 +499,18 @@ static void refuse(int fd)
 	close(fd);
 }
 
+/* Stop listening on lfd and remove the socket: the helper removes it
+ * (PRIV_SOCKET_GONE: that very socket, if nobody answers there; the
+ * daemon's Landlock lets it remove nothing outside its state dir, and a
+ * right on the socket's directory would be one on all beneath it, /tmp
+ * or /), or the daemon itself by the same rule when the helper is gone. */
+static void socket_give_up(struct srv *s, int lfd)
+{
+	close(lfd);
+	if (priv_socket_gone(s) == -EPIPE)
+		srv_socket_stale_remove(s->cfg.socket_path, &s->cfg.socket_st);
+}
+
 int serve_main(int argc, char **argv)
 {
 	struct srv *s;
@@ -568,15 +579,13 @@ int serve_main(int argc, char **argv)
 			"tinyvmm serve: --state-dir %s: %s: %s (it and each folder above it must be the daemon's "
 			"user's or root's, not a symlink, and writable by no one else: above it, unless sticky)\n",
 			s->cfg.state_dir, *bad ? bad : s->cfg.state_dir, strerror(-r));
-		close(lfd);
-		unlink(s->cfg.socket_path);
+		socket_give_up(s, lfd);
 		return 1;
 	}
 	if ((r = srv_state_init(s))) {
 		fprintf(stderr, "tinyvmm serve: --state-dir %s: %s\n", s->cfg.state_dir,
 			r == -EBUSY ? "another tinyvmm serve uses it" : strerror(-r));
-		close(lfd);
-		unlink(s->cfg.socket_path);
+		socket_give_up(s, lfd);
 		return 1;
 	}
 	if (pipe2(wake_pipe, O_CLOEXEC | O_NONBLOCK) < 0)
@@ -591,9 +600,7 @@ int serve_main(int argc, char **argv)
 	struct tvm_err e = { 0 };
 	if (srv_walls(&s->cfg, &e)) {
 		fprintf(stderr, "tinyvmm serve: %s (--seccomp off runs without its walls)\n", e.msg);
-		close(lfd); /* and its socket goes, as at a stop */
-		if (priv_socket_gone(s) == -EPIPE)
-			srv_socket_stale_remove(s->cfg.socket_path, &s->cfg.socket_st);
+		socket_give_up(s, lfd); /* and its socket goes, as at a stop */
 		return 1;
 	}
 	pthread_create(&sup, NULL, srv_supervisor, s);
@@ -651,12 +658,7 @@ int serve_main(int argc, char **argv)
 	/* Stopping: no new connections; the sandboxes stay for the next
 	 * daemon (their keepers close with us, which starts their orphan
 	 * timeout). Open connections get a second to finish. */
-	close(lfd);
-	/* The helper removes it: the daemon's Landlock lets it remove
-	 * nothing outside its state dir (a right on the socket's directory
-	 * would be one on all beneath it, /tmp or /). */
-	if (priv_socket_gone(s) == -EPIPE) /* no helper: itself, by the same rule (unconfined, it can) */
-		srv_socket_stale_remove(s->cfg.socket_path, &s->cfg.socket_st);
+	socket_give_up(s, lfd);
 	pthread_mutex_lock(&s->mu);
 	pthread_cond_broadcast(&s->cv);
 	pool_end_locked(s);
