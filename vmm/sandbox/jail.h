@@ -248,6 +248,10 @@ int jail_landlock_scoped(const struct jail_ll_rule *rules, unsigned n, unsigned 
 int jail_parse_owner(const char *s, pid_t *pid, unsigned long long *start);
 int jail_parse_stat_start(const char *stat, unsigned long long *start);
 
+/* /proc/PID/stat of process pid, NUL-terminated in buf (cap >= 1): its
+ * length, or -errno (-ENOENT: no such process). Its fields from the third
+ * on follow the last ')' (the command, field 2, may hold any byte). */
+ssize_t jail_pid_stat(pid_t pid, char *buf, size_t cap);
 /* The start time of process pid (field 22 of /proc/PID/stat, clock
  * ticks since boot): 0, or -errno (-ENOENT: no such process). */
 int jail_pid_start(pid_t pid, unsigned long long *start);

@@ -80,12 +80,20 @@ int jail_self_start(unsigned long long *start)
 	return stat_start("/proc/self/stat", start);
 }
 
-int jail_pid_start(pid_t pid, unsigned long long *start)
+ssize_t jail_pid_stat(pid_t pid, char *buf, size_t cap)
 {
 	char path[64];
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	return stat_start(path, start);
+	return file_read_small(AT_FDCWD, path, 0, buf, cap);
+}
+
+int jail_pid_start(pid_t pid, unsigned long long *start)
+{
+	char buf[1024];
+	ssize_t n = jail_pid_stat(pid, buf, sizeof(buf));
+
+	return n < 0 ? (int)n : jail_parse_stat_start(buf, start);
 }
 
 int jail_owner_alive(pid_t pid, unsigned long long start)

@@ -434,11 +434,10 @@ bool vmm_cmdline_is(pid_t pid, const char *uds)
 /* Field 4 of /proc/PID/stat (after the command's ')'), or -1. */
 static pid_t proc_ppid(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	int ppid;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (file_read_small(AT_FDCWD, path, 0, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) ||
+	if (jail_pid_stat(pid, buf, sizeof(buf)) <= 0 || !(p = strrchr(buf, ')')) ||
 	    sscanf(p + 1, " %*c %d", &ppid) != 1)
 		return -1;
 	return ppid;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "vmm/core/file_open.h"
+#include "vmm/sandbox/jail.h"
 #include "vmm/serve/serve.h"
 
 static long today(void)
@@ -24,12 +25,11 @@ static long today(void)
 /* utime + stime + cutime + cstime of pid, in ms; 0 if it is gone. */
 static uint64_t proc_cpu_ms(pid_t pid)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long u, s, cu, cs;
 	long tck = sysconf(_SC_CLK_TCK);
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	if (file_read_small(AT_FDCWD, path, 0, buf, sizeof(buf)) <= 0)
+	if (jail_pid_stat(pid, buf, sizeof(buf)) <= 0)
 		return 0;
 	/* After the command's ")": state is field 3, utime field 14. */
 	p = strrchr(buf, ')');
