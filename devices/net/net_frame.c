@@ -57,15 +57,10 @@ static enum net_verdict parse_l4(const struct cur *c, size_t off, size_t end, st
 		fl->l4_hlen = 8;
 		break;
 	case IPPROTO_ICMP:
-		if (avail < 4 || !need(c, off, 4))
-			return NET_DROP_MALFORMED;
-		fl->icmp_type = c->f[off];
-		fl->l4_hlen = 4;
-		break;
 	case IPPROTO_ICMPV6:
 		if (avail < 4 || !need(c, off, 4))
 			return NET_DROP_MALFORMED;
-		fl->icmp6_type = c->f[off];
+		*(fl->proto == IPPROTO_ICMP ? &fl->icmp_type : &fl->icmp6_type) = c->f[off];
 		fl->l4_hlen = 4;
 		break;
 	default: break;
