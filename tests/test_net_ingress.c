@@ -171,10 +171,7 @@ START_TEST(the_rest_stays_out)
 	ck_assert_int_eq(check(10, 1), NET_DROP_INGRESS);
 	n = tf_tcp4(b, "10.0.0.2", 22);
 	ck_assert_int_eq(check(n - 10, 1), NET_DROP_INGRESS);
-	/* a fragment after the first has no header to open anything with;
-	 * the first is checked as a whole datagram */
-	n = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 20, 100) + 20;
-	ck_assert_int_eq(check(n, 1), NET_PASS);
+	/* a first fragment is checked by its L4 header (tails: below) */
 	size_t l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 20, 0x2000);
 	tf_tcp(b, l4, 22, 5);
 	b[l4 + 13] = 0x02;
@@ -244,6 +241,85 @@ START_TEST(the_rest_stays_out)
 }
 END_TEST
 
+/* b: a TCP ACK from 1.2.3.4 to the guest in two fragments, identification
+ * id: the first (offset 0, MF, 24 bytes of the datagram) when first, else
+ * the tail (offset 24). Returns the frame's length. */
+static size_t tcp4_fragment(uint16_t id, bool first)
+{
+	size_t l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 24, first ? 0x2000 : 3);
+
+	inet_pton(AF_INET, "1.2.3.4", b + 14 + 12);
+	tf_be16(b + 14 + 4, id);
+	if (first) {
+		tf_tcp(b, l4, 22, 5);
+		b[l4 + 13] = 0x10;
+	}
+	return l4 + 24;
+}
+
+START_TEST(a_tail_only_after_its_first)
+{
+	size_t n = tcp4_fragment(7, false);
+
+	/* a tail whose first never came: it would only wait in the guest's
+	 * reassembly queue */
+	ck_assert_int_eq(check(n, 1 * SEC), NET_DROP_INGRESS);
+	n = tcp4_fragment(7, true);
+	ck_assert_int_eq(check(n, 1 * SEC), NET_PASS);
+	n = tcp4_fragment(7, false);
+	ck_assert_int_eq(check(n, 2 * SEC), NET_PASS);
+	ck_assert_int_eq(check(n, 2 * SEC), NET_PASS); /* a datagram has many tails */
+	/* another identification, source, destination or protocol: another
+	 * datagram */
+	tf_be16(b + 14 + 4, 8);
+	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
+	tf_be16(b + 14 + 4, 7);
+	b[14 + 15] = 5;
+	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
+	b[14 + 15] = 4;
+	b[14 + 19] = 3;
+	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
+	b[14 + 19] = 2;
+	b[14 + 9] = IPPROTO_UDP;
+	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
+	b[14 + 9] = IPPROTO_TCP;
+	ck_assert_int_eq(check(n, 1 * SEC + NET_FRAG_TTL_NS), NET_PASS);
+	ck_assert_int_eq(check(n, 2 * SEC + NET_FRAG_TTL_NS), NET_DROP_INGRESS); /* reassembly gave up */
+	/* a refused first lets no tail in */
+	n = tcp4_fragment(9, true);
+	b[14 + 20 + 13] = 0x02;
+	ck_assert_int_eq(check(n, 3 * SEC), NET_DROP_INGRESS);
+	n = tcp4_fragment(9, false);
+	ck_assert_int_eq(check(n, 3 * SEC), NET_DROP_INGRESS);
+	/* the last NET_FRAGS datagrams are kept */
+	for (unsigned i = 0; i <= NET_FRAGS; i++)
+		ck_assert_int_eq(check(tcp4_fragment((uint16_t)(100 + i), true), 4 * SEC + i * SEC / 1000), NET_PASS);
+	ck_assert_int_eq(check(tcp4_fragment(100, false), 5 * SEC), NET_DROP_INGRESS);
+	ck_assert_int_eq(check(tcp4_fragment(101, false), 5 * SEC), NET_PASS);
+	/* IPv6: a UDP answer in two fragments, the tail's identification
+	 * and next header those of its first */
+	n = tf_udp6(b, "2001:db8::53", 53);
+	sent(n, 1);
+	for (int tail = 0; tail < 2; tail++) {
+		size_t off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_FRAGMENT, "fd00::2", 8 + 8);
+
+		inet_pton(AF_INET6, "2001:db8::53", b + 14 + 8);
+		off = tf_ext6(b, off, IPPROTO_FRAGMENT, IPPROTO_UDP, 8, tail ? 2 : 0);
+		b[off - 8 + 3] |= tail ? 0 : 1;
+		b[off - 8 + 7] = 0x42; /* identification */
+		tf_udp(b, off, 40000, 24);
+		tf_be16(b + off, 53);
+		if (!tail)
+			ck_assert_int_eq(check(off + 8, 2), NET_PASS);
+		else {
+			ck_assert_int_eq(check(off + 8, 2), NET_PASS);
+			b[off - 8 + 7] = 0x43;
+			ck_assert_int_eq(check(off + 8, 2), NET_DROP_INGRESS);
+		}
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("net_ingress");
@@ -256,6 +332,7 @@ int main(void)
 	tcase_add_test(tc, the_oldest_flow_makes_room);
 	tcase_add_test(tc, no_ping_but_errors_and_replies);
 	tcase_add_test(tc, the_rest_stays_out);
+	tcase_add_test(tc, a_tail_only_after_its_first);
 	suite_add_tcase(s, tc);
 	return tvm_run_suite(s);
 }

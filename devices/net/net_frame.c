@@ -120,6 +120,8 @@ static enum net_verdict parse_ipv4(const struct cur *c, size_t l3, size_t l3len,
 		/* policy decides; a non-first one has no L4 header, a first
 		 * one part of it (its lengths are the whole datagram's) */
 		fl->first_fragment = !(frag & 0x1fff);
+		fl->frag_id = be16(p + 4);
+		fl->frag_proto = fl->proto;
 		fl->l4_off = (uint16_t)(l3 + ihl);
 		return fl->first_fragment ? peek_l4(c, l3 + ihl, l3 + total, fl) : NET_PASS;
 	}
@@ -167,6 +169,8 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 		if (nh == IPPROTO_FRAGMENT) {
 			hlen = 8;
 			fl->fragment = true;
+			fl->frag_id = (uint32_t)be16(p + 4) << 16 | be16(p + 6);
+			fl->frag_proto = p[0];
 			if (be16(p + 2) & 0xfff8) { /* non-first: no L4 header */
 				fl->proto = p[0];
 				fl->first_fragment = false; /* whatever a header before said */

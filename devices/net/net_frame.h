@@ -62,6 +62,9 @@ struct net_flow {
 	bool fragment;       /* IPv4 MF/offset, or an IPv6 fragment header */
 	bool first_fragment; /* of those, the first: IPv4's L4 header begins at l4_off, unchecked
 			      * (IPv6's is parsed as usual, has_l4) */
+	uint32_t frag_id;    /* of a fragment: IPv4's identification, IPv6's fragment header's */
+	uint8_t frag_proto;  /* of a fragment: IPv4's protocol, IPv6's fragment header's next header
+			      * (the same in every fragment of a datagram) */
 	bool l4_peeked;      /* an IPv4 first fragment whose part of the datagram holds the ports
 			      * (TCP: and flags) or ICMP type: those are filled */
 	bool has_l4;         /* L4 header present and checked (not a non-first fragment) */

@@ -22,13 +22,15 @@
  *    path MTU discovery, time exceeded) and echo replies pass; ICMPv6
  *    other than an echo or node information query (neighbour and router
  *    discovery, errors, replies pass);
- *  - an IP fragment after the first (no L4 header: it cannot open
- *    anything); a first one is checked as above by the part of its L4
+ *  - an IP fragment: the first is checked as above by the part of its L4
  *    header its share of the datagram holds (not Ethernet padding after
- *    it), and refused when too short to show it (RFC 1858).
- * Not done: later fragments pass whatever became of their first, so a
- * host process can fill the guest's reassembly queue (30 s) with the tails
- * of datagrams it will never complete.
+ *    it), and refused when too short to show it (RFC 1858); one after the
+ *    first only when its first passed (same addresses, identification and
+ *    protocol) within NET_FRAG_TTL_NS, the last NET_FRAGS datagrams kept.
+ *    So a host process cannot fill the guest's reassembly queue with the
+ *    tails of datagrams it will never complete. The cost: a datagram
+ *    whose fragments come out of order (a tail before its first) is lost
+ *    and sent again by its sender; on a TAP they come in order.
  * Anything else is dropped and counted (NET_DROP_INGRESS): other
  * ethertypes, other IP protocols, malformed headers.
  */
@@ -43,19 +45,30 @@
 
 #define NET_UDP_FLOWS 256                        /* UDP flows the guest opened, kept */
 #define NET_UDP_IDLE_NS (180ull * 1000000000ull) /* a flow with no datagram out this long is gone */
+#define NET_FRAGS 64                             /* fragmented datagrams whose first fragment passed, kept */
+#define NET_FRAG_TTL_NS (60ull * 1000000000ull)  /* IPv6's reassembly time (RFC 8200 4.5), IPv4's is less */
 
-/* One UDP flow the guest sent on: its local port, the remote address
- * and port (network byte order address, host order ports). */
-struct net_udp_flow {
-	uint64_t seen_ns; /* its last datagram out; 0: slot free */
-	uint8_t family;
-	uint8_t remote[16];
+/* What an entry of the device's tables is known by: a UDP flow the guest
+ * sent on (its local address and port, the remote ones), or a fragmented
+ * datagram from the TAP whose first fragment passed (source, destination,
+ * identification, protocol). Addresses in network byte order, ports host
+ * order. Built zeroed whole (the tables compare keys as bytes). */
+struct net_ingress_key {
+	uint32_t frag_id;
 	uint16_t lport, rport;
+	uint8_t family, proto;
+	uint8_t remote[16], local[16];
+};
+
+struct net_ingress_entry {
+	uint64_t seen_ns; /* when it was last noted; 0: slot free */
+	struct net_ingress_key key;
 };
 
 struct net_ingress {
 	bool replies_only; /* off: every TAP frame passes unparsed */
-	struct net_udp_flow udp[NET_UDP_FLOWS];
+	struct net_ingress_entry udp[NET_UDP_FLOWS];
+	struct net_ingress_entry frags[NET_FRAGS];
 };
 
 /* A frame the guest sent (it passed the egress checks): a UDP datagram

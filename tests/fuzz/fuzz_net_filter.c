@@ -118,16 +118,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (p != &pol[0] && v == NET_PASS && (va != NET_PASS || a.fragment))
 		abort();
-	/* The same bytes from the TAP, replies only: a TCP SYN alone never
-	 * passes, nor anything the parser refuses (no flow noted: no UDP). */
+	/* The same bytes from the TAP, replies only, to a device that saw
+	 * nothing before: a TCP SYN alone never passes, nor anything the
+	 * parser refuses, nor UDP (no flow noted), nor a fragment's tail (no
+	 * first passed). */
 	{
-		static struct net_ingress in = { .replies_only = true };
-		enum net_verdict vi = net_ingress_check(&in, copy, cap, len, 1);
+		static struct net_ingress in;
+		enum net_verdict vi;
 
+		memset(&in, 0, sizeof(in));
+		in.replies_only = true;
+		vi = net_ingress_check(&in, copy, cap, len, 1);
 		if (vi == NET_PASS &&
 		    (va != NET_PASS ||
 		     (a.family && a.has_l4 && a.proto == IPPROTO_TCP && (a.tcp_flags & 0x12) == 0x02) ||
-		     (a.family && a.has_l4 && a.proto == IPPROTO_UDP)))
+		     (a.family && a.has_l4 && a.proto == IPPROTO_UDP) || (a.fragment && !a.first_fragment)))
 			abort();
 	}
 	free(copy);
