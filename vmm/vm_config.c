@@ -42,7 +42,7 @@ int vm_check_config(const struct tvm_config *c, bool need_kernel, struct tvm_err
 	if (c->mem_mib < MIN_MEM_MIB || c->mem_mib > MAX_MEM_MIB)
 		return tvm_errf(e, EINVAL, "memory: %u MiB is out of range %u..%u MiB", c->mem_mib, MIN_MEM_MIB,
 				MAX_MEM_MIB);
-	return 0;
+	return vm_check_net(&c->net, e);
 }
 
 bool vm_quirks_apply(enum tvm_quirks q)

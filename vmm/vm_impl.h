@@ -101,6 +101,9 @@ void vm_unwatch(void *ctx, int fd);
 /* Attach the virtio-net device described by vm->cfg.net, if enabled
  * (vmm/vm_net.c). */
 int vm_add_net(struct tvm_vm *vm, struct tvm_err *e);
+/* The network settings of n (rules, resolvers, MTU, guest addresses, MAC)
+ * checked, before anything is built: -EINVAL with the one bad value named. */
+int vm_check_net(const struct tvm_net *n, struct tvm_err *e);
 /* With a network device and a log fd: one line naming its TAP, the TAP's
  * MAC and whether egress is restricted. */
 void vm_net_announce(const struct tvm_vm *vm);

@@ -85,12 +85,10 @@ bad:
 			prefix ? " with /PREFIX (1..32)" : "");
 }
 
-/* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c). */
-static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
+/* The guest's addresses, as the agent takes them. */
+static int guest_addrs_ok(const struct tvm_net *n, struct tvm_err *e)
 {
-	const struct tvm_net *n = &vm->cfg.net;
-	char word[160];
-	int r, w;
+	int r;
 
 	if (!n->guest_ip)
 		return n->guest_gw ? tvm_errf(e, EINVAL, "net gw %s: the guest needs an address too (--net-ip)",
@@ -101,8 +99,35 @@ static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
 		r = ipv4_ok("gw", n->guest_gw, false, e);
 	if (!r && n->nr_dns)
 		r = ipv4_ok("dns", n->dns[0], false, e);
-	if (r)
-		return r;
+	return r;
+}
+
+int vm_check_net(const struct tvm_net *n, struct tvm_err *e)
+{
+	struct net_policy policy;
+	uint8_t mac[6];
+	int r;
+
+	if (!n->enabled)
+		return 0;
+	r = build_policy(n, &policy, e); /* checked by vm_check_net: only its result is wanted here */
+	if (!r)
+		r = guest_addrs_ok(n, e);
+	if (!r && n->mac)
+		r = parse_mac(n->mac, mac, e);
+	return r;
+}
+
+/* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c);
+ * the addresses were checked by vm_check_net. */
+static int guest_net_word(struct tvm_vm *vm, struct tvm_err *e)
+{
+	const struct tvm_net *n = &vm->cfg.net;
+	char word[160];
+	int w;
+
+	if (!n->guest_ip)
+		return 0;
 	w = snprintf(word, sizeof(word), "tinyvmm.net=%s%s%s%s%s", n->guest_ip, n->guest_gw ? ",gw=" : "",
 		     n->guest_gw ? n->guest_gw : "", n->nr_dns ? ",dns=" : "", n->nr_dns ? n->dns[0] : "");
 	if (w < 0 || (size_t)w >= sizeof(word))
@@ -203,9 +228,7 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 
 	if (!n->enabled)
 		return 0;
-	if (n->mtu > NET_MAX_MTU)
-		return tvm_errf(e, EINVAL, "net: mtu %u: must be %d..%d", n->mtu, NET_MIN_MTU, NET_MAX_MTU);
-	r = build_policy(n, &policy, e);
+	r = build_policy(n, &policy, e); /* checked by vm_check_net: only its result is wanted here */
 	if (!r)
 		r = guest_net_word(vm, e);
 	if (!r && n->mac)

@@ -62,12 +62,15 @@ int main(int argc, char **argv)
 		printf("tinyvmm %s\n", TVM_VERSION);
 		return 0;
 	}
-	/* --help after a command word that has no help of its own (host,
-	 * snapshot, image): the usage, which covers them all. */
+	/* --help after a command word that has no parser of its own: host's
+	 * own, image's is image build's, snapshot's the usage (which covers
+	 * snapshot create). */
 	if (argc >= 2 && (!strcmp(argv[argc - 1], "--help") || !strcmp(argv[argc - 1], "-h")) &&
 	    (argc == 2 ||
 	     (argc == 3 && (!strcmp(argv[1], "host") || !strcmp(argv[1], "snapshot") || !strcmp(argv[1], "image"))))) {
-		cli_usage(stdout);
+		if (argc == 3 && !strcmp(argv[1], "image"))
+			return cli_cmd_image_build(argc - 1, argv + 1);
+		(argc == 3 && !strcmp(argv[1], "host") ? cli_usage_host : cli_usage)(stdout);
 		return 0;
 	}
 	/* A known word used wrongly is said as such, not as unknown. */

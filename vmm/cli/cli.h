@@ -32,6 +32,9 @@
 /* Print the usage text (with the default command line and the exit
  * statuses) to f. */
 void cli_usage(FILE *f);
+/* The usage of one command alone: exec's (its job options), host's. */
+void cli_usage_exec(FILE *f);
+void cli_usage_host(FILE *f);
 
 /* Put the terminal on stdin in raw mode, so keys reach the guest as typed;
  * it is restored at exit. Nothing happens when stdin is no terminal. */

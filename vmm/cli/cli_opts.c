@@ -458,7 +458,7 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				return EXIT_USAGE;
 			a->nr_drives++;
 			break;
-		case OPT_HELP: cli_usage(stdout); return -1;
+		case OPT_HELP: (!strcmp(argv[0], "exec") ? cli_usage_exec : cli_usage)(stdout); return -1;
 		case ':': fprintf(stderr, "tinyvmm: %s needs a value\n", bad_option(argv)); return EXIT_USAGE;
 		default:
 			fprintf(stderr, "tinyvmm: unknown option %s (see tinyvmm --help)\n", bad_option(argv));

@@ -1,7 +1,7 @@
 /* The usage text: `tinyvmm --help`, and on stderr without a command. */
 #include "vmm/cli/cli.h"
 
-static const char usage[] =
+static const char usage_head[] =
 	"usage: tinyvmm run [VM options] [job options] [-- CMD ARGS...]\n"
 	"       tinyvmm run --snapshot DIR [--rootfs/--drive, --vsock-uds, --serial-out, --metrics,\n"
 	"                   --ttl, --console, --net NAME|auto, --net-allow/--net-dns/--net-deny-all,\n"
@@ -23,7 +23,11 @@ static const char usage[] =
 	"(build/guest in a build tree, ../share/tinyvmm when installed, or $TINYVMM_DATA_DIR),\n"
 	"and a job (or a VM given --vsock-uds, for `exec`) is restored from a template\n"
 	"snapshot of them, made on first use and cached in $TINYVMM_CACHE/templates\n"
-	"(default /var/tmp/tinyvmm-cache).\n"
+	"(default /var/tmp/tinyvmm-cache).\n";
+
+/* printf format: the default command line, the seccomp exit status, the
+ * memory allowance, the pids base. */
+static const char vm_options[] =
 	"VM options:\n"
 	"  --kernel PATH          ELF vmlinux or bzImage (default: the built or installed one)\n"
 	"  --initrd PATH          initramfs (cpio, optionally gzip'd)\n"
@@ -109,13 +113,15 @@ static const char usage[] =
 	"                         the hierarchy's root when PATH starts with / (default tinyvmm)\n"
 	"  --no-cgroup            no cgroup. By default one is made when the host allows it (cgroup\n"
 	"                         v2 or v1), holding the memory and thread limits; any of the five\n"
-	"                         options above requires one\n"
+	"                         options above requires one\n";
+
+static const char job_options[] =
 	"job options:\n"
 	"  -e, --env NAME=VALUE   environment for the job (repeatable); -e NAME takes our value\n"
 	"  --env-file FILE        NAME=VALUE or NAME lines (# comments), as -e\n"
 	"  --workdir DIR          working directory in the guest\n"
 	"  --timeout SECONDS      kill the job's process group after this long (0: no timeout); a guest\n"
-	"                         that does not answer is given up 5 s + 10%% later (run then stops the VM)\n"
+	"                         that does not answer is given up 5 s + 10% later (run then stops the VM)\n"
 	"  --job-mem SIZE         memory of the job's own cgroup in the guest (K, M, G); past it the\n"
 	"                         guest kernel kills a process of the job (oom_killed)\n"
 	"  --job-pids N           processes and threads of the job at once (pids_limited when a\n"
@@ -129,7 +135,10 @@ static const char usage[] =
 	"  --json-out FILE        the same object into FILE (written whole, then renamed)\n"
 	"  --id ID                the object's id (default $SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID,\n"
 	"                         else random)\n"
-	"  --output-encoding E    utf8 (default; bytes that are not UTF-8 become U+FFFD) or base64\n"
+	"  --output-encoding E    utf8 (default; bytes that are not UTF-8 become U+FFFD) or base64\n";
+
+/* printf format: the exit statuses, in their order. */
+static const char exit_status[] =
 	"exit status: without CMD, 0 when the guest ended itself; with CMD, the job's\n"
 	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (files,\n"
 	"VM, KVM, agent, --put/--get), %d command could not run, %d command not found, %d a\n"
@@ -137,9 +146,36 @@ static const char usage[] =
 	"filter forbids (--seccomp log; with kill the shell shows the same), %d with --jail the\n"
 	"VM went past its cgroup's memory limit (the out-of-memory killer ended it)\n";
 
+static void print_exit_status(FILE *f)
+{
+	fprintf(f, exit_status, EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE,
+		TVM_SECCOMP_EXIT, TVM_OOM_EXIT);
+}
+
 void cli_usage(FILE *f)
 {
-	fprintf(f, usage, tvm_default_cmdline(), TVM_SECCOMP_EXIT, TVM_CGROUP_MEM_ALLOWANCE_MIB, TVM_CGROUP_PIDS_BASE,
-		EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE, TVM_SECCOMP_EXIT,
-		TVM_OOM_EXIT);
+	fputs(usage_head, f);
+	fprintf(f, vm_options, tvm_default_cmdline(), TVM_SECCOMP_EXIT, TVM_CGROUP_MEM_ALLOWANCE_MIB,
+		TVM_CGROUP_PIDS_BASE);
+	fputs(job_options, f);
+	print_exit_status(f);
+}
+
+void cli_usage_exec(FILE *f)
+{
+	fputs("usage: tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
+	      "Runs CMD in a VM another tinyvmm runs (`tinyvmm run --vsock-uds PATH`), through\n"
+	      "its hybrid vsock socket, and waits up to 120 s for a booting VM's agent.\n"
+	      "VM options are refused: give them to the run that started the VM.\n",
+	      f);
+	fputs(job_options, f);
+	print_exit_status(f);
+}
+
+void cli_usage_host(FILE *f)
+{
+	fputs("usage: tinyvmm host\n"
+	      "Prints what a VM would get on this host: whether /dev/kvm is usable, the host\n"
+	      "quirks, the default guest command line and the cgroup controllers.\n",
+	      f);
 }
