@@ -215,6 +215,18 @@ class ApiCheck:
             raise LookupError("%s %s: method not documented for this path" % (method, path))
         raise LookupError("%s %s: no such route in the API document" % (method, path))
 
+    def methods_of(self, target):
+        """The methods the document lists for target's path (upper case),
+        what a 405's Allow must say (x-http-errors other_methods)."""
+        path, _ = _split_target(target)
+        segs = path.strip("/").split("/")
+        out = set()
+        for tmpl, tsegs, item in self._routes:
+            if len(tsegs) == len(segs) and all(t == s or (t.startswith("{") and t.endswith("}") and s)
+                                               for t, s in zip(tsegs, segs)):
+                out |= {m.upper() for m in item if m in ("get", "put", "post", "delete", "patch", "head")}
+        return out
+
     def _params(self, item, op, where):
         out = [p for p in item.get("parameters", []) if p.get("in") == where]
         names = {p["name"] for p in op.get("parameters", []) if p.get("in") == where}

@@ -183,6 +183,13 @@ class CheckTest(unittest.TestCase):
         self.assertEqual(tmpl, "/v1/sandboxes/{id}/fs/list")
         self.assertEqual(self.api.match("GET", "/v1/sandboxes")[0], "/v1/sandboxes")
 
+    def test_methods_of_a_path(self):
+        # what a 405's Allow must list
+        self.assertEqual(self.api.methods_of("/v1/health"), {"GET"})
+        self.assertEqual(self.api.methods_of("/v1/sandboxes?state=running"), {"GET", "POST"})
+        self.assertEqual(self.api.methods_of("/v1/sandboxes/%s/files?path=/x" % SBX), {"GET", "PUT", "DELETE"})
+        self.assertEqual(self.api.methods_of("/v1/nothing"), set())
+
     def test_unknown_route_or_method_fails(self):
         self.bad(self.resp("GET", "/v1/nothing", 200, {}))
         self.bad(self.resp("PATCH", "/v1/health", 200, {"status": "ok", "sandboxes": 0}))

@@ -457,6 +457,15 @@ class ServeTest(unittest.TestCase):
     def b(self):
         return module_sandbox("B")
 
+    def expect_not_allowed(self, method, target, **kw):
+        """method on target answers 405 with Allow listing the methods the
+        API document gives the path (RFC 9110 §15.5.6)."""
+        r = call(UID_A, method, target, check=False, **kw)
+        self.expect_error(r, 405, "method_not_allowed")
+        allow = r.header("Allow")
+        self.assertIsNotNone(allow, "%s %s: 405 without Allow" % (method, target))
+        self.assertEqual(set(allow.split(", ")), API.methods_of(target), "%s %s" % (method, target))
+
     def expect_error(self, r, statuses, error=None, http_level=False):
         """r (a Response or raw bytes) is an error answer with a status in
         statuses and an Error body."""
@@ -526,8 +535,12 @@ class T01Service(ServeTest):
     def test_unknown_route_and_method(self):
         self.expect_error(call(UID_A, "GET", "/v1/nothing", check=False), 404, "not_found")
         self.expect_error(call(UID_A, "GET", "/v2/health", check=False), 404, "not_found")
-        self.expect_error(call(UID_A, "PATCH", "/v1/health", check=False), 405, "method_not_allowed")
-        self.expect_error(call(UID_A, "PUT", "/v1/sandboxes", check=False, json={}), 405, "method_not_allowed")
+        self.expect_not_allowed("PATCH", "/v1/health")
+        self.expect_not_allowed("POST", "/v1/version")
+        self.expect_not_allowed("PUT", "/v1/sandboxes", json={})
+        self.expect_not_allowed("DELETE", "/v1/templates")
+        self.expect_not_allowed("POST", "/v1/templates/default")
+        self.expect_not_allowed("POST", "/v1/templates/default/pool")
 
 
 # --- 02: sandboxes and who may use them ---------------------------------
@@ -1036,6 +1049,9 @@ class T05Files(ServeTest):
         if r.status != 204:  # API.md does not say whether removing a missing file is an error
             self.expect_error(r, (404, 502))
         self.expect_error(call(UID_A, "GET", "/v1/sandboxes/%s/fs/list" % sid, check="response"), 400)
+        self.expect_not_allowed("DELETE", "/v1/sandboxes/%s/fs/list?path=/tmp" % sid)
+        self.expect_not_allowed("POST", "/v1/sandboxes/%s/files?path=/tmp/x" % sid, body=b"x")
+        self.expect_not_allowed("PATCH", "/v1/sandboxes/%s" % sid)
 
     def test_path_traversal(self):
         sid = self.a()["id"]
@@ -1231,7 +1247,10 @@ class T06Hostile(ServeTest):
             self.assertNotIn("id", e)
             # the third uid too
             self.expect_error(create(UID_C, {}, expect=None), (429, 503))
-            self.assertEqual(call(UID_A, "GET", "/v1/health").json["sandboxes"], 6)
+            # health counts the caller's own; root (the operator) sees them all
+            self.assertEqual(call(0, "GET", "/v1/health").json["sandboxes"], 6)
+            self.assertEqual(call(UID_A, "GET", "/v1/health").json["sandboxes"], running(UID_A))
+            self.assertEqual(call(UID_C, "GET", "/v1/health").json["sandboxes"], running(UID_C))
             # the running ones still work at capacity
             r = run_exec(UID_B, made[0][1], {"cmd": ["echo", "full"]})
             self.assertEqual((r.status, r.json["stdout"]), (200, "full\n"))
@@ -1361,7 +1380,7 @@ class T08Restart(ServeTest):
         r = run_exec(UID_C, b["id"], {"shell": 'echo "$PLAIN_VAR"'}, token=b["token"])
         self.assertEqual((r.status, r.json["stdout"]), (200, "plain-value\n"))
         self.expect_error(call(UID_B, "GET", "/v1/sandboxes/" + a["id"]), 404)
-        self.assertEqual(call(UID_A, "GET", "/v1/health").json["sandboxes"], len(running))
+        self.assertEqual(call(0, "GET", "/v1/health").json["sandboxes"], len(running))
         # nothing beyond the daemon and the running sandboxes' VMMs
         wait_for(lambda: not leaks(running), "no leaks after the restart", timeout=30, check=False)
         self.assertEqual(leaks(running), [])
@@ -1804,7 +1823,7 @@ class T10Pool(ServeTest):
             self.expect_error(call(UID_A, "PUT", POOL, json={}, check=False), 400, "bad_request")
             self.expect_error(call(UID_A, "PUT", POOL, json={"size": 1, "x": 1}, check=False), 400, "bad_request")
             self.expect_error(call(UID_A, "GET", "/v1/templates/other/pool"), 404, "not_found")
-            self.expect_error(call(UID_A, "DELETE", POOL, check=False), 405, "method_not_allowed")
+            self.expect_not_allowed("DELETE", POOL)
             wait_for(lambda: pool()["ready"] == 2, "the pool to refill", timeout=CREATE_WAIT)
             left = pooled_dirs()
             self.assertEqual(len(left), 2)
@@ -1817,7 +1836,7 @@ class T10Pool(ServeTest):
         self.assertEqual(pool()["size"], 0)
 
     def test_pool_takes_no_place_and_never_gives_a_dead_vm(self):
-        n0 = call(UID_A, "GET", "/v1/health").json["sandboxes"]
+        n0 = call(0, "GET", "/v1/health").json["sandboxes"]
         restart_daemon("--pool", "2", "--max-sandboxes", str(n0 + 2), "--max-per-owner", "4")
         made = []
         try:

@@ -239,6 +239,7 @@ struct conn {
 	bool head_sent;         /* a streamed response has begun: errors can only close */
 	bool raw_stream;        /* streamed to an HTTP/1.0 client: no chunks, the close ends it */
 	unsigned retry_after_s; /* the next error answer's Retry-After (RFC 9110 §10.2.3); 503s say 5 */
+	const char *allow;      /* the next 405's Allow (RFC 9110 §10.2.1), a literal */
 };
 
 /* serve_walls.c: confine the calling thread, and every thread it makes
@@ -444,6 +445,13 @@ int conn_respond(struct conn *c, int status, const char *ctype, const void *body
 int conn_json(struct conn *c, int status, struct json_w *w);
 int conn_error(struct conn *c, int status, const char *code, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* Whether the caller is the service's operator: root or the daemon's own
+ * uid (who sizes the pool and sees every sandbox in /v1/health). */
+bool conn_operator(const struct conn *c);
+/* 405 method_not_allowed for resource (its path, for the message) with
+ * the Allow header RFC 9110 §15.5.6 requires: allow lists its methods
+ * ("GET, POST"), a literal. */
+int conn_not_allowed(struct conn *c, const char *allow, const char *resource);
 int conn_error_reason(struct conn *c, int status, const char *code, const char *reason, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 int conn_stream_begin(struct conn *c, int status, const char *ctype);

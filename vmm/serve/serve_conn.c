@@ -114,7 +114,7 @@ int conn_json(struct conn *c, int status, struct json_w *w)
 static int verror(struct conn *c, int status, const char *code, const char *reason, const char *fmt, va_list ap)
 {
 	char msg[512], buf[6 * 512 + 256]; /* the message escaped at worst */
-	char retry[48] = "";
+	char extra[96] = "";
 	struct json_w w;
 	size_t len;
 
@@ -143,9 +143,12 @@ static int verror(struct conn *c, int status, const char *code, const char *reas
 	if (!c->body_done)
 		c->keep_alive = false;
 	if (c->retry_after_s || status == 503)
-		snprintf(retry, sizeof(retry), "Retry-After: %u\r\n", c->retry_after_s ? c->retry_after_s : 5);
+		snprintf(extra, sizeof(extra), "Retry-After: %u\r\n", c->retry_after_s ? c->retry_after_s : 5);
+	else if (status == 405 && c->allow)
+		snprintf(extra, sizeof(extra), "Allow: %s\r\n", c->allow);
 	c->retry_after_s = 0;
-	return conn_respond(c, status, "application/json", buf, len, *retry ? retry : NULL);
+	c->allow = NULL;
+	return conn_respond(c, status, "application/json", buf, len, *extra ? extra : NULL);
 }
 
 int conn_error(struct conn *c, int status, const char *code, const char *fmt, ...)
@@ -155,6 +158,18 @@ int conn_error(struct conn *c, int status, const char *code, const char *fmt, ..
 	int r = verror(c, status, code, NULL, fmt, ap);
 	va_end(ap);
 	return r;
+}
+
+bool conn_operator(const struct conn *c)
+{
+	return c->uid == 0 || c->uid == geteuid();
+}
+
+int conn_not_allowed(struct conn *c, const char *allow, const char *resource)
+{
+	c->allow = allow;
+	return conn_error(c, 405, "method_not_allowed", "%.*s %s: it allows %s", (int)c->p.req.method.n,
+			  c->p.req.method.p, resource, allow);
 }
 
 int conn_error_reason(struct conn *c, int status, const char *code, const char *reason, const char *fmt, ...)

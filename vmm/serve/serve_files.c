@@ -272,7 +272,7 @@ void files_route(struct conn *c, const struct http_request *r, struct sandbox *s
 		if (m->n == 3 && !memcmp(m->p, "GET", 3))
 			file_list(c, sb, path, uid);
 		else
-			conn_error(c, 405, "method_not_allowed", "fs/list: use GET");
+			conn_not_allowed(c, "GET", "fs/list");
 	} else if (m->n == 3 && !memcmp(m->p, "PUT", 3)) {
 		file_put(c, r, sb, path, uid);
 	} else if (m->n == 3 && !memcmp(m->p, "GET", 3)) {
@@ -280,6 +280,6 @@ void files_route(struct conn *c, const struct http_request *r, struct sandbox *s
 	} else if (m->n == 6 && !memcmp(m->p, "DELETE", 6)) {
 		file_delete(c, sb, path, uid);
 	} else {
-		conn_error(c, 405, "method_not_allowed", "files: use PUT, GET or DELETE");
+		conn_not_allowed(c, "GET, PUT, DELETE", "files");
 	}
 }

@@ -305,7 +305,7 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 		return;
 	}
 	if (!put && !(m->n == 3 && !memcmp(m->p, "GET", 3))) {
-		conn_error(c, 405, "method_not_allowed", "/v1/templates/{name}/pool: use GET or PUT");
+		conn_not_allowed(c, "GET, PUT", "/v1/templates/{name}/pool");
 		return;
 	}
 	if (put) {
@@ -314,7 +314,7 @@ void api_pool(struct conn *c, const struct http_request *r, const char *name)
 
 		/* The pool's VMs are the host's memory: the daemon's own user
 		 * (or root) sizes it, not any client of the socket. */
-		if (c->uid != 0 && c->uid != geteuid()) {
+		if (!conn_operator(c)) {
 			conn_error(c, 403, "forbidden", "uid %u may not size the pool (root or the daemon's user may)",
 				   (unsigned)c->uid);
 			return;

@@ -97,7 +97,7 @@ static void sandbox_route(struct conn *c, const struct http_request *r, char seg
 	else if (n == 3 && is(m, "DELETE"))
 		api_delete(c, sb);
 	else if (n == 3)
-		conn_error(c, 405, "method_not_allowed", "%.*s /v1/sandboxes/{id}: use GET or DELETE", (int)m->n, m->p);
+		conn_not_allowed(c, "GET, DELETE", "/v1/sandboxes/{id}");
 	else if (n == 4 && !strcmp(seg[3], "logs") && is(m, "GET"))
 		api_logs(c, sb);
 	else if (api_ended(c, sb))
@@ -181,9 +181,11 @@ void route(struct conn *c, const struct http_request *r)
 		 * (a load balancer, a deploy check) sees it before a user does. */
 		unsigned np = srv_problems(c->s, problem, true);
 
+		/* The caller's own sandboxes: how busy the service is is the
+		 * operator's to know, not every client's. */
 		pthread_mutex_lock(&c->s->mu);
 		for (struct sandbox *sb = c->s->sandboxes; sb; sb = sb->next)
-			running += sb->state != SB_ENDED && !sb->pooled;
+			running += sb->state != SB_ENDED && !sb->pooled && (sb->owner == c->uid || conn_operator(c));
 		used_ms = quota_used_locked(c->s, c->uid);
 		pthread_mutex_unlock(&c->s->mu);
 		json_w_init(&w, buf, sizeof(buf));
@@ -219,7 +221,7 @@ void route(struct conn *c, const struct http_request *r)
 	} else if (n == 2 && !strcmp(seg[1], "sandboxes") && is(m, "GET")) {
 		api_list(c, r);
 	} else if (n == 2 && !strcmp(seg[1], "sandboxes")) {
-		conn_error(c, 405, "method_not_allowed", "/v1/sandboxes: use GET or POST");
+		conn_not_allowed(c, "GET, POST", "/v1/sandboxes");
 	} else if (n >= 3 && !strcmp(seg[1], "sandboxes")) {
 		sandbox_route(c, r, seg, n);
 	} else if (n == 4 && !strcmp(seg[1], "templates") && !strcmp(seg[3], "pool")) {
@@ -227,7 +229,7 @@ void route(struct conn *c, const struct http_request *r)
 	} else if ((n == 2 || n == 3) && !strcmp(seg[1], "templates")) {
 		api_templates(c, r, n == 3 ? seg[2] : NULL);
 	} else if (n == 2 && (!strcmp(seg[1], "health") || !strcmp(seg[1], "version"))) {
-		conn_error(c, 405, "method_not_allowed", "/v1/%s: use GET", seg[1]);
+		conn_not_allowed(c, "GET", !strcmp(seg[1], "health") ? "/v1/health" : "/v1/version");
 	} else {
 		conn_error(c, 404, "not_found", "no route %.*s %.*s", (int)m->n, m->p, (int)r->path.n, r->path.p);
 	}

@@ -540,11 +540,11 @@ void api_templates(struct conn *c, const struct http_request *r, const char *nam
 	else if (!name && get)
 		api_template_list(c);
 	else if (!name)
-		conn_error(c, 405, "method_not_allowed", "/v1/templates: use GET or POST");
+		conn_not_allowed(c, "GET, POST", "/v1/templates");
 	else if (get || del)
 		api_template_one(c, name, del);
 	else
-		conn_error(c, 405, "method_not_allowed", "/v1/templates/{name}: use GET or DELETE");
+		conn_not_allowed(c, "GET, DELETE", "/v1/templates/{name}");
 }
 
 int tmpl_start_from(struct srv *s, struct sandbox *sb, const char *name, char *err, size_t cap)
