@@ -9,9 +9,14 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/fsuid.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
+
+#define PUT_TMP_LEN 32 /* ".tinyvmm-put-" and 16 hex digits */
 
 struct xfer {
 	struct xfer *next;
@@ -23,10 +28,12 @@ struct xfer {
 	uint64_t done; /* bytes moved */
 	uint64_t max;  /* GET: cap */
 	uint32_t mode; /* GET: the file's mode bits */
-	/* PUT: the file it opened (created or truncated): its name in the
-	 * directory held open, by whom */
+	/* PUT: the directory held open, the name the file gets at its end
+	 * (base), the new file it writes meanwhile (tmp, its dev/ino), by
+	 * whom */
 	int dirfd;
 	char *base;
+	char tmp[PUT_TMP_LEN];
 	uint32_t uid, gid;
 	dev_t dev;
 	ino_t ino;
@@ -40,27 +47,50 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 	return NULL;
 }
 
+/* As x's identity: setfsuid/setfsgid to it (on), back to root (off). */
+static void put_identity(const struct xfer *x, bool on)
+{
+	if (!ag.can_setuid)
+		return;
+	if (on) {
+		setfsgid(x->gid);
+		setfsuid(x->uid);
+	} else {
+		setfsuid(0);
+		setfsgid(0);
+	}
+}
+
 /* A PUT that did not end whole (a write failed, FILE_END's size was not
- * what arrived, the connection went) leaves no half file under the name:
- * the file it opened is removed, if the name still is that file, as the
- * identity that opened it, in the directory it was opened in (held: a
- * job that swaps a directory of the path meanwhile cannot send the
- * removal elsewhere). A PUT refused at its open never gets here, so it
- * never removes what was there. */
+ * what arrived, the connection went) removes the new file it wrote, if
+ * its temporary name still is that file, as the identity that made it, in
+ * the directory it was made in (held: a job that swaps a directory of the
+ * path meanwhile cannot send the removal elsewhere). The name it was for
+ * was never touched: what was there stays, and so does what another PUT
+ * of it put there meanwhile. */
 static void put_undo(const struct xfer *x)
 {
 	struct stat st;
 
-	if (ag.can_setuid) {
-		setfsgid(x->gid);
-		setfsuid(x->uid);
-	}
-	if (fstatat(x->dirfd, x->base, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
-		unlinkat(x->dirfd, x->base, 0);
-	if (ag.can_setuid) {
-		setfsuid(0);
-		setfsgid(0);
-	}
+	put_identity(x, true);
+	if (fstatat(x->dirfd, x->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
+		unlinkat(x->dirfd, x->tmp, 0);
+	put_identity(x, false);
+}
+
+/* The whole new file takes its name, in the directory it was made in, as
+ * its identity (whatever is at the name now is replaced: another PUT's
+ * file, a job's). -1 with errno. */
+static int put_rename(const struct xfer *x)
+{
+	int rc, err;
+
+	put_identity(x, true);
+	rc = renameat(x->dirfd, x->tmp, x->dirfd, x->base);
+	err = errno;
+	put_identity(x, false);
+	errno = err;
+	return rc;
 }
 
 static void xfer_drop(struct conn *c, struct xfer *x)
@@ -72,7 +102,7 @@ static void xfer_drop(struct conn *c, struct xfer *x)
 	*pp = x->next;
 	if (x->fd >= 0)
 		close(x->fd);
-	if (x->put && !x->whole && x->base)
+	if (x->put && !x->whole && x->dirfd >= 0)
 		put_undo(x);
 	if (x->put && x->dirfd >= 0)
 		close(x->dirfd);
@@ -95,14 +125,76 @@ static int mkdir_parents(char *path)
 	return 0;
 }
 
-/* open(path) as the directory that holds it, held in *dirfd (a PUT's
- * undo removes the name there), then its last component in it. -1 with
- * errno when either fails (*dirfd -1). */
-static int open_in_dir(char *path, int flags, mode_t mode, int *dirfd)
+/* 0 when a PUT may put a new file at base in dirfd: nothing is there, a
+ * symlink (replaced, not followed), or a regular file the identity may
+ * write (then *mode becomes its mode without set-id bits, as a write to
+ * it would leave, and *replaces is set); else the errno an open of the
+ * name for writing would give (a directory EISDIR, another kind of file
+ * EINVAL). */
+static int put_may_replace(int dirfd, const char *base, mode_t *mode, bool *replaces)
+{
+	struct stat st;
+	int fd;
+
+	if (!*base)
+		return EISDIR;
+	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return errno == ENOENT ? 0 : errno;
+	if (S_ISDIR(st.st_mode))
+		return EISDIR;
+	if (S_ISLNK(st.st_mode))
+		return 0;
+	if (!S_ISREG(st.st_mode))
+		return EINVAL;
+	/* the permission check of the open it used to be (no O_TRUNC) */
+	fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errno;
+	close(fd);
+	*mode = st.st_mode & 01777;
+	*replaces = true;
+	return 0;
+}
+
+/* A new file in dirfd under a temporary name of its own (tmp, made with
+ * O_EXCL: nothing planted there is opened), mode exact when exact (else
+ * the umask applies, as to any new file). -1 with errno. */
+static int put_create(int dirfd, mode_t mode, bool exact, char tmp[PUT_TMP_LEN])
+{
+	static uint64_t seq;
+	int fd = -1, err;
+
+	for (int i = 0; i < 16 && fd < 0; i++) {
+		uint64_t r;
+
+		if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != sizeof(r))
+			r = ++seq ^ (uint64_t)time(NULL) << 20 ^ (uint64_t)getpid() << 40;
+		snprintf(tmp, PUT_TMP_LEN, ".tinyvmm-put-%016llx", (unsigned long long)r);
+		fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+		if (fd < 0 && errno != EEXIST)
+			return -1;
+	}
+	if (fd >= 0 && exact && fchmod(fd, mode) < 0) {
+		err = errno;
+		close(fd);
+		unlinkat(dirfd, tmp, 0);
+		errno = err;
+		return -1;
+	}
+	return fd;
+}
+
+/* A PUT's new file: the directory that holds path, held in *dirfd, and in
+ * it a new file under a temporary name (tmp), which FILE_END renames over
+ * the last component, so the name holds the old file or the whole new
+ * one, never a part (put_may_replace says what may be replaced). -1 with
+ * errno, *dirfd -1. */
+static int put_open(char *path, mode_t mode, int *dirfd, char tmp[PUT_TMP_LEN])
 {
 	char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
-	int fd, err;
+	bool replaces = false;
+	int fd = -1, err;
 
 	if (slash)
 		*slash = 0;
@@ -111,9 +203,10 @@ static int open_in_dir(char *path, int flags, mode_t mode, int *dirfd)
 		*slash = '/';
 	if (*dirfd < 0)
 		return -1;
-	fd = *base ? openat(*dirfd, base, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode) : (errno = EISDIR, -1);
-	if (fd < 0) {
+	err = put_may_replace(*dirfd, base, &mode, &replaces);
+	if (!err && (fd = put_create(*dirfd, mode, replaces, tmp)) < 0)
 		err = errno;
+	if (fd < 0) {
 		close(*dirfd);
 		*dirfd = -1;
 		errno = err;
@@ -121,11 +214,12 @@ static int open_in_dir(char *path, int flags, mode_t mode, int *dirfd)
 	return fd;
 }
 
-/* Opens a regular file for a new transfer id with the requested identity
- * (a PUT: in the directory held in *dirfd, else dirfd NULL); reports
- * errors to the host and returns -1. */
-static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, uint32_t uid, uint32_t gid, int flags,
-		     mode_t mode, struct stat *st, int *dirfd)
+/* Opens a regular file for a new transfer id with the requested identity:
+ * a GET's file (dirfd NULL), or a PUT's new one (put_open: in the
+ * directory held in *dirfd, under the temporary name tmp); reports errors
+ * to the host and returns -1. */
+static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, uint32_t uid, uint32_t gid, mode_t mode,
+		     struct stat *st, int *dirfd, char tmp[PUT_TMP_LEN])
 {
 	char path[TVP_MAX_PATH + 1];
 	unsigned n = 0;
@@ -154,10 +248,9 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		setfsuid(uid);
 	}
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
-	fd = dirfd ? open_in_dir(path, flags, mode, dirfd)
-		   : open(path, flags | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, mode);
+	fd = dirfd ? put_open(path, mode, dirfd, tmp) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
-		fd = mkdir_parents(path) < 0 ? -1 : open_in_dir(path, flags, mode, dirfd);
+		fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, dirfd, tmp);
 	err = errno;
 	if (ag.can_setuid) {
 		setfsuid(0);
@@ -218,9 +311,8 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 	size_t skip = slash ? (size_t)(slash - (const char *)m->put.path.p) + 1 : 0;
 	char *base = strndup((const char *)m->put.path.p + skip, m->put.path.len - skip);
 	uint32_t uid = m->put.uid, gid = m->put.gid;
-	int dirfd = -1, fd = base ? xfer_open(c, m, m->put.path, uid, gid, O_WRONLY | O_CREAT | O_TRUNC,
-					      m->put.mode & 07777, &st, &dirfd)
-				  : -1;
+	char tmp[PUT_TMP_LEN];
+	int dirfd = -1, fd = base ? xfer_open(c, m, m->put.path, uid, gid, m->put.mode & 07777, &st, &dirfd, tmp) : -1;
 
 	if (!base)
 		conn_send_error(c, m->id, TVP_ERR_LIMIT, ENOMEM, "no memory for a transfer");
@@ -228,6 +320,7 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 		agent_identity(&uid, &gid); /* as xfer_open took them */
 		x->dirfd = dirfd;
 		x->base = base;
+		memcpy(x->tmp, tmp, sizeof(x->tmp));
 		x->uid = uid;
 		x->gid = gid;
 		x->dev = st.st_dev;
@@ -242,7 +335,7 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 void file_get(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
-	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, O_RDONLY, 0, &st, NULL);
+	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, 0, &st, NULL, NULL);
 
 	if (fd >= 0)
 		xfer_add(c, m, fd, m->get.max_bytes, st.st_mode & 07777);
@@ -300,6 +393,8 @@ void file_end(struct conn *c, const struct tvp_msg *m)
 		else if (m->file_end.size != x->done)
 			conn_send_error(c, m->id, TVP_ERR_STATE, 0, "FILE_END says %llu bytes, %llu arrived",
 					(unsigned long long)m->file_end.size, (unsigned long long)x->done);
+		else if (put_rename(x) < 0)
+			conn_send_error(c, m->id, TVP_ERR_IO, errno, "rename to %s: %s", x->base, strerror(errno));
 		else {
 			x->whole = true;
 			conn_send_ok(c, m->id, TVP_PUT_FILE, x->done);

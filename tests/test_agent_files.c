@@ -2,6 +2,7 @@
  * GET_FILE, file identities, and the static guest build's footprint. */
 #include "tests/test_agent_client.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
@@ -29,6 +30,20 @@ static void teardown(void)
 	ac_stop();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	ck_assert_int_eq(system(cmd), 0);
+}
+
+/* Entries of directory d, "." and ".." not counted. */
+static int entries(const char *d)
+{
+	DIR *dp = opendir(d);
+	struct dirent *e;
+	int n = 0;
+
+	ck_assert_ptr_nonnull(dp);
+	while ((e = readdir(dp)))
+		n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+	closedir(dp);
+	return n;
 }
 
 static void put_begin(uint32_t id, const char *path, uint32_t mode, uint8_t flags, uint32_t uid)
@@ -206,6 +221,14 @@ START_TEST(a_failed_put_removes_only_what_it_wrote)
 	ck_assert_uint_eq(len, 3);
 	ck_assert(!memcmp(got, "old", 3));
 	free(got);
+	/* ... also where uid 1000 may make files (it could rename over it):
+	 * refused at the open, as a write to the file would be */
+	ck_assert_int_eq(chmod(dir, 0777), 0);
+	put_begin(8, keep, 0644, 0, 1000);
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.type, TVP_ERROR);
+	ck_assert_int_eq(r.error.sys_errno, EACCES);
+	ck_assert_int_eq(chmod(dir, 0755), 0);
 
 	/* the host goes mid-file */
 	snprintf(half, sizeof(half), "%s/half", dir);
@@ -233,16 +256,85 @@ START_TEST(a_failed_put_removes_only_what_it_wrote)
 	put_begin(5, f, 0644, 0, TVP_ID_DEFAULT);
 	ac_send(c,
 		&(struct tvp_msg){ .type = TVP_FILE_DATA, .id = 5, .data = { .data = { (const uint8_t *)"ab", 2 } } });
-	ck_assert_ptr_nonnull(got = get(6, f, 100, TVP_ID_DEFAULT, &len, &r)); /* served in order: opened */
-	free(got);
+	ck_assert_ptr_null(get(6, "/nonexistent", 100, TVP_ID_DEFAULT, &len, &r)); /* served in order: opened */
+	ck_assert_int_eq(entries(d), 1);                                           /* its new file */
 	ck_assert_int_eq(rename(d, d2), 0);
 	ck_assert_int_eq(symlink(target, d), 0);
 	ac_close(c);
 	c = ac_open();
 	ck_assert_ptr_null(get(7, "/nonexistent", 100, TVP_ID_DEFAULT, &len, &r)); /* the drop is done */
-	snprintf(f, sizeof(f), "%s/f", d2);
-	ck_assert_int_eq(access(f, F_OK), -1);     /* its own half file: gone */
-	ck_assert_int_eq(access(victim, F_OK), 0); /* the link's: untouched */
+	ck_assert_int_eq(entries(d2), 0);                                          /* its own half file: gone */
+	ck_assert_int_eq(entries(target), 1);                                      /* the link's: untouched */
+	ck_assert_int_eq(access(victim, F_OK), 0);
+}
+END_TEST
+
+/* What a PUT's name holds is the old file or the whole new one: a PUT
+ * that fails leaves the old one (and another PUT's that ended meanwhile),
+ * one in progress shows the old one, one that ends keeps the old one's
+ * mode and leaves no other file. */
+START_TEST(a_put_replaces_whole_or_not_at_all)
+{
+	char path[128], link[128], target[128];
+	struct tvp_msg r;
+	struct stat st;
+	uint8_t *got;
+	size_t len;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/f", dir);
+	put(1, path, (const uint8_t *)"old", 3, 0750, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ck_assert_int_eq(chmod(path, 0751), 0); /* no umask in the way of what is checked */
+	/* a PUT that ends short: the old file stays, whole */
+	put_begin(2, path, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c,
+		&(struct tvp_msg){ .type = TVP_FILE_DATA, .id = 2, .data = { .data = { (const uint8_t *)"ne", 2 } } });
+	ck_assert_ptr_nonnull(got = get(3, path, 100, TVP_ID_DEFAULT, &len, &r)); /* in progress: the old one */
+	ck_assert(len == 3 && !memcmp(got, "old", 3));
+	free(got);
+	ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 2, .file_end = { 5, 0 } });
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+	ck_assert_ptr_nonnull(got = get(4, path, 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert(len == 3 && !memcmp(got, "old", 3));
+	free(got);
+	/* two PUTs of the name: the one that ends first stays when the other fails */
+	put_begin(5, path, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c, &(struct tvp_msg){
+			   .type = TVP_FILE_DATA, .id = 5, .data = { .data = { (const uint8_t *)"lost", 4 } } });
+	put(6, path, (const uint8_t *)"second", 6, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 5, .file_end = { 9, 0 } });
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.error.code, TVP_ERR_STATE);
+	ck_assert_ptr_nonnull(got = get(7, path, 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert(len == 6 && !memcmp(got, "second", 6));
+	free(got);
+	/* the file it replaced kept its mode, and nothing else is left */
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0751);
+	ck_assert_int_eq(entries(dir), 1);
+	/* a symlink at the name is replaced, not written through */
+	snprintf(link, sizeof(link), "%s/link", dir);
+	snprintf(target, sizeof(target), "%s/target", dir);
+	ck_assert_int_ge(fd = open(target, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+	close(fd);
+	ck_assert_int_eq(symlink(target, link), 0);
+	put(8, link, (const uint8_t *)"x", 1, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ck_assert_int_eq(lstat(link, &st), 0);
+	ck_assert(S_ISREG(st.st_mode) && st.st_size == 1);
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_int_eq(st.st_size, 0);
+	/* a FIFO is no file to replace */
+	snprintf(path, sizeof(path), "%s/fifo", dir);
+	ck_assert_int_eq(mkfifo(path, 0644), 0);
+	put_begin(9, path, 0644, 0, TVP_ID_DEFAULT);
+	ck_assert_int_eq(ac_recv(c, &r), 1);
+	ck_assert_uint_eq(r.type, TVP_ERROR);
+	ck_assert_int_eq(r.error.sys_errno, EINVAL);
+	ck_assert_int_eq(entries(dir), 4); /* f, link, target, fifo */
 }
 END_TEST
 
@@ -344,6 +436,7 @@ static Suite *files_suite(void)
 	tcase_add_test(tc, get_errors);
 	tcase_add_test(tc, put_errors);
 	tcase_add_test(tc, a_failed_put_removes_only_what_it_wrote);
+	tcase_add_test(tc, a_put_replaces_whole_or_not_at_all);
 	tcase_add_test(tc, transfer_during_job);
 	tcase_add_test(tc, file_identity);
 	tcase_add_test(tc, static_build_footprint);
