@@ -216,13 +216,13 @@ START_TEST(help_everywhere)
 {
 	/* the words, what the help must say, what it must not */
 	static const char *const cases[][5] = {
-		{ "--help", NULL, NULL, "usage: tinyvmm run", "" },
-		{ "host", "--help", NULL, "usage: tinyvmm host\n", "VM options:" },
+		{ "--help", NULL, NULL, "Usage: tinyvmm run", "" },
+		{ "host", "--help", NULL, "Usage: tinyvmm host\n", "VM options:" },
 		{ "image", "--help", NULL, "usage: tinyvmm image build", "VM options:" },
 		{ "snapshot", "--help", NULL, "tinyvmm snapshot create", "" },
 		{ "gc", "--help", NULL, "usage: tinyvmm gc", "" },
 		{ "run", "--help", NULL, "VM options:", "" },
-		{ "exec", "--help", NULL, "usage: tinyvmm exec --vsock-uds PATH", "VM options:" },
+		{ "exec", "--help", NULL, "Usage: tinyvmm exec --vsock-uds PATH", "VM options:" },
 		{ "snapshot", "create", "--help", "--diff-from BASE", "" },
 	};
 

@@ -1,33 +1,38 @@
 /* The usage text: `tinyvmm --help`, and on stderr without a command. */
 #include "vmm/cli/cli.h"
 
+/* One "Usage:" line and "or:" lines, each whole on its line: the form
+ * help2man turns into the man page's SYNOPSIS. */
 static const char usage_head[] =
-	"usage: tinyvmm run [VM options] [job options] [-- CMD ARGS...]\n"
-	"       tinyvmm run --snapshot DIR [--rootfs/--drive, --vsock-uds, --serial-out, --metrics,\n"
-	"                   --ttl, --console, --net NAME|auto, --net-allow/--net-dns/--net-deny-all,\n"
-	"                   --net-ingress]\n"
-	"                   [job options] [-- CMD ARGS...]\n"
-	"       tinyvmm snapshot create --out DIR [VM options] [-- WARMUP CMD...]\n"
-	"       tinyvmm snapshot create --diff-from BASE --out DIR [restore options] [-- CMD...]\n"
-	"       tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
-	"       tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] ...  the sandbox\n"
-	"                         service: HTTP/JSON API on a Unix socket (tinyvmm serve --help)\n"
-	"       tinyvmm image build --out FILE [--packages a,b] [--pip x,y] [--npm z] [--copy L:G]...\n"
-	"       tinyvmm host      print the host quirks, the default guest command line and\n"
-	"                         the cgroup controllers a VM would use\n"
-	"       tinyvmm gc [--jail-dir DIR]  remove jails whose tinyvmm process is gone\n"
-	"       tinyvmm --version\n"
+	"Usage: tinyvmm run [VM options] [job options] [-- CMD ARGS...]\n"
+	"  or:  tinyvmm run --snapshot DIR [restore options] [job options] [-- CMD ARGS...]\n"
+	"  or:  tinyvmm snapshot create --out DIR [VM options] [-- WARMUP CMD...]\n"
+	"  or:  tinyvmm snapshot create --diff-from BASE --out DIR [restore options] [-- CMD...]\n"
+	"  or:  tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
+	"  or:  tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] ...\n"
+	"  or:  tinyvmm image build --out FILE [--packages a,b] [--pip x,y] [--npm z] [--copy L:G]...\n"
+	"  or:  tinyvmm host\n"
+	"  or:  tinyvmm gc [--jail-dir DIR]\n"
+	"  or:  tinyvmm --version\n"
 	"Without CMD, `run` boots the guest and shows its console until it ends.\n"
 	"With CMD, the guest's agent runs it: its output is ours, its exit status ours.\n"
 	"Without --kernel and --rootfs, the kernel and base image next to tinyvmm are used\n"
 	"(build/guest in a build tree, ../share/tinyvmm when installed, or $TINYVMM_DATA_DIR),\n"
 	"and a job (or a VM given --vsock-uds, for `exec`) is restored from a template\n"
 	"snapshot of them, made on first use and cached in $TINYVMM_CACHE/templates\n"
-	"(default /var/tmp/tinyvmm-cache).\n";
+	"(default /var/tmp/tinyvmm-cache).\n"
+	"\n"
+	"restore options: --rootfs/--drive, --vsock-uds, --serial-out, --metrics, --ttl,\n"
+	"--console, --net NAME|auto, --net-allow/--net-dns/--net-deny-all, --net-ingress.\n"
+	"serve: the sandbox service, an HTTP/JSON API on a Unix socket (tinyvmm serve --help).\n"
+	"image build: the base image with packages and files added (tinyvmm image build --help).\n"
+	"host: print the host quirks, the default guest command line and the cgroup\n"
+	"controllers a VM would use. gc: remove jails whose tinyvmm process is gone.\n";
 
 /* printf format: the default command line, the seccomp exit status, the
  * memory allowance, the pids base. */
 static const char vm_options[] =
+	"\n"
 	"VM options:\n"
 	"  --kernel PATH          ELF vmlinux or bzImage (default: the built or installed one)\n"
 	"  --initrd PATH          initramfs (cpio, optionally gzip'd)\n"
@@ -116,6 +121,7 @@ static const char vm_options[] =
 	"                         options above requires one\n";
 
 static const char job_options[] =
+	"\n"
 	"job options:\n"
 	"  -e, --env NAME=VALUE   environment for the job (repeatable); -e NAME takes our value\n"
 	"  --env-file FILE        NAME=VALUE or NAME lines (# comments), as -e\n"
@@ -139,7 +145,9 @@ static const char job_options[] =
 
 /* printf format: the exit statuses, in their order. */
 static const char exit_status[] =
-	"exit status: without CMD, 0 when the guest ended itself; with CMD, the job's\n"
+	"\n"
+	"Exit status:\n"
+	"without CMD, 0 when the guest ended itself; with CMD, the job's\n"
 	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (files,\n"
 	"VM, KVM, agent, --put/--get), %d command could not run, %d command not found, %d a\n"
 	"wrong command line, 128+N tinyvmm stopped by signal N, %d a system call the seccomp\n"
@@ -163,7 +171,7 @@ void cli_usage(FILE *f)
 
 void cli_usage_exec(FILE *f)
 {
-	fputs("usage: tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
+	fputs("Usage: tinyvmm exec --vsock-uds PATH [job options] -- CMD ARGS...\n"
 	      "Runs CMD in a VM another tinyvmm runs (`tinyvmm run --vsock-uds PATH`), through\n"
 	      "its hybrid vsock socket, and waits up to 120 s for a booting VM's agent.\n"
 	      "VM options are refused: give them to the run that started the VM.\n",
@@ -174,7 +182,7 @@ void cli_usage_exec(FILE *f)
 
 void cli_usage_host(FILE *f)
 {
-	fputs("usage: tinyvmm host\n"
+	fputs("Usage: tinyvmm host\n"
 	      "Prints what a VM would get on this host: whether /dev/kvm is usable, the host\n"
 	      "quirks, the default guest command line and the cgroup controllers.\n",
 	      f);
