@@ -163,8 +163,9 @@ unit: $(UNIT_BINS) $(BUILD)/examples/cxx
 # (both cached outside the clone). The jobs and snapshot suites run a second
 # time with every VM a `tinyvmm run --jail` process (TINYVMM_IT_JAIL=1).
 # On a machine without a usable /dev/kvm the suites that boot the guest are
-# skipped with one line saying so (a failure with TINYVMM_REQUIRE_KVM=1); the
-# Python suites skip their VM cases themselves.
+# skipped with one line saying so (a failure with TINYVMM_REQUIRE_KVM=1);
+# test_cli_errors, which boots none, still runs (what it finds only once KVM
+# is open is skipped); the Python suites skip their VM cases themselves.
 integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUILD)/examples/clash
 	@set -e; t0=$$(date +%s); sec() { echo "== [$$(( $$(date +%s) - t0 )) s] $$*"; }; \
 	guest=$$(bash tools/build-guest.sh --print-dir); \
@@ -185,8 +186,9 @@ integration: tinyvmm $(BUILD)/tinyvmm-seccomp-test $(IT_BINS) $(AGENT_BIN) $(BUI
 	elif [ -n "$$TINYVMM_REQUIRE_KVM" ]; then \
 	  sec "FAILED: no usable /dev/kvm on this machine, and TINYVMM_REQUIRE_KVM is set"; exit 1; \
 	else \
-	  sec "SKIPPED: $(IT_BINS:$(BUILD)/it/%=%), examples/clash, tests/install and tests/image:" \
+	  sec "SKIPPED: $(filter-out test_cli_errors,$(IT_BINS:$(BUILD)/it/%=%)), examples/clash, tests/install and tests/image:" \
 	    "no usable /dev/kvm on this machine (they boot the guest; TINYVMM_REQUIRE_KVM=1 makes this a failure)."; \
+	  sec "$(BUILD)/it/test_cli_errors (what it can find without KVM)"; run $(BUILD)/it/test_cli_errors; \
 	  sec "The suites below skip their VM cases too: only what needs no VM is tested"; \
 	fi; \
 	sec "tests/batch (run --json)"; TINYVMM_GUEST_DIR=$$guest TINYVMM_ROOTFS=$$rootfs \
