@@ -102,7 +102,7 @@ static void xfer_drop(struct conn *c, struct xfer *x)
 	*pp = x->next;
 	if (x->fd >= 0)
 		close(x->fd);
-	if (x->put && !x->whole && x->dirfd >= 0)
+	if (x->put && !x->whole && x->dirfd >= 0 && x->tmp[0])
 		put_undo(x);
 	if (x->put && x->dirfd >= 0)
 		close(x->dirfd);
@@ -187,8 +187,9 @@ static int put_create(int dirfd, mode_t mode, bool exact, char tmp[PUT_TMP_LEN])
 /* A PUT's new file: the directory that holds path, held in *dirfd, and in
  * it a new file under a temporary name (tmp), which FILE_END renames over
  * the last component, so the name holds the old file or the whole new
- * one, never a part (put_may_replace says what may be replaced). -1 with
- * errno, *dirfd -1. */
+ * one, never a part (put_may_replace says what may be replaced). Where no
+ * file can be made beside an existing one, that one opened to be written
+ * in place (O_TRUNC), tmp "". -1 with errno, *dirfd -1. */
 static int put_open(char *path, mode_t mode, int *dirfd, char tmp[PUT_TMP_LEN])
 {
 	char *slash = strrchr(path, '/');
@@ -204,8 +205,17 @@ static int put_open(char *path, mode_t mode, int *dirfd, char tmp[PUT_TMP_LEN])
 	if (*dirfd < 0)
 		return -1;
 	err = put_may_replace(*dirfd, base, &mode, &replaces);
-	if (!err && (fd = put_create(*dirfd, mode, replaces, tmp)) < 0)
+	if (!err && (fd = put_create(*dirfd, mode, replaces, tmp)) < 0) {
 		err = errno;
+		/* No new file can be made beside it (a directory the identity
+		 * may not write, /proc, /sys): the file is written in place, as
+		 * a write to it would be (tmp empty). */
+		if (replaces && (err == EACCES || err == EPERM || err == ENOENT || err == EROFS || err == EOPNOTSUPP)) {
+			tmp[0] = 0;
+			fd = openat(*dirfd, base, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+			err = errno;
+		}
+	}
 	if (fd < 0) {
 		close(*dirfd);
 		*dirfd = -1;
@@ -393,7 +403,7 @@ void file_end(struct conn *c, const struct tvp_msg *m)
 		else if (m->file_end.size != x->done)
 			conn_send_error(c, m->id, TVP_ERR_STATE, 0, "FILE_END says %llu bytes, %llu arrived",
 					(unsigned long long)m->file_end.size, (unsigned long long)x->done);
-		else if (put_rename(x) < 0)
+		else if (x->tmp[0] && put_rename(x) < 0)
 			conn_send_error(c, m->id, TVP_ERR_IO, errno, "rename to %s: %s", x->base, strerror(errno));
 		else {
 			x->whole = true;

@@ -335,6 +335,32 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 	ck_assert_uint_eq(r.type, TVP_ERROR);
 	ck_assert_int_eq(r.error.sys_errno, EINVAL);
 	ck_assert_int_eq(entries(dir), 4); /* f, link, target, fifo */
+	/* where no file can be made beside it, a file is written in place:
+	 * /proc (a fork's hostname is set so), a directory the identity may
+	 * not write */
+	put(10, "/proc/self/comm", (const uint8_t *)"tvm-put", 7, 0644, 0, TVP_ID_DEFAULT, &r);
+	ck_assert_uint_eq(r.type, TVP_OK);
+	ck_assert_ptr_nonnull(got = get(11, "/proc/self/comm", 100, TVP_ID_DEFAULT, &len, &r));
+	ck_assert(len == 8 && !memcmp(got, "tvm-put\n", 8));
+	free(got);
+	if (geteuid() == 0) {
+		snprintf(path, sizeof(path), "%s/f", dir);
+		ck_assert_int_eq(chmod(path, 0666), 0); /* dir: root's 0755 */
+		put(12, path, (const uint8_t *)"by 1000", 7, 0644, 0, 1000, &r);
+		ck_assert_uint_eq(r.type, TVP_OK);
+		ck_assert_ptr_nonnull(got = get(13, path, 100, TVP_ID_DEFAULT, &len, &r));
+		ck_assert(len == 7 && !memcmp(got, "by 1000", 7));
+		free(got);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_uint_eq(st.st_uid, 0); /* the same file */
+		/* a new file there stays refused */
+		snprintf(path, sizeof(path), "%s/new", dir);
+		put(14, path, (const uint8_t *)"x", 1, 0644, 0, 1000, &r);
+		ck_assert_uint_eq(r.type, TVP_ERROR);
+		ck_assert_int_eq(r.error.sys_errno, EACCES);
+		ck_assert_int_eq(ac_recv(c, &r), 1); /* its FILE_DATA and FILE_END: no such transfer */
+		ck_assert_int_eq(ac_recv(c, &r), 1);
+	}
 }
 END_TEST
 
