@@ -102,20 +102,29 @@ static int guest_addrs_ok(const struct tvm_net *n, struct tvm_err *e)
 	return r;
 }
 
-int vm_check_net(const struct tvm_net *n, struct tvm_err *e)
+/* n's settings checked, and what the device is built from: the policy,
+ * the MAC when n->mac (mac untouched without one). */
+static int net_settings(const struct tvm_net *n, struct net_policy *policy, uint8_t mac[6], struct tvm_err *e)
 {
-	struct net_policy policy;
-	uint8_t mac[6];
 	int r;
 
-	if (!n->enabled)
-		return 0;
-	r = build_policy(n, &policy, e); /* checked by vm_check_net: only its result is wanted here */
+	/* before the device's own check: it takes the MTU as 16 bits */
+	if (n->mtu > NET_MAX_MTU)
+		return tvm_errf(e, EINVAL, "net: mtu %u: must be %d..%d", n->mtu, NET_MIN_MTU, NET_MAX_MTU);
+	r = build_policy(n, policy, e);
 	if (!r)
 		r = guest_addrs_ok(n, e);
 	if (!r && n->mac)
 		r = parse_mac(n->mac, mac, e);
 	return r;
+}
+
+int vm_check_net(const struct tvm_net *n, struct tvm_err *e)
+{
+	struct net_policy policy;
+	uint8_t mac[6];
+
+	return n->enabled ? net_settings(n, &policy, mac, e) : 0;
 }
 
 /* tinyvmm.net=ADDR/PREFIX[,gw=ADDR][,dns=ADDR] for the agent (guest/agent_net.c);
@@ -228,11 +237,9 @@ int vm_add_net(struct tvm_vm *vm, struct tvm_err *e)
 
 	if (!n->enabled)
 		return 0;
-	r = build_policy(n, &policy, e); /* checked by vm_check_net: only its result is wanted here */
+	r = net_settings(n, &policy, o.mac, e);
 	if (!r)
 		r = guest_net_word(vm, e);
-	if (!r && n->mac)
-		r = parse_mac(n->mac, o.mac, e);
 	if (!r)
 		r = virtio_net_open(&dev, &o, e);
 	if (r)

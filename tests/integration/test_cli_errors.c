@@ -331,6 +331,8 @@ START_TEST(net_values)
 	  "--net-ip", "10.0.0.2/24", "--net-gw", "1.2.3.4,dns=5");
 	E("net mac 01:00:00:00:00:01: a multicast address", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-mac", "01:00:00:00:00:01");
+	/* 65604 is 68 in 16 bits: the device's own check would pass it */
+	E("net: mtu 65604: must be 68..9000", "run", "--kernel", p("garbage"), "--net", "auto", "--net-mtu", "65604");
 	U("unknown option 'bogus=1' (tap=, mac=, mtu=, rx-bw=", "run", "--kernel", p("garbage"), "--net",
 	  "tap=x,bogus=1");
 	/* Rate limits: a count with K, M or G, positive. */
