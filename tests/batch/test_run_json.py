@@ -54,6 +54,32 @@ def env(**extra):
     return e
 
 
+def reading_stdin(pid):
+    """Whether a thread of pid, or of a process below it, is in read(0, ...)."""
+    pids, found = {pid}, True
+    while found:  # the descendants of pid
+        found = False
+        for d in glob.glob("/proc/[0-9]*/stat"):
+            try:
+                with open(d) as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+            except OSError:
+                continue
+            child = int(d.split("/")[2])
+            if int(fields[1]) in pids and child not in pids:
+                pids.add(child)
+                found = True
+    for q in pids:
+        for t in glob.glob("/proc/%d/task/*/syscall" % q):
+            try:
+                with open(t) as f:
+                    if f.read().startswith("0 0x0 "):
+                        return True
+            except OSError:
+                pass
+    return False
+
+
 class Base(unittest.TestCase):
     JAIL = False  # run's VM jailed (--jail) in the subclass that says so
 
@@ -160,10 +186,23 @@ class Contract(Base):
 
     def test_unwritable_json_out_falls_back_to_stdout(self):
         out = "/nonexistent-dir/r.json"
-        rc, obj, err = self.run_json("run", "--json-out", out, "--mem", "x", "--", "true")
+        rc, obj, err = self.run_json("run", "--mem", "x", "--json-out", out, "--", "true")
         self.check_status(rc, obj, 64)  # the run's own error stays
         self.assertIn("--mem", obj["error"]["message"])
         self.assertIn("--json-out %s: No such file or directory: the object goes to stdout" % out, err)
+
+    def test_json_out_that_cannot_be_written_is_refused_at_once(self):
+        # said before anything runs (it used to be found after the run)
+        d = tempfile.mkdtemp()
+        try:
+            for out, why in (("/nonexistent-dir/r.json", "its folder /nonexistent-dir: No such file or directory"),
+                             (d, "a directory, not a file")):
+                rc, obj, err = self.run_json("run", "--json-out", out, "--", "true")
+                self.check_status(rc, obj, 64)
+                self.assertEqual(obj["error"], {"stage": "args", "message": "--json-out %s: %s" % (out, why)})
+                self.assertIn("the object goes to stdout", err)
+        finally:
+            os.rmdir(d)
 
     def test_unreadable_put_is_125_at_stage_setup(self):
         rc, obj, _ = self.run_json("run", "--json", "--put", "/no/such/local:/tmp/x", "--", "true")
@@ -296,9 +335,24 @@ class WithVM(Base):
         self.assertEqual((obj["exit_code"], obj["signal"], obj["stdout"]), (3, 0, "out\n"))
 
     def test_unwritable_json_out_of_a_good_run_is_125_on_stdout(self):
-        rc, obj, _ = self.run_json("run", "--json-out", "/nonexistent-dir/r.json", "--", "true")
-        self.check_status(rc, obj, 125)
-        self.assertEqual(obj["exit_code"], 0)
+        # its folder there at the start (checked then), gone by the end:
+        # removed while the run waits for its stdin (after its VM started)
+        d = tempfile.mkdtemp()
+        p = subprocess.Popen(self.argv("run", "-i", "--json-out", d + "/r.json", "--", "cat"), env=env(),
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            deadline = time.monotonic() + 600
+            while not reading_stdin(p.pid) and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            os.rmdir(d)
+            out, err = p.communicate(b"in", timeout=600)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        obj = self.one_object(out, err)
+        self.check_status(p.returncode, obj, 125)
+        self.assertEqual((obj["exit_code"], obj["stdout"]), (0, "in"))
         self.assertIn("the object goes to stdout", obj["error"]["message"])
 
     def test_timeout_is_124(self):

@@ -2,12 +2,14 @@
  * cli_args and, for a VM, into its config. */
 #include <errno.h>
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
+#include "vmm/core/file_open.h"
 #include "vmm/sandbox/cgroup.h"
 
 /* The base image's drive without --disk-size: room for a few `pip install`s. */
@@ -141,6 +143,35 @@ static const struct option opts[] = {
 	{ "pause-to", required_argument, 0, OPT_PAUSE_TO },
 	{ 0, 0, 0, 0 },
 };
+
+/* --json-out FILE can be written at the end (cli_report.c writes a new
+ * file beside it and renames it, or an existing non-regular file such as
+ * /dev/stdout in place): said now, not after the run. 0, or -1 with one
+ * line said. */
+static int json_out_ok(const char *path)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+
+	if (!*path) {
+		fprintf(stderr, "tinyvmm: --json-out: no file named\n");
+		return -1;
+	}
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+		fprintf(stderr, "tinyvmm: --json-out %s: a directory, not a file\n", path);
+		return -1;
+	}
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+		return 0;
+	if (path_parent(path, dir, sizeof(dir)) || access(dir, W_OK | X_OK) < 0) {
+		fprintf(stderr, "tinyvmm: --json-out %s: its folder %s: %s\n", path, dir,
+			strerror(errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EROFS
+					 ? errno
+					 : ENAMETOOLONG));
+		return -1;
+	}
+	return 0;
+}
 
 /* What exec takes: the VM's socket, the job and its report. */
 static bool exec_option(int o)
@@ -402,10 +433,8 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case 'i': a->job.forward_stdin = 1; break;
 		case OPT_JSON: a->json = "--json"; break;
 		case OPT_JSON_OUT:
-			if (!*optarg) {
-				fprintf(stderr, "tinyvmm: --json-out: no file named\n");
+			if (json_out_ok(optarg))
 				return EXIT_USAGE;
-			}
 			a->json = "--json-out";
 			break;
 		case OPT_ID:
