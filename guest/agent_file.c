@@ -125,17 +125,27 @@ static int mkdir_parents(char *path)
 	return 0;
 }
 
-/* 0 when a PUT may put a new file at base in dirfd: nothing is there, a
- * symlink (replaced, not followed), or a regular file the identity may
- * write (then *mode becomes its mode without set-id bits, as a write to
- * it would leave, and *replaces is set); else the errno an open of the
- * name for writing would give (a directory EISDIR, another kind of file
- * EINVAL). */
-static int put_may_replace(int dirfd, const char *base, mode_t *mode, bool *replaces)
+/* How a PUT puts its file at a name. */
+enum put_how {
+	PUT_NEW,      /* nothing there (or a symlink, replaced): a new file beside it, renamed over */
+	PUT_REPLACE,  /* a regular file: likewise, keeping its mode */
+	PUT_IN_PLACE, /* a regular file that cannot be renamed over: written in place (O_TRUNC) */
+};
+
+/* 0 when a PUT by uid may put a file at base in dirfd, and how (*how,
+ * *mode: an existing file's mode without its set-id bits, as a write to
+ * it would leave); else the errno an open of the name for writing would
+ * give (a directory EISDIR, another kind of file that is not a symlink
+ * EINVAL, a file uid may not write its errno). A symlink is replaced, not
+ * followed. A file in a sticky directory that neither it nor the
+ * directory is uid's could not be renamed over by uid (EPERM at the end):
+ * it is written in place. */
+static int put_may_replace(int dirfd, const char *base, uid_t uid, mode_t *mode, enum put_how *how)
 {
-	struct stat st;
+	struct stat st, dir;
 	int fd;
 
+	*how = PUT_NEW;
 	if (!*base)
 		return EISDIR;
 	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -152,7 +162,9 @@ static int put_may_replace(int dirfd, const char *base, mode_t *mode, bool *repl
 		return errno;
 	close(fd);
 	*mode = st.st_mode & 01777;
-	*replaces = true;
+	*how = fstat(dirfd, &dir) == 0 && (dir.st_mode & S_ISVTX) && uid && st.st_uid != uid && dir.st_uid != uid
+		       ? PUT_IN_PLACE
+		       : PUT_REPLACE;
 	return 0;
 }
 
@@ -188,13 +200,14 @@ static int put_create(int dirfd, mode_t mode, bool exact, char tmp[PUT_TMP_LEN])
  * it a new file under a temporary name (tmp), which FILE_END renames over
  * the last component, so the name holds the old file or the whole new
  * one, never a part (put_may_replace says what may be replaced). Where no
- * file can be made beside an existing one, that one opened to be written
- * in place (O_TRUNC), tmp "". -1 with errno, *dirfd -1. */
-static int put_open(char *path, mode_t mode, int *dirfd, char tmp[PUT_TMP_LEN])
+ * file can be made beside an existing one, or it could not be renamed
+ * over (a sticky directory), that one is opened to be written in place
+ * (O_TRUNC), tmp "". -1 with errno, *dirfd -1. */
+static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT_TMP_LEN])
 {
 	char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
-	bool replaces = false;
+	enum put_how how;
 	int fd = -1, err;
 
 	if (slash)
@@ -204,17 +217,20 @@ static int put_open(char *path, mode_t mode, int *dirfd, char tmp[PUT_TMP_LEN])
 		*slash = '/';
 	if (*dirfd < 0)
 		return -1;
-	err = put_may_replace(*dirfd, base, &mode, &replaces);
-	if (!err && (fd = put_create(*dirfd, mode, replaces, tmp)) < 0) {
+	err = put_may_replace(*dirfd, base, uid, &mode, &how);
+	if (!err && how != PUT_IN_PLACE && (fd = put_create(*dirfd, mode, how == PUT_REPLACE, tmp)) < 0) {
 		err = errno;
 		/* No new file can be made beside it (a directory the identity
-		 * may not write, /proc, /sys): the file is written in place, as
-		 * a write to it would be (tmp empty). */
-		if (replaces && (err == EACCES || err == EPERM || err == ENOENT || err == EROFS || err == EOPNOTSUPP)) {
-			tmp[0] = 0;
-			fd = openat(*dirfd, base, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
-			err = errno;
-		}
+		 * may not write, /proc, /sys): written in place, as a write
+		 * to it would be. */
+		if (how == PUT_REPLACE &&
+		    (err == EACCES || err == EPERM || err == ENOENT || err == EROFS || err == EOPNOTSUPP))
+			how = PUT_IN_PLACE;
+	}
+	if (how == PUT_IN_PLACE) {
+		tmp[0] = 0;
+		fd = openat(*dirfd, base, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		err = errno;
 	}
 	if (fd < 0) {
 		close(*dirfd);
@@ -258,9 +274,9 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		setfsuid(uid);
 	}
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
-	fd = dirfd ? put_open(path, mode, dirfd, tmp) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	fd = dirfd ? put_open(path, mode, uid, dirfd, tmp) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
-		fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, dirfd, tmp);
+		fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, uid, dirfd, tmp);
 	err = errno;
 	if (ag.can_setuid) {
 		setfsuid(0);

@@ -353,6 +353,22 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 		free(got);
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert_uint_eq(st.st_uid, 0); /* the same file */
+		/* in a sticky directory, another uid's file it may write: in
+		 * place (a rename over it would be refused at the end) */
+		char sticky[128];
+		snprintf(sticky, sizeof(sticky), "%s/sticky", dir);
+		ck_assert_int_eq(mkdir(sticky, 0755), 0);
+		ck_assert_int_eq(chmod(sticky, 01777), 0);
+		snprintf(path, sizeof(path), "%s/sticky/g", dir);
+		ck_assert_int_ge(fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0666), 0);
+		ck_assert_int_eq(fchown(fd, 2000, 2000), 0);
+		ck_assert_int_eq(fchmod(fd, 0666), 0);
+		close(fd);
+		put(15, path, (const uint8_t *)"sticky", 6, 0644, 0, 1000, &r);
+		ck_assert_msg(r.type == TVP_OK, "errno %d", r.error.sys_errno);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_uid == 2000 && st.st_size == 6);
+		ck_assert_int_eq(entries(sticky), 1);
 		/* a new file there stays refused */
 		snprintf(path, sizeof(path), "%s/new", dir);
 		put(14, path, (const uint8_t *)"x", 1, 0644, 0, 1000, &r);
