@@ -171,13 +171,12 @@ START_TEST(the_rest_stays_out)
 	ck_assert_int_eq(check(10, 1), NET_DROP_INGRESS);
 	n = tf_tcp4(b, "10.0.0.2", 22);
 	ck_assert_int_eq(check(n - 10, 1), NET_DROP_INGRESS);
-	/* a first fragment is checked by its L4 header (tails: below) */
+	/* a first fragment is checked by its L4 header (and only UDP comes
+	 * in fragments: a_tail_only_after_its_first) */
 	size_t l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 20, 0x2000);
 	tf_tcp(b, l4, 22, 5);
 	b[l4 + 13] = 0x02;
 	ck_assert_int_eq(check(l4 + 20, 1), NET_DROP_INGRESS); /* a SYN, in a first fragment */
-	b[l4 + 13] = 0x10;
-	ck_assert_int_eq(check(l4 + 20, 1), NET_PASS);
 	l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 8, 0x2000);
 	ck_assert_int_eq(check(l4 + 8, 1), NET_DROP_INGRESS); /* too short to show its flags */
 	/* ... even padded (a 60-byte frame) with a SYN ACK where its flags
@@ -241,32 +240,40 @@ START_TEST(the_rest_stays_out)
 }
 END_TEST
 
-/* b: a TCP ACK from 1.2.3.4 to the guest in two fragments, identification
- * id: the first (offset 0, MF, 24 bytes of the datagram) when first, else
- * the tail (offset 24). Returns the frame's length. */
-static size_t tcp4_fragment(uint16_t id, bool first)
+/* b: a UDP answer from 1.2.3.4:53 to the guest's port 40000 (the flow
+ * its DNS query opened: flow() notes it) in fragments of identification
+ * id: the first (offset 0, MF, the UDP header's length the whole
+ * datagram's) when first, else a tail (offset 24 bytes). Returns the
+ * frame's length. */
+static size_t udp4_fragment(uint16_t id, bool first)
 {
-	size_t l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 24, first ? 0x2000 : 3);
+	size_t n = tf_udp4(b, "1.2.3.4", 53, 16);
 
-	inet_pton(AF_INET, "1.2.3.4", b + 14 + 12);
+	answer(14, 14 + 20, 4);
 	tf_be16(b + 14 + 4, id);
-	if (first) {
-		tf_tcp(b, l4, 22, 5);
-		b[l4 + 13] = 0x10;
-	}
-	return l4 + 24;
+	tf_be16(b + 14 + 6, first ? 0x2000 : 3);
+	if (first)
+		tf_be16(b + 14 + 20 + 4, 1400);
+	return n;
+}
+
+static void flow(uint64_t now)
+{
+	sent(tf_udp4(b, "1.2.3.4", 53, 16), now);
 }
 
 START_TEST(a_tail_only_after_its_first)
 {
-	size_t n = tcp4_fragment(7, false);
+	size_t n;
 
+	flow(1 * SEC);
 	/* a tail whose first never came: it would only wait in the guest's
 	 * reassembly queue */
+	n = udp4_fragment(7, false);
 	ck_assert_int_eq(check(n, 1 * SEC), NET_DROP_INGRESS);
-	n = tcp4_fragment(7, true);
+	n = udp4_fragment(7, true);
 	ck_assert_int_eq(check(n, 1 * SEC), NET_PASS);
-	n = tcp4_fragment(7, false);
+	n = udp4_fragment(7, false);
 	ck_assert_int_eq(check(n, 2 * SEC), NET_PASS);
 	ck_assert_int_eq(check(n, 2 * SEC), NET_PASS); /* a datagram has many tails */
 	/* another identification, source, destination or protocol: another
@@ -280,22 +287,35 @@ START_TEST(a_tail_only_after_its_first)
 	b[14 + 19] = 3;
 	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
 	b[14 + 19] = 2;
-	b[14 + 9] = IPPROTO_UDP;
-	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
 	b[14 + 9] = IPPROTO_TCP;
+	ck_assert_int_eq(check(n, 2 * SEC), NET_DROP_INGRESS);
+	b[14 + 9] = IPPROTO_UDP;
 	ck_assert_int_eq(check(n, 1 * SEC + NET_FRAG_TTL_NS), NET_PASS);
 	ck_assert_int_eq(check(n, 2 * SEC + NET_FRAG_TTL_NS), NET_DROP_INGRESS); /* reassembly gave up */
-	/* a refused first lets no tail in */
-	n = tcp4_fragment(9, true);
-	b[14 + 20 + 13] = 0x02;
+	/* a refused first (from a port the guest did not send to) lets no
+	 * tail in */
+	flow(3 * SEC);
+	n = udp4_fragment(9, true);
+	tf_be16(b + 14 + 20, 54);
 	ck_assert_int_eq(check(n, 3 * SEC), NET_DROP_INGRESS);
-	n = tcp4_fragment(9, false);
+	n = udp4_fragment(9, false);
 	ck_assert_int_eq(check(n, 3 * SEC), NET_DROP_INGRESS);
+	/* only UDP comes in fragments: a TCP ACK or an ICMP echo reply in a
+	 * first fragment would pass its stateless check, and then its tails
+	 * (helper-65: any number of datagrams queued, the table flushed) */
+	size_t l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_TCP, "10.0.0.2", 5, 24, 0x2000);
+	tf_tcp(b, l4, 22, 5);
+	b[l4 + 13] = 0x10;
+	ck_assert_int_eq(check(l4 + 24, 3 * SEC), NET_DROP_INGRESS);
+	l4 = tf_ip4(b, tf_eth(b, ETH_P_IP, false), IPPROTO_ICMP, "10.0.0.2", 5, 24, 0x2000);
+	memset(b + l4, 0, 8); /* type 0: echo reply */
+	ck_assert_int_eq(check(l4 + 24, 3 * SEC), NET_DROP_INGRESS);
 	/* the last NET_FRAGS datagrams are kept */
+	flow(4 * SEC);
 	for (unsigned i = 0; i <= NET_FRAGS; i++)
-		ck_assert_int_eq(check(tcp4_fragment((uint16_t)(100 + i), true), 4 * SEC + i * SEC / 1000), NET_PASS);
-	ck_assert_int_eq(check(tcp4_fragment(100, false), 5 * SEC), NET_DROP_INGRESS);
-	ck_assert_int_eq(check(tcp4_fragment(101, false), 5 * SEC), NET_PASS);
+		ck_assert_int_eq(check(udp4_fragment((uint16_t)(100 + i), true), 4 * SEC + i * SEC / 1000), NET_PASS);
+	ck_assert_int_eq(check(udp4_fragment(100, false), 5 * SEC), NET_DROP_INGRESS);
+	ck_assert_int_eq(check(udp4_fragment(101, false), 5 * SEC), NET_PASS);
 	/* IPv6: a UDP answer in two fragments, the tail's identification
 	 * and next header those of its first */
 	n = tf_udp6(b, "2001:db8::53", 53);

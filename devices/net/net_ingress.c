@@ -109,6 +109,12 @@ enum net_verdict net_ingress_check(struct net_ingress *in, const uint8_t *f, siz
 	}
 	if (!fl.has_l4 && !fl.l4_peeked) /* a first fragment too short to tell */
 		return NET_DROP_INGRESS;
+	/* Only UDP replies come in fragments (large DNS answers): TCP sets
+	 * DF, ICMP errors are small. A TCP ACK or ICMP reply's first
+	 * fragment passes its stateless check, and its tails would then:
+	 * any number of datagrams queued in the guest, the table flushed. */
+	if (fl.fragment && fl.proto != IPPROTO_UDP)
+		return NET_DROP_INGRESS;
 	if (!l4_reply(in, &fl, now_ns))
 		return NET_DROP_INGRESS;
 	if (fl.fragment) {

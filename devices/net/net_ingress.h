@@ -22,15 +22,17 @@
  *    path MTU discovery, time exceeded) and echo replies pass; ICMPv6
  *    other than an echo or node information query (neighbour and router
  *    discovery, errors, replies pass);
- *  - an IP fragment: the first is checked as above by the part of its L4
- *    header its share of the datagram holds (not Ethernet padding after
- *    it), and refused when too short to show it (RFC 1858); one after the
- *    first only when its first passed (same addresses, identification and
- *    protocol) within NET_FRAG_TTL_NS, the last NET_FRAGS datagrams kept.
- *    So a host process cannot fill the guest's reassembly queue with the
- *    tails of datagrams it will never complete. The cost: a datagram
- *    whose fragments come out of order (a tail before its first) is lost
- *    and sent again by its sender; on a TAP they come in order.
+ *  - an IP fragment of a UDP datagram (TCP sets DF, ICMP errors are
+ *    small: TCP and ICMP fragments are dropped): the first is checked
+ *    as above by the part of its UDP header its share of the datagram
+ *    holds (not Ethernet padding after it), and refused when too short
+ *    to show its ports (RFC 1858); one after the first only when its
+ *    first passed (same addresses, identification and protocol) within
+ *    NET_FRAG_TTL_NS, the last NET_FRAGS datagrams kept. So what a host
+ *    process can queue in the guest's reassembly is bounded by the UDP
+ *    flows the guest opened. The cost: a datagram whose fragments come
+ *    out of order (a tail before its first) is lost and sent again by
+ *    its sender; on a TAP they come in order.
  * Anything else is dropped and counted (NET_DROP_INGRESS): other
  * ethertypes, other IP protocols, malformed headers.
  */

@@ -121,7 +121,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The same bytes from the TAP, replies only, to a device that saw
 	 * nothing before: a TCP SYN alone never passes, nor anything the
 	 * parser refuses, nor UDP (no flow noted), nor a fragment's tail (no
-	 * first passed). */
+	 * first passed), nor a fragment of another protocol. */
 	{
 		static struct net_ingress in;
 		enum net_verdict vi;
@@ -132,7 +132,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (vi == NET_PASS &&
 		    (va != NET_PASS ||
 		     (a.family && a.has_l4 && a.proto == IPPROTO_TCP && (a.tcp_flags & 0x12) == 0x02) ||
-		     (a.family && a.has_l4 && a.proto == IPPROTO_UDP) || (a.fragment && !a.first_fragment)))
+		     (a.family && a.has_l4 && a.proto == IPPROTO_UDP) || (a.fragment && !a.first_fragment) ||
+		     (a.fragment && a.proto != IPPROTO_UDP)))
 			abort();
 	}
 	free(copy);
