@@ -256,8 +256,8 @@ guest: $(AGENT_BIN)
 	ln -sfn "$$guest/vmlinux" $(BUILD)/guest/vmlinux && ln -sfn "$$rootfs" $(BUILD)/guest/rootfs.ext4
 
 # The man page, made from --help and --version (help2man).
-$(BUILD)/tinyvmm.1: tinyvmm
-	help2man -N --no-discard-stderr -n "a minimal VMM for throw-away microVMs" -o $@ ./tinyvmm
+$(BUILD)/tinyvmm.1: tinyvmm tools/tinyvmm.h2m
+	help2man -N --no-discard-stderr -n "a minimal VMM for throw-away microVMs" -i tools/tinyvmm.h2m -o $@ ./tinyvmm
 
 # make install [PREFIX=/usr/local] [DESTDIR=]: the binary, both libraries, the
 # public headers (under include/tinyvmm: pkg-config's -I), tinyvmm.pc, the
@@ -279,6 +279,7 @@ install: tinyvmm $(BUILD)/libtinyvmm.a $(BUILD)/$(SONAME) $(BUILD)/tinyvmm.1 $(A
 	install -d $(DESTDIR)$(PREFIX)/share/tinyvmm/tools $(DESTDIR)$(PREFIX)/share/tinyvmm/guest
 	install -m 644 tools/build-rootfs.sh $(DESTDIR)$(PREFIX)/share/tinyvmm/tools/build-rootfs.sh
 	install -m 755 $(AGENT_BIN) $(DESTDIR)$(PREFIX)/share/tinyvmm/tinyvmm-agent
+	install -m 644 vmm/cli/run-result.schema.json $(DESTDIR)$(PREFIX)/share/tinyvmm/run-result.schema.json
 	rm -rf $(DESTDIR)$(PREFIX)/share/tinyvmm/guest/rootfs
 	cp -R guest/rootfs $(DESTDIR)$(PREFIX)/share/tinyvmm/guest/rootfs
 	@if [ -e $(BUILD)/guest/vmlinux ] && [ -e $(BUILD)/guest/rootfs.ext4 ]; then \
@@ -296,7 +297,8 @@ uninstall:
 	  $(DESTDIR)$(PREFIX)/share/man/man1/tinyvmm.1 $(DESTDIR)$(PREFIX)/share/tinyvmm/vmlinux \
 	  $(DESTDIR)$(PREFIX)/share/tinyvmm/rootfs.ext4
 	rm -rf $(DESTDIR)$(PREFIX)/include/tinyvmm $(DESTDIR)$(PREFIX)/share/tinyvmm/tools \
-	  $(DESTDIR)$(PREFIX)/share/tinyvmm/guest $(DESTDIR)$(PREFIX)/share/tinyvmm/tinyvmm-agent
+	  $(DESTDIR)$(PREFIX)/share/tinyvmm/guest $(DESTDIR)$(PREFIX)/share/tinyvmm/tinyvmm-agent \
+	  $(DESTDIR)$(PREFIX)/share/tinyvmm/run-result.schema.json
 	-rmdir $(DESTDIR)$(PREFIX)/share/tinyvmm
 
 clean:

@@ -46,28 +46,32 @@ static const char vm_options[] =
 	"                         larger than its image; the guest grows / into it at boot and\n"
 	"                         host disk is used only for what it writes (default 2G for the\n"
 	"                         base image, else the image's size)\n"
-	"  --drive SPEC           another virtio-blk drive (/dev/vdb, ...), writable by default\n"
-	"      SPEC: [path=]FILE[,ro][,rw][,cow][,overlay=FILE][,overlay-limit=MIB][,id=SERIAL]\n"
-	"            [,bw=BYTES/S][,iops=N]\n"
-	"      cow: FILE is never written; guest writes go to a private overlay, discarded\n"
-	"      at exit unless overlay=FILE (a new file) keeps it; the overlay holds at most\n"
-	"      the drive's size, or overlay-limit (then writes past it fail: EIO in the guest)\n"
-	"      bw, iops: rate limit of the drive's data bytes and requests per second\n"
-	"      (K, M, G suffixes: 2^10, 2^20, 2^30; bursts of up to a second's worth)\n"
+	"  --drive SPEC           another virtio-blk drive (/dev/vdb, ...), writable by default.\n"
+	"                         SPEC: [path=]FILE[,ro][,rw][,cow][,overlay=FILE]\n"
+	"                         [,overlay-limit=MIB][,id=SERIAL][,bw=BYTES/S][,iops=N].\n"
+	"                         cow: FILE is never written; guest writes go to a private\n"
+	"                         overlay, discarded at exit unless overlay=FILE (a new file)\n"
+	"                         keeps it; the overlay holds at most the drive's size, or\n"
+	"                         overlay-limit (then writes past it fail: EIO in the guest).\n"
+	"                         bw, iops: rate limit of the drive's data bytes and requests\n"
+	"                         per second (K, M, G suffixes: 2^10, 2^20, 2^30; bursts of up\n"
+	"                         to a second's worth)\n"
 	"  --serial-out FILE      write the guest console to FILE instead of stdout\n"
 	"  --metrics FILE         write boot timestamps, exit counts and network counters as JSON\n"
-	"                         at exit\n"
+	"                         when a VM that was made ends\n"
 	"  --quirks auto|on|off   nested kvm_pvm host workarounds (default auto)\n"
 	"  --vsock-cid N          guest CID of the vsock device (default 3; 0: no device)\n"
 	"  --vsock-uds PATH       Firecracker-style hybrid vsock socket\n"
 	"  --ttl SECONDS          stop the VM this long after it started, whatever happens (0: never)\n"
-	"  --idle-timeout SECONDS stop the VM (exit 0) once no vsock connection (an exec, the agent's\n"
+	"  --idle-timeout SECONDS\n"
+	"                         stop the VM (exit 0) once no vsock connection (an exec, the agent's\n"
 	"                         client) has been open this long: a VM left by a dead backend (0: never)\n"
 	"  --pause-to DIR         with --vsock-uds: on SIGUSR1 save the VM into DIR (a snapshot;\n"
 	"                         --snapshot DIR resumes it, files and processes as they were) and\n"
 	"                         end (exit 0)\n"
-	"  --net [tap=]NAME|auto[,mac=MAC][,mtu=BYTES][,rx-bw=BYTES/S][,tx-bw=BYTES/S]\n"
-	"        [,rx-pps=N][,tx-pps=N]\n"
+	"  --net [tap=]NAME|auto[,OPTIONS]\n"
+	"                         OPTIONS: mac=MAC, mtu=BYTES, rx-bw=BYTES/S, tx-bw=BYTES/S,\n"
+	"                         rx-pps=N, tx-pps=N (comma-separated).\n"
 	"                         virtio-net on the TAP NAME (created if missing) or on a new\n"
 	"                         one (auto); no network at all without it; rx/tx rate limits\n"
 	"                         of frame bytes and frames per second, as bw= of a drive\n"
@@ -101,7 +105,8 @@ static const char vm_options[] =
 	"  --die-with-parent      stop the VM when the process that started tinyvmm ends\n"
 	"  --no-inplace-drives    refuse a drive (one --snapshot names too) that would write its\n"
 	"                         host file in place: each copy-on-write or read-only\n"
-	"  --seccomp kill|log|off every thread of tinyvmm confined to the system calls its role\n"
+	"  --seccomp kill|log|off\n"
+	"                         every thread of tinyvmm confined to the system calls its role\n"
 	"                         makes (default kill: any other kills the process); log: one\n"
 	"                         line naming the thread and the call, then exit status %d\n"
 	"  --no-seccomp           the same as --seccomp off (debugging only)\n"
@@ -137,27 +142,52 @@ static const char job_options[] =
 	"  -i, --stdin            read our stdin to EOF and give it to the job\n"
 	"  --output-cap BYTES     output kept per stream (default 1 MiB)\n"
 	"  --json                 print one JSON object instead of the output, on every exit\n"
-	"                         path, failures included (vmm/cli/run-result.schema.json)\n"
+	"                         path, failures included (its JSON Schema: run-result.schema.json,\n"
+	"                         installed in ../share/tinyvmm)\n"
 	"  --json-out FILE        the same object into FILE (written whole, then renamed)\n"
 	"  --id ID                the object's id (default $SLURM_ARRAY_JOB_ID-$SLURM_ARRAY_TASK_ID,\n"
 	"                         else random)\n"
 	"  --output-encoding E    utf8 (default; bytes that are not UTF-8 become U+FFFD) or base64\n";
 
-/* printf format: the exit statuses, in their order. */
-static const char exit_status[] =
-	"\n"
-	"Exit status:\n"
-	"without CMD, 0 when the guest ended itself; with CMD, the job's\n"
-	"(128+N if killed by signal N); %d job or --ttl timed out, %d tinyvmm failed (files,\n"
-	"VM, KVM, agent, --put/--get), %d command could not run, %d command not found, %d a\n"
-	"wrong command line, 128+N tinyvmm stopped by signal N, %d a system call the seccomp\n"
-	"filter forbids (--seccomp log; with kill the shell shows the same), %d with --jail the\n"
-	"VM went past its cgroup's memory limit (the out-of-memory killer ended it)\n";
+/* The exit statuses: a status (a number, or its form), what it means,
+ * whether only run gives it (exec runs no VM of its own). */
+static const struct {
+	int code; /* -1: the form says it */
+	const char *form, *what;
+	bool run_only;
+} exit_statuses[] = {
+	{ 0, NULL, "without CMD: the guest ended itself", true },
+	{ -1, "CMD's", "with CMD: the job's (128+N when signal N killed it)", false },
+	{ EXIT_TIMED_OUT, NULL, "the job timed out (--timeout), or the VM (--ttl)", false },
+	{ EXIT_VM_FAILED, NULL, "tinyvmm failed (files, VM, KVM, agent, --put/--get)", false },
+	{ EXIT_CANNOT_RUN, NULL, "the command could not run", false },
+	{ EXIT_NOT_FOUND, NULL, "the command was not found", false },
+	{ EXIT_USAGE, NULL, "a wrong command line", false },
+	{ -1, "128+N", "tinyvmm was stopped by signal N", false },
+	{ TVM_SECCOMP_EXIT, NULL,
+	  "a system call the seccomp filter forbids (--seccomp log;\n"
+	  "                         with kill the shell shows the same)",
+	  false },
+	{ TVM_OOM_EXIT, NULL,
+	  "with --jail: the VM went past its cgroup's memory limit (the\n"
+	  "                         out-of-memory killer ended it)",
+	  true },
+};
 
-static void print_exit_status(FILE *f)
+static void print_exit_status(FILE *f, bool run)
 {
-	fprintf(f, exit_status, EXIT_TIMED_OUT, EXIT_VM_FAILED, EXIT_CANNOT_RUN, EXIT_NOT_FOUND, EXIT_USAGE,
-		TVM_SECCOMP_EXIT, TVM_OOM_EXIT);
+	fputs("\nExit status:\n", f);
+	for (size_t i = 0; i < sizeof(exit_statuses) / sizeof(exit_statuses[0]); i++) {
+		char code[16];
+
+		if (exit_statuses[i].run_only && !run)
+			continue;
+		if (exit_statuses[i].form)
+			snprintf(code, sizeof(code), "%s", exit_statuses[i].form);
+		else
+			snprintf(code, sizeof(code), "%d", exit_statuses[i].code);
+		fprintf(f, "  %-22s %s\n", code, exit_statuses[i].what);
+	}
 }
 
 void cli_usage(FILE *f)
@@ -166,7 +196,7 @@ void cli_usage(FILE *f)
 	fprintf(f, vm_options, tvm_default_cmdline(), TVM_SECCOMP_EXIT, TVM_CGROUP_MEM_ALLOWANCE_MIB,
 		TVM_CGROUP_PIDS_BASE);
 	fputs(job_options, f);
-	print_exit_status(f);
+	print_exit_status(f, true);
 }
 
 void cli_usage_exec(FILE *f)
@@ -177,7 +207,7 @@ void cli_usage_exec(FILE *f)
 	      "VM options are refused: give them to the run that started the VM.\n",
 	      f);
 	fputs(job_options, f);
-	print_exit_status(f);
+	print_exit_status(f, false);
 }
 
 void cli_usage_host(FILE *f)
