@@ -8,10 +8,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "vmm/cli/cli.h"
@@ -60,6 +62,43 @@ static bool out_unwritable(const char *out)
 	return false;
 }
 
+static volatile sig_atomic_t script_pid;
+
+static void forward(int sig)
+{
+	if (script_pid > 0)
+		kill(script_pid, sig);
+}
+
+/* The build script, waited for: its exit status as the documented table
+ * has it (0, else EXIT_VM_FAILED; 128+N when signal N ended it). A stop
+ * signal to us goes to it too (a terminal's reaches both). */
+static int run_script(char **args)
+{
+	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		execvp("bash", args);
+		fprintf(stderr, "tinyvmm: image build: bash: %s\n", strerror(errno));
+		_exit(EXIT_VM_FAILED);
+	}
+	if (pid < 0) {
+		fprintf(stderr, "tinyvmm: image build: fork: %s\n", strerror(errno));
+		return EXIT_VM_FAILED;
+	}
+	script_pid = pid;
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return EXIT_VM_FAILED;
+	if (WIFSIGNALED(st))
+		return 128 + WTERMSIG(st);
+	return WEXITSTATUS(st) ? EXIT_VM_FAILED : 0;
+}
+
 int cli_cmd_image_build(int argc, char **argv)
 {
 	static const char *const layouts[][2] = {
@@ -78,7 +117,14 @@ int cli_cmd_image_build(int argc, char **argv)
 			       "                           [--copy LOCAL:GUEST]...\n"
 			       "The base image plus Debian packages, pip and npm packages (installed system-wide)\n"
 			       "and local files; cached, so the same options again cost nothing. Then:\n"
-			       "  tinyvmm run --rootfs FILE -- CMD\n");
+			       "  tinyvmm run --rootfs FILE -- CMD\n"
+			       "It needs root and the network (Debian's mirror, PyPI, npm) and takes minutes;\n"
+			       "a package that does not exist is said when its installer gets to it. Not\n"
+			       "sandboxed: packages' install scripts run as root in a chroot on this host,\n"
+			       "so build only from packages and files you trust.\n"
+			       "Exit status: 0 built, %d it could not be built (the reason on stderr),\n"
+			       "%d a wrong command line.\n",
+			       EXIT_VM_FAILED, EXIT_USAGE);
 			return 0;
 		}
 		if (!strncmp(argv[i], "--out=", 6))
@@ -127,9 +173,7 @@ int cli_cmd_image_build(int argc, char **argv)
 			args[k++] = argv[i];
 		args[k] = NULL;
 		fflush(stdout);
-		execvp("bash", args);
-		fprintf(stderr, "tinyvmm: image build: bash: %s\n", strerror(errno));
-		return EXIT_VM_FAILED;
+		return run_script(args);
 	}
 	fprintf(stderr,
 		"tinyvmm: image build: no tools/build-rootfs.sh and agent next to tinyvmm (looked in %s and "
