@@ -5,7 +5,7 @@ import http from 'node:http';
 import { Readable } from 'node:stream';
 
 export const DEFAULT_SOCKET = '/run/tinyvmm/api.sock';
-export const VERSION = '0.1.0';
+export const VERSION = '0.3.0'; // the project's (vmm/core/version.h): sdk.test.js checks
 
 /** The socket: the argument, else $TINYVMM_SOCKET, else the default. */
 export function resolveSocketPath(socketPath) {

@@ -3,18 +3,27 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import crypto from 'node:crypto';
 import { Readable } from 'node:stream';
+import fs from 'node:fs';
 import { FakeDaemon } from './fake_server.js';
 import {
   Sandbox, CommandExitError, SandboxNotFoundError, SandboxExpiredError, QuotaExceededError,
   ServiceUnavailableError, NotImplementedByServerError, GuestError, TimeoutError, BadRequestError,
   errorFromResponse, health, version, pool, setPool, ForbiddenError, ConflictError,
   templates, getTemplate, deleteTemplate, TemplateNotFoundError, NotFoundError, buildTemplate, WarmupFailedError,
+  VERSION,
 } from '../index.js';
 
 let fake;
 let socketPath;
 before(async () => { fake = await new FakeDaemon().start(); socketPath = fake.socketPath; });
 after(async () => { await fake.stop(); });
+
+test('the version is the project\'s (vmm/core/version.h) and the package\'s', () => {
+  const h = fs.readFileSync(new URL('../../../vmm/core/version.h', import.meta.url), 'utf8');
+  const want = /#define TVM_VERSION "([^"]+)"/.exec(h)[1];
+  assert.equal(VERSION, want);
+  assert.equal(JSON.parse(fs.readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version, want);
+});
 
 const TASK = "import json\nprint(json.dumps({'total': sum([3, 4, 5, 6, 7])}))\n";
 // A Template's keys: camelCase, none of the wire's (created_at, from_sandbox, memory_mib, memory_kib).

@@ -68,4 +68,5 @@ class Cli(FakeDaemonTest):
         p = self.cli("list", "--state", "running", "--json")
         self.assertEqual(json.loads(p.stdout), [])
         p = self.cli("kill", "sbx_" + "0" * 32)
-        self.assertEqual(p.returncode, 1)
+        self.assertEqual(p.returncode, 125)  # as exec's on a missing sandbox
+        self.assertIn(b"sandbox_not_found (404)", p.stderr)

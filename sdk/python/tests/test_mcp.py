@@ -267,6 +267,16 @@ class McpInProcess(FakeDaemonTest):
         srv.close()
         self.assertEqual(Sandbox.list(state="running", socket_path=self.sock), [])
 
+    def test_no_daemon_names_the_servers_option(self):
+        from tinyvmm.mcp import McpServer
+        srv = McpServer(self.sock + ".none")
+        r = srv.handle({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                        "params": {"name": "run_code", "arguments": {"code": "1"}}})["result"]
+        self.assertTrue(r["isError"])
+        text = r["content"][0]["text"]
+        self.assertIn("--socket", text)
+        self.assertNotIn("socket_path", text)  # the SDK's keyword, not this server's
+
     def test_handle_never_raises(self):
         from tinyvmm.mcp import McpServer
         srv = McpServer(self.sock)

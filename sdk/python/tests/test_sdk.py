@@ -52,6 +52,15 @@ class ErrorMapping(unittest.TestCase):
         self.assertEqual(e.status, 500)
         self.assertIn("not json", e.message)
 
+    def test_version_is_the_projects(self):
+        # one version for the daemon, the binary and its SDKs (a bug report names one)
+        h = os.path.join(os.path.dirname(__file__), "..", "..", "..", "vmm", "core", "version.h")
+        with open(h) as f:
+            want = [ln.split('"')[1] for ln in f if ln.startswith("#define TVM_VERSION ")][0]
+        self.assertEqual(tinyvmm.__version__, want)
+        with open(os.path.join(os.path.dirname(__file__), "..", "pyproject.toml")) as f:
+            self.assertIn('\nversion = "%s"\n' % want, f.read())
+
     def test_public_names_say_tinyvmm(self):
         # a traceback names the class as it is imported, not tinyvmm._http's
         for name in ("ServiceUnavailable", "TinyvmmError", "Sandbox", "CommandResult"):

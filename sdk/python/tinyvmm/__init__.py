@@ -21,7 +21,7 @@ from .commands import CommandHandle, CommandResult, Commands
 from .files import EntryInfo, Files, ReadStream, WriteInfo
 from .sandbox import Sandbox, SandboxInfo, _network
 
-__version__ = "0.1.0"
+__version__ = "0.3.0"  # the project's (vmm/core/version.h): test_sdk checks
 
 __all__ = [
     "Sandbox", "SandboxInfo", "Commands", "CommandResult", "CommandHandle", "Files", "EntryInfo",

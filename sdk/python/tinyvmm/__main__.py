@@ -206,8 +206,9 @@ def _run(ns: argparse.Namespace) -> int:
         rc = 0
         for sid in ns.sandbox:
             if not Sandbox.kill(sid, ns.token, socket_path=ns.socket):
-                print(f"tinyvmm: no sandbox {sid}", file=sys.stderr)
-                rc = 1
+                # as the other commands say a missing sandbox
+                print(f"tinyvmm: sandbox_not_found (404): no sandbox {sid}", file=sys.stderr)
+                rc = 125
         return rc
     return 125
 

@@ -348,11 +348,14 @@ class McpServer:
         try:
             return fn(args)
         except TinyvmmError as e:
-            detail = f"{e.error}: {e.message}" if e.error else e.message
+            message = e.message
+            if e.status == 0:  # no daemon there: the server's own option, not the SDK's argument
+                message = message.replace("pass socket_path", "start this server with --socket")
+            detail = f"{e.error}: {message}" if e.error else message
             extra = ""
             if getattr(e, "end_reason", None):
                 extra = f" (end_reason: {e.end_reason})"
-            return _text(f"tinyvmm error: {detail}{extra}", {"error": e.error or "error", "message": e.message},
+            return _text(f"tinyvmm error: {detail}{extra}", {"error": e.error or "error", "message": message},
                          is_error=True)
 
     def tool_run_code(self, a: Dict[str, Any]) -> Dict[str, Any]:
