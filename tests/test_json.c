@@ -601,6 +601,9 @@ START_TEST(error_messages)
 	ck_assert_str_eq(e.msg, "byte 4: expected ',' or ']' in an array");
 	ck_assert_int_eq(jparse(&d, "", &e), -EINVAL);
 	ck_assert_str_eq(e.msg, "byte 0: expected a value, found the end of the input");
+	/* text starting with n, t or f is no misspelt literal (helper-64) */
+	ck_assert_int_eq(jparse(&d, "not json", &e), -EINVAL);
+	ck_assert_str_eq(e.msg, "byte 0: expected a value (object, array, string, number, true, false, null)");
 }
 END_TEST
 

@@ -83,6 +83,11 @@ def daemon_args():
             "--max-sandboxes", "6", "--max-per-owner", "4"] + EXTRA_ARGS
 
 
+def read_text(path):
+    with open(path, errors="replace") as f:
+        return f.read()
+
+
 def log_tail(n=40):
     try:
         with open(LOG, "rb") as f:
@@ -1514,6 +1519,16 @@ class T08bHostileState(ServeTest):
             self.assertFalse(os.path.exists(os.path.join(st, "sandboxes")), "it read or made state there")
             self.assertFalse(os.path.exists(os.path.join(d, make + ".sock")))
 
+    def test_a_socket_in_a_missing_folder_is_refused(self):
+        # a typo in --socket used to make folders (only the default's is made)
+        d = tempfile.mkdtemp(dir=DIR)
+        sock = os.path.join(d, "no", "such", "api.sock")
+        r = subprocess.run([BIN, "serve", "--socket", sock, "--state-dir", os.path.join(d, "state")],
+                           stdin=subprocess.DEVNULL, capture_output=True, timeout=WAIT)
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertIn(b"--socket %s: No such file or directory (its folder must exist)" % sock.encode(), r.stderr)
+        self.assertFalse(os.path.exists(os.path.join(d, "no")))
+
     def test_the_state_dir_has_one_spelling(self):
         """A restarted daemon knows its VMMs by the paths in their command
         lines: --state-dir D//x/ is D/x, whatever the spelling."""
@@ -2935,7 +2950,7 @@ class T16DaemonWalls(ServeTest):
         logf.close()
         try:
             wait_for(lambda: os.path.exists(sock) or p.poll() is not None, "the daemon's socket")
-            self.assertIsNone(p.poll(), open(os.path.join(d, "log")).read())
+            self.assertIsNone(p.poll(), read_text(os.path.join(d, "log")))
             r = as_uid(UID_C, Client(sock, API, timeout=WAIT).get, "/v1/health")
             self.assertEqual(r.status, 200)
             self.assertEqual(proc_status(p.pid).get("Seccomp"), "2")
@@ -2946,7 +2961,7 @@ class T16DaemonWalls(ServeTest):
                 p.kill()
                 p.wait(WAIT)
         self.assertFalse(os.path.exists(sock))
-        self.assertIn("stopped", open(os.path.join(d, "log")).read())
+        self.assertIn("stopped", read_text(os.path.join(d, "log")))
 
     def test_a_vmm_is_the_daemons_child(self):
         if NO_VM:

@@ -25,7 +25,12 @@ unsigned guest_data_dirs(char dirs[GUEST_DIRS_MAX][PATH_MAX])
 		return 0;
 	*slash = 0;
 	snprintf(dirs[0], PATH_MAX, "%.*s/build/guest", PATH_MAX - 16, exe);
-	snprintf(dirs[1], PATH_MAX, "%.*s/../share/tinyvmm", PATH_MAX - 24, exe);
+	/* ../share/tinyvmm, spelt without "..": the path the kernel gives
+	 * for our own file has no symlink left in it */
+	slash = strrchr(exe, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(dirs[1], PATH_MAX, "%.*s/share/tinyvmm", PATH_MAX - 24, slash ? exe : "");
 	return 2;
 }
 

@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define NOT_A_VALUE "expected a value (object, array, string, number, true, false, null)"
+
 struct jp {
 	const unsigned char *s;
 	size_t n, i;
@@ -417,16 +419,14 @@ static int parse_value(struct jp *p, unsigned depth)
 		int k = p->s[p->i] == 't' ? 0 : p->s[p->i] == 'f' ? 1 : 2;
 		size_t l = strlen(lit[k]);
 
+		/* "not json" is no misspelt null: said as any other non-value */
 		if (p->n - p->i < l || memcmp(p->s + p->i, lit[k], l))
-			return jfail(p, EINVAL, p->i,
-				     k == 0   ? "expected 'true'"
-				     : k == 1 ? "expected 'false'"
-					      : "expected 'null'");
+			return jfail(p, EINVAL, p->i, NOT_A_VALUE);
 		t->type = type[k];
 		p->i += l;
 		break;
 	}
-	default: return jfail(p, EINVAL, p->i, "expected a value (object, array, string, number, true, false, null)");
+	default: return jfail(p, EINVAL, p->i, NOT_A_VALUE);
 	}
 	if (r)
 		return r;

@@ -25,6 +25,7 @@
 #include "vmm/serve/serve.h"
 
 #define CONN_STACK (256u << 10)
+#define DEFAULT_SOCKET "/run/tinyvmm/api.sock"
 
 static void usage(FILE *f)
 {
@@ -35,7 +36,8 @@ static void usage(FILE *f)
 		"                     [--cgroup-parent PATH] [--net-range CIDR] [--no-jail]\n"
 		"                     [--seccomp kill|log|off]\n"
 		"The sandbox service: HTTP/1.1 + JSON on a Unix socket (vmm/serve/API.md).\n"
-		"  --socket PATH        where to listen (default /run/tinyvmm/api.sock)\n"
+		"  --socket PATH        where to listen, in a folder that exists (default\n"
+		"                       /run/tinyvmm/api.sock, its folder made)\n"
 		"  --state-dir DIR      sandboxes' state, logs and jails (default /var/lib/tinyvmm/serve)\n"
 		"  --config FILE        JSON object of these settings: max_sandboxes, max_per_owner,\n"
 		"                       max_connections, max_connections_per_uid, default_timeout_s,\n"
@@ -89,7 +91,7 @@ static void cfg_defaults(struct srv_cfg *c)
 			       .net_prefix = 16,
 			       .seccomp = TVM_SECCOMP_LOG,
 			       .jail = -1 };
-	snprintf(c->socket_path, sizeof(c->socket_path), "/run/tinyvmm/api.sock");
+	snprintf(c->socket_path, sizeof(c->socket_path), "%s", DEFAULT_SOCKET);
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/tinyvmm/serve");
 }
 
@@ -134,26 +136,38 @@ static int set_cgroup_parent(struct srv_cfg *c, const char *v, const char *what)
 	return 0;
 }
 
+/* The numbers a config key or a flag sets, and their bounds (counts:
+ * 4096 or 65536; seconds: a year). */
+static const struct {
+	const char *key, *flag; /* flag: NULL when only the config sets it */
+	size_t off;
+	unsigned long long max;
+} limits[] = {
+	{ "max_sandboxes", "--max-sandboxes", offsetof(struct srv_cfg, max_sandboxes), 4096 },
+	{ "max_per_owner", "--max-per-owner", offsetof(struct srv_cfg, max_per_owner), 4096 },
+	{ "max_connections", NULL, offsetof(struct srv_cfg, max_conns), 65536 },
+	{ "max_connections_per_uid", NULL, offsetof(struct srv_cfg, max_conns_per_uid), 65536 },
+	{ "default_timeout_s", NULL, offsetof(struct srv_cfg, default_timeout_s), 31536000 },
+	{ "max_timeout_s", "--max-timeout", offsetof(struct srv_cfg, max_timeout_s), 31536000 },
+	{ "retention_s", "--retention", offsetof(struct srv_cfg, retention_s), 31536000 },
+	{ "orphan_timeout_s", NULL, offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
+	{ "cpu_budget_s", "--cpu-budget", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
+	{ "pool_size", "--pool", offsetof(struct srv_cfg, pool_size), 4096 },
+	{ "kept_execs", NULL, offsetof(struct srv_cfg, kept_execs), 65536 },
+	{ "kept_output_mib", NULL, offsetof(struct srv_cfg, kept_output_mib), 65536 },
+};
+
+/* The index in limits of the flag f, or -1. */
+static int limit_of_flag(const char *f)
+{
+	for (size_t j = 0; j < sizeof(limits) / sizeof(limits[0]); j++)
+		if (limits[j].flag && !strcmp(f, limits[j].flag))
+			return (int)j;
+	return -1;
+}
+
 static int load_config(struct srv_cfg *c, const char *path)
 {
-	static const struct {
-		const char *key;
-		size_t off;
-		unsigned long long max;
-	} keys[] = {
-		{ "max_sandboxes", offsetof(struct srv_cfg, max_sandboxes), 4096 },
-		{ "max_per_owner", offsetof(struct srv_cfg, max_per_owner), 4096 },
-		{ "max_connections", offsetof(struct srv_cfg, max_conns), 65536 },
-		{ "max_connections_per_uid", offsetof(struct srv_cfg, max_conns_per_uid), 65536 },
-		{ "default_timeout_s", offsetof(struct srv_cfg, default_timeout_s), 31536000 },
-		{ "max_timeout_s", offsetof(struct srv_cfg, max_timeout_s), 31536000 },
-		{ "retention_s", offsetof(struct srv_cfg, retention_s), 31536000 },
-		{ "orphan_timeout_s", offsetof(struct srv_cfg, orphan_timeout_s), 31536000 },
-		{ "cpu_budget_s", offsetof(struct srv_cfg, cpu_budget_s), 31536000 },
-		{ "pool_size", offsetof(struct srv_cfg, pool_size), 4096 },
-		{ "kept_execs", offsetof(struct srv_cfg, kept_execs), 65536 },
-		{ "kept_output_mib", offsetof(struct srv_cfg, kept_output_mib), 65536 },
-	};
 	char buf[65536];
 	struct json_tok tok[512];
 	struct json_doc d;
@@ -177,16 +191,16 @@ static int load_config(struct srv_cfg *c, const char *path)
 	for (int k = json_first(&d, 0); k >= 0; k = json_next(&d, 0, k)) {
 		size_t j;
 		int64_t v;
-		for (j = 0; j < sizeof(keys) / sizeof(keys[0]); j++)
-			if (json_str_eq(&d, k, keys[j].key, strlen(keys[j].key)))
+		for (j = 0; j < sizeof(limits) / sizeof(limits[0]); j++)
+			if (json_str_eq(&d, k, limits[j].key, strlen(limits[j].key)))
 				break;
-		if (j < sizeof(keys) / sizeof(keys[0])) {
-			if (json_get_int64(&d, k + 1, &v) || v < 0 || (unsigned long long)v > keys[j].max) {
+		if (j < sizeof(limits) / sizeof(limits[0])) {
+			if (json_get_int64(&d, k + 1, &v) || v < 0 || (unsigned long long)v > limits[j].max) {
 				fprintf(stderr, "tinyvmm serve: --config %s: %s: a number from 0 to %llu is expected\n",
-					path, keys[j].key, keys[j].max);
+					path, limits[j].key, limits[j].max);
 				return -1;
 			}
-			*(unsigned *)((char *)c + keys[j].off) = (unsigned)v;
+			*(unsigned *)((char *)c + limits[j].off) = (unsigned)v;
 		} else if (json_str_eq(&d, k, "max_file_bytes", 14)) {
 			if (json_get_int64(&d, k + 1, &v) || v < 1) {
 				fprintf(stderr,
@@ -247,6 +261,7 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 	for (int i = 1; i < argc; i++) {
 		const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		unsigned long long x;
+		int lim;
 
 		if (!strcmp(f, "--help") || !strcmp(f, "-h")) {
 			usage(stdout);
@@ -314,23 +329,10 @@ static int parse_args(int argc, char **argv, struct srv_cfg *c)
 				return -1;
 			}
 			c->socket_gid = g->gr_gid;
-		} else if (!strcmp(f, "--max-sandboxes") || !strcmp(f, "--max-per-owner") ||
-			   !strcmp(f, "--max-timeout") || !strcmp(f, "--retention") || !strcmp(f, "--cpu-budget") ||
-			   !strcmp(f, "--pool")) {
-			if (num(f, v, 31536000, &x))
+		} else if ((lim = limit_of_flag(f)) >= 0) {
+			if (num(f, v, limits[lim].max, &x))
 				return -1;
-			if (!strcmp(f, "--max-sandboxes"))
-				c->max_sandboxes = (unsigned)x;
-			else if (!strcmp(f, "--max-per-owner"))
-				c->max_per_owner = (unsigned)x;
-			else if (!strcmp(f, "--max-timeout"))
-				c->max_timeout_s = (unsigned)x;
-			else if (!strcmp(f, "--cpu-budget"))
-				c->cpu_budget_s = (unsigned)x;
-			else if (!strcmp(f, "--pool"))
-				c->pool_size = (unsigned)x;
-			else
-				c->retention_s = (unsigned)x;
+			*(unsigned *)((char *)c + limits[lim].off) = (unsigned)x;
 		} else {
 			fprintf(stderr, "tinyvmm serve: %s: unknown option (see --help)\n", f);
 			return -1;
@@ -406,7 +408,10 @@ static int listen_on(struct srv_cfg *c)
 
 	if (fd < 0)
 		return -errno;
-	mkparents(c->socket_path);
+	/* The default's folder is made; one given must exist (a typo in it
+	 * would make folders). */
+	if (!strcmp(c->socket_path, DEFAULT_SOCKET))
+		mkparents(c->socket_path);
 	/* A socket left by a daemon that died may go; anything else may not. */
 	r = srv_socket_stale_remove(c->socket_path, NULL);
 	if (r) {
@@ -426,7 +431,8 @@ static int listen_on(struct srv_cfg *c)
 	    (c->socket_gid >= 0 && chown(c->socket_path, (uid_t)-1, (gid_t)c->socket_gid) < 0) ||
 	    listen(fd, SOMAXCONN) < 0 || lstat(c->socket_path, &c->socket_st) < 0) {
 		r = -errno;
-		fprintf(stderr, "tinyvmm serve: --socket %s: %s\n", c->socket_path, strerror(errno));
+		fprintf(stderr, "tinyvmm serve: --socket %s: %s%s\n", c->socket_path, strerror(errno),
+			errno == ENOENT ? " (its folder must exist)" : "");
 		close(fd);
 		return r;
 	}
