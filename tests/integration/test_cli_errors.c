@@ -263,16 +263,20 @@ END_TEST
 
 START_TEST(kernel_files)
 {
-	if (!have_kvm("kernel_files"))
-		return;
+	/* said before KVM is opened (a missing kernel on a host without KVM
+	 * used to be the /dev/kvm line) */
 	E(": No such file or directory", "run", "--kernel", p("nonexistent"));
 	E("adir: not a non-empty regular file", "run", "--kernel", p("adir"));
 	E("empty: not a non-empty regular file", "run", "--kernel", p("empty"));
 	E("/dev/null: not a non-empty regular file", "run", "--kernel", "/dev/null");
-	E("not an ELF vmlinux or bzImage", "run", "--kernel", p("garbage"));
-	E("outside the 100-byte file", "run", "--kernel", p("trunc-elf"));
 	/* A FIFO used to block the open forever, with SIGINT/SIGTERM blocked. */
 	E("fifo: not a non-empty regular file", "run", "--kernel", p("fifo"));
+	E("initrd /nonexistent-initrd: No such file or directory", "run", "--kernel", p("garbage"), "--initrd",
+	  "/nonexistent-initrd");
+	if (!have_kvm("kernel_files"))
+		return;
+	E("not an ELF vmlinux or bzImage", "run", "--kernel", p("garbage"));
+	E("outside the 100-byte file", "run", "--kernel", p("trunc-elf"));
 }
 END_TEST
 
@@ -301,11 +305,11 @@ START_TEST(drive_specs)
 	  "--disk-size", "512");
 	snprintf(spec, sizeof(spec), "%s,rw", p("img"));
 	U("--disk-size: the root drive", "run", "--kernel", p("garbage"), "--rootfs", spec, "--disk-size", "1G");
+	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));
 	if (!have_kvm("drive_specs"))
 		return;
 	snprintf(spec, sizeof(spec), "%s,id=123456789012345678901", p("img"));
 	E("is longer than 20 bytes", "run", "--kernel", p("garbage"), "--drive", spec);
-	E("cannot open: No such file or directory", "run", "--kernel", p("garbage"), "--drive", p("nonexistent"));
 	E("size 0 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive", p("empty"));
 	E("size 55 bytes is not a positive multiple of 512", "run", "--kernel", p("garbage"), "--drive", p("garbage"));
 	/* FIFOs: read-only and copy-on-write opens used to block forever. */
