@@ -293,6 +293,8 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 	}
 	if (fd < 0) {
 		if (dirfd && *dirfd >= 0) {
+			if (tmp[0]) /* made, then found unusable: not left behind */
+				unlinkat(*dirfd, tmp, 0);
 			close(*dirfd);
 			*dirfd = -1;
 		}
@@ -337,7 +339,7 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 	size_t skip = slash ? (size_t)(slash - (const char *)m->put.path.p) + 1 : 0;
 	char *base = strndup((const char *)m->put.path.p + skip, m->put.path.len - skip);
 	uint32_t uid = m->put.uid, gid = m->put.gid;
-	char tmp[PUT_TMP_LEN];
+	char tmp[PUT_TMP_LEN] = "";
 	int dirfd = -1, fd = base ? xfer_open(c, m, m->put.path, uid, gid, m->put.mode & 07777, &st, &dirfd, tmp) : -1;
 
 	if (!base)
@@ -353,8 +355,11 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 		x->ino = st.st_ino;
 		return;
 	}
-	if (dirfd >= 0)
+	if (dirfd >= 0) { /* no memory for the transfer: its new file goes */
+		if (tmp[0])
+			unlinkat(dirfd, tmp, 0);
 		close(dirfd);
+	}
 	free(base);
 }
 
