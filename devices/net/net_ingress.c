@@ -54,7 +54,7 @@ static void note(struct net_ingress_entry *t, unsigned n, const struct net_ingre
 	}
 	if (!slot) {
 		slot = oldest;
-		slot->key = *k;
+		memcpy(&slot->key, k, sizeof(*k)); /* padding too: keys are compared as bytes */
 	}
 	slot->seen_ns = now_ns ? now_ns : 1;
 }
