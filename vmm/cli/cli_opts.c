@@ -150,8 +150,9 @@ static const struct option opts[] = {
  * line said. */
 static int json_out_ok(const char *path)
 {
-	char dir[PATH_MAX];
+	char dir[PATH_MAX] = "";
 	struct stat st;
+	int r;
 
 	if (!*path) {
 		fprintf(stderr, "tinyvmm: --json-out: no file named\n");
@@ -163,11 +164,12 @@ static int json_out_ok(const char *path)
 	}
 	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
 		return 0;
-	if (path_parent(path, dir, sizeof(dir)) || access(dir, W_OK | X_OK) < 0) {
-		fprintf(stderr, "tinyvmm: --json-out %s: its folder %s: %s\n", path, dir,
-			strerror(errno == ENOENT || errno == EACCES || errno == ENOTDIR || errno == EROFS
-					 ? errno
-					 : ENAMETOOLONG));
+	r = path_parent(path, dir, sizeof(dir));
+	if (!r && access(dir, W_OK | X_OK) < 0)
+		r = -errno;
+	if (r) {
+		fprintf(stderr, "tinyvmm: --json-out %s: its folder%s%s: %s\n", path, *dir ? " " : "", dir,
+			strerror(-r));
 		return -1;
 	}
 	return 0;
