@@ -182,6 +182,16 @@ START_TEST(usage_errors)
 	U("--mem: a restore takes kernel, command line, memory", "run", "--snapshot", p("adir"), "--mem", "512");
 	U("--cmdline-append: a restore takes", "run", "--snapshot", p("adir"), "--cmdline-append", "x=1");
 	U("unexpected argument 'extra'", "run", "--kernel", p("garbage"), "extra");
+	/* the last mode used to win: ",cow,rw" wrote the image in place */
+	char modes[200];
+	snprintf(modes, sizeof(modes), "%s,cow,rw", p("img"));
+	U("cow and rw: one mode only (ro, rw or cow)", "run", "--kernel", p("garbage"), "--rootfs", modes);
+	/* outputs that cannot be written: said at once, not after the run */
+	U("--metrics", "run", "--kernel", p("garbage"), "--metrics", p("missing/m.json"));
+	U(": a directory, not a file", "run", "--kernel", p("garbage"), "--metrics", p("adir"));
+	U(": exists and is not a directory", "snapshot", "create", "--kernel", p("garbage"), "--out", p("img"));
+	U("its folder", "snapshot", "create", "--kernel", p("garbage"), "--out", p("missing/snap"));
+	E("is a directory (name a file)", "run", "--kernel", p("garbage"), "--get", "/tmp/x:/tmp", "--", "true");
 	U("exec needs --vsock-uds PATH and -- CMD", "exec", "--", "true");
 	U("--rootfs given twice", "run", "--kernel", p("garbage"), "--rootfs", p("img"), "--rootfs", p("img"));
 	/* -e NAME alone takes our value (docker's -e); a name must be one. */

@@ -232,14 +232,20 @@ int cli_job_check_puts(const struct cli_job *j)
 		const char *local = strchr(j->gets[i], ':') + 1;
 		char dir[4096];
 
-		/* Its folder must take the file: else the job would run for
-		 * nothing. */
+		struct stat st;
+
+		/* Its folder must take the file, and it be no directory: else
+		 * the job would run for nothing. */
 		path_parent(local, dir, sizeof(dir));
-		if (access(dir, W_OK | X_OK) < 0) {
+		if (access(dir, W_OK | X_OK) < 0 || (stat(local, &st) == 0 && S_ISDIR(st.st_mode))) {
 			char why[600];
 
-			snprintf(why, sizeof(why), "--get %.200s: cannot write into %.200s: %s", j->gets[i], dir,
-				 strerror(errno));
+			if (access(dir, W_OK | X_OK) == 0)
+				snprintf(why, sizeof(why), "--get %.200s: %.200s is a directory (name a file)",
+					 j->gets[i], local);
+			else
+				snprintf(why, sizeof(why), "--get %.200s: cannot write into %.200s: %s", j->gets[i],
+					 dir, strerror(errno));
 			fprintf(stderr, "tinyvmm: %s\n", why);
 			cli_report_file(j->report, 1, i, 0, why); /* the entry says why, not "not attempted" */
 			return EXIT_VM_FAILED;

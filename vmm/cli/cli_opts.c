@@ -144,32 +144,41 @@ static const struct option opts[] = {
 	{ 0, 0, 0, 0 },
 };
 
-/* --json-out FILE can be written at the end (cli_report.c writes a new
- * file beside it and renames it, or an existing non-regular file such as
- * /dev/stdout in place): said now, not after the run. 0, or -1 with one
- * line said. */
-static int json_out_ok(const char *path)
+/* An output of ours (--json-out FILE, --metrics FILE, snapshot create's
+ * --out DIR) can be written at the end: said now, not after the run. A
+ * file: not a directory (an existing file that is not regular, such as
+ * /dev/stdout, is written in place), its folder there and writable; a
+ * directory: not another kind of file, itself (when there) or its folder
+ * writable. 0, or -1 with one line said. */
+static int out_path_ok(const char *flag, const char *path, bool dir)
 {
-	char dir[PATH_MAX] = "";
+	char parent[PATH_MAX] = "";
+	const char *where = parent;
 	struct stat st;
-	int r;
+	int r = 0;
 
 	if (!*path) {
-		fprintf(stderr, "tinyvmm: --json-out: no file named\n");
+		fprintf(stderr, "tinyvmm: %s: no %s named\n", flag, dir ? "directory" : "file");
 		return -1;
 	}
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
-		fprintf(stderr, "tinyvmm: --json-out %s: a directory, not a file\n", path);
-		return -1;
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode) != dir) {
+			fprintf(stderr, "tinyvmm: %s %s: %s\n", flag, path,
+				dir ? "exists and is not a directory" : "a directory, not a file");
+			return -1;
+		}
+		if (!dir && !S_ISREG(st.st_mode))
+			return 0;
+		if (dir)
+			where = path;
 	}
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode))
-		return 0;
-	r = path_parent(path, dir, sizeof(dir));
-	if (!r && access(dir, W_OK | X_OK) < 0)
+	if (where == parent)
+		r = path_parent(path, parent, sizeof(parent));
+	if (!r && access(where, W_OK | X_OK) < 0)
 		r = -errno;
 	if (r) {
-		fprintf(stderr, "tinyvmm: --json-out %s: its folder%s%s: %s\n", path, *dir ? " " : "", dir,
-			strerror(-r));
+		fprintf(stderr, "tinyvmm: %s %s: %s%s%s: %s\n", flag, path, where == path ? "" : "its folder",
+			where == path || !*parent ? "" : " ", where == path ? "" : parent, strerror(-r));
 		return -1;
 	}
 	return 0;
@@ -349,7 +358,11 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 			break;
 		case OPT_SERIAL: a->serial_out = optarg; break;
 		case OPT_SNAPSHOT: a->snapshot = optarg; break;
-		case OPT_OUT: a->out = optarg; break;
+		case OPT_OUT:
+			if (out_path_ok("--out", optarg, true))
+				return EXIT_USAGE;
+			a->out = optarg;
+			break;
 		case OPT_PAUSE_TO: a->pause_to = optarg; break;
 		case OPT_DIFF_FROM: a->diff_from = optarg; break;
 		case OPT_NO_SNAPSHOT: a->no_snapshot = 1; break;
@@ -429,13 +442,17 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 				return EXIT_USAGE;
 			}
 			break;
-		case OPT_METRICS: a->metrics = optarg; break;
+		case OPT_METRICS:
+			if (out_path_ok("--metrics", optarg, false))
+				return EXIT_USAGE;
+			a->metrics = optarg;
+			break;
 		case OPT_CONSOLE: a->console = 1; break;
 		case OPT_STDIN:
 		case 'i': a->job.forward_stdin = 1; break;
 		case OPT_JSON: a->json = "--json"; break;
 		case OPT_JSON_OUT:
-			if (json_out_ok(optarg))
+			if (out_path_ok("--json-out", optarg, false))
 				return EXIT_USAGE;
 			a->json = "--json-out";
 			break;

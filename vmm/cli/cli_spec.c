@@ -85,6 +85,7 @@ static int parse_rate(const char *flag, const char *s, struct tvm_bucket *b)
 int cli_parse_drive(const char *flag, const char *spec, struct tvm_drive *d, int cow)
 {
 	char *copy = strdup(spec), *save = NULL, *tok;
+	const char *mode = NULL;
 	char what[64];
 	uint32_t mib;
 
@@ -94,13 +95,23 @@ int cli_parse_drive(const char *flag, const char *spec, struct tvm_drive *d, int
 	}
 	*d = (struct tvm_drive){ .cow = cow };
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool ro = !strcmp(tok, "ro"), rw = !strcmp(tok, "rw"), cw = !strcmp(tok, "cow");
+
+		if ((ro || rw || cw) && mode && strcmp(mode, tok)) {
+			/* the last one used to win: ",cow,rw" wrote the image in place */
+			fprintf(stderr, "tinyvmm: %s %s: %s and %s: one mode only (ro, rw or cow)\n", flag, spec, mode,
+				tok);
+			return -1;
+		}
+		if (ro || rw || cw)
+			mode = ro ? "ro" : rw ? "rw" : "cow";
 		if (!strncmp(tok, "path=", 5))
 			d->path = tok + 5;
-		else if (!strcmp(tok, "ro"))
+		else if (ro)
 			d->read_only = 1, d->cow = 0;
-		else if (!strcmp(tok, "rw"))
+		else if (rw)
 			d->read_only = 0, d->cow = 0;
-		else if (!strcmp(tok, "cow"))
+		else if (cw)
 			d->cow = 1, d->read_only = 0;
 		else if (!strncmp(tok, "overlay=", 8))
 			d->overlay_path = tok + 8;
