@@ -228,7 +228,7 @@ START_TEST(usage_errors)
 	/* Was status 125 (said when the jail was built). */
 	U("--jail-dir jails: must be an absolute path", "run", "--jail", "--jail-dir", "jails", "--", "true");
 	U("--jail-dir jails: must be an absolute path", "gc", "--jail-dir", "jails");
-	U("usage: tinyvmm gc [--jail-dir DIR]", "gc", "--bogus");
+	U("gc: unknown option '--bogus' (usage: tinyvmm gc [--jail-dir DIR])", "gc", "--bogus");
 	U("--net-ingress: 'maybe' is not replies or all", "run", "--kernel", p("garbage"), "--net", "auto",
 	  "--net-ingress", "maybe");
 	U("--net-* options need --net TAP|auto", "run", "--kernel", p("garbage"), "--net-ingress", "replies");
@@ -244,9 +244,9 @@ START_TEST(help_everywhere)
 	static const char *const cases[][5] = {
 		{ "--help", NULL, NULL, "Usage: tinyvmm run", "" },
 		{ "host", "--help", NULL, "Usage: tinyvmm host\n", "VM options:" },
-		{ "image", "--help", NULL, "usage: tinyvmm image build", "VM options:" },
+		{ "image", "--help", NULL, "Usage: tinyvmm image build", "VM options:" },
 		{ "snapshot", "--help", NULL, "tinyvmm snapshot create", "" },
-		{ "gc", "--help", NULL, "usage: tinyvmm gc", "" },
+		{ "gc", "--help", NULL, "Usage: tinyvmm gc", "" },
 		{ "run", "--help", NULL, "VM options:", "" },
 		{ "exec", "--help", NULL, "Usage: tinyvmm exec --vsock-uds PATH", "VM options:" },
 		{ "snapshot", "create", "--help", "--diff-from BASE", "" },

@@ -113,7 +113,7 @@ int cli_cmd_image_build(int argc, char **argv)
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			printf("usage: tinyvmm image build --out FILE [--packages a,b,c] [--pip x,y] [--npm z]\n"
+			printf("Usage: tinyvmm image build --out FILE [--packages a,b,c] [--pip x,y] [--npm z]\n"
 			       "                           [--copy LOCAL:GUEST]...\n"
 			       "The base image plus Debian packages, pip and npm packages (installed system-wide)\n"
 			       "and local files; cached, so the same options again cost nothing. Then:\n"

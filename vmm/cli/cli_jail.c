@@ -284,13 +284,21 @@ int cli_cmd_gc(int argc, char **argv)
 	int n;
 
 	if (argc == 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
-		printf("usage: tinyvmm gc [--jail-dir DIR]: remove the jails whose tinyvmm has ended\n");
+		printf("Usage: tinyvmm gc [--jail-dir DIR]\n"
+		       "Removes the jails (default /run/tinyvmm/jail) whose tinyvmm process has ended.\n"
+		       "Exit status: 0 done, %d a jail could not be removed, %d a wrong command line.\n",
+		       EXIT_VM_FAILED, EXIT_USAGE);
 		return 0;
 	}
 	if (argc == 3 && !strcmp(argv[1], "--jail-dir"))
 		dir = argv[2];
 	else if (argc != 1) {
-		fprintf(stderr, "tinyvmm: usage: tinyvmm gc [--jail-dir DIR]\n");
+		/* the word that is wrong, then the usage */
+		fprintf(stderr, "tinyvmm: gc: %s '%s' (usage: tinyvmm gc [--jail-dir DIR])\n",
+			strcmp(argv[1], "--jail-dir") ? "unknown option"
+			: argc == 2                   ? "no DIR after"
+						      : "extra argument",
+			strcmp(argv[1], "--jail-dir") || argc == 2 ? argv[1] : argv[3]);
 		return EXIT_USAGE;
 	}
 	if (dir && cli_jail_dir_check(dir))

@@ -30,7 +30,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
+		"Usage: tinyvmm serve [--socket PATH] [--state-dir DIR] [--config FILE] [--socket-mode OCTAL]\n"
 		"                     [--socket-group NAME] [--max-sandboxes N] [--max-per-owner N]\n"
 		"                     [--max-timeout S] [--retention S] [--cpu-budget S] [--pool N]\n"
 		"                     [--cgroup-parent PATH] [--net-range CIDR] [--no-jail]\n"
