@@ -26,8 +26,27 @@ class Cli(FakeDaemonTest):
             body = [b for m, path, b in bodies if (m, path) == ("POST", "/v1/sandboxes")][-1]
             self.assertEqual(body.get("network"), want, args)
         p = self.cli("create", "--deny-out", "--dns", "10.0.0.53")
-        self.assertEqual(p.returncode, 2)
+        self.assertEqual(p.returncode, 64)
         self.assertIn(b"--deny-out: lets nothing out", p.stderr)
+
+    def test_wrong_command_lines_are_64(self):
+        # as tinyvmm's own (argparse says 2)
+        for args, said in ((["nope"], b"invalid choice"), (["create", "--timeout", "x"], b"invalid int value"),
+                           (["create", "-e", "novalue"], b"-e wants KEY=VALUE"),
+                           (["exec", "sbx_" + "0" * 32], b"exec needs a command"),
+                           (["cp", "/etc/hostname", "sb_nope:/tmp/x"], b"'sb_nope' is not a sandbox id")):
+            p = self.cli(*args)
+            self.assertEqual(p.returncode, 64, (args, p.stderr))
+            self.assertTrue(p.stderr.startswith(b"tinyvmm: "), p.stderr)
+            self.assertIn(said, p.stderr)
+
+    def test_health_and_version(self):
+        p = self.cli("health")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertTrue(p.stdout.startswith(b"ok: "), p.stdout)
+        p = self.cli("version")
+        self.assertEqual(p.returncode, 0, p.stderr)
+        self.assertRegex(p.stdout, rb"^tinyvmm serve [0-9][^ ]* \(API v1\)\n$")
 
     def test_no_daemon_names_its_own_flag(self):
         p = self.cli("--socket", os.path.join(tempfile.gettempdir(), "no-such-tinyvmm.sock"), "create")

@@ -7,10 +7,13 @@
     python3 -m tinyvmm ls SBX [PATH]
     python3 -m tinyvmm list [--state running|paused|ended] [--json]
     python3 -m tinyvmm kill SBX [SBX...]
+    python3 -m tinyvmm health | version
 
 ``exec`` with one CMD word runs it with ``/bin/sh -c``; with more, as an argv.
-Its exit status is the command's (128+N for signal N, 124 for a timeout).
-Errors print one line on stderr and exit 125.
+Exit status: ``exec``'s is the command's (128+N for signal N, 124 for a
+timeout); 0 done; 125 the daemon or the sandbox refused (one line on
+stderr: the API's error and message), or ``health`` found the daemon
+degraded (no sandbox can start); 64 a wrong command line, as tinyvmm's.
 """
 from __future__ import annotations
 
@@ -20,7 +23,14 @@ import shutil
 import sys
 from typing import Dict, List, Optional
 
-from . import Sandbox, TinyvmmError
+from . import Sandbox, TinyvmmError, health, version
+
+USAGE_EXIT = 64  # a wrong command line, as tinyvmm's own (argparse's would be 2)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # one line naming what is wrong, then the usage
+        self.exit(USAGE_EXIT, f"tinyvmm: {message}\n{self.format_usage()}")
 
 
 def _pairs(items: Optional[List[str]], what: str) -> Optional[Dict[str, str]]:
@@ -30,7 +40,8 @@ def _pairs(items: Optional[List[str]], what: str) -> Optional[Dict[str, str]]:
     for it in items:
         k, sep, v = it.partition("=")
         if not sep or not k:
-            raise SystemExit(f"tinyvmm: {what} wants KEY=VALUE, not {it!r}")
+            print(f"tinyvmm: {what} wants KEY=VALUE, not {it!r}", file=sys.stderr)
+            raise SystemExit(USAGE_EXIT)
         out[k] = v
     return out
 
@@ -43,7 +54,9 @@ def _split_remote(s: str):
 
 
 def main(argv: Optional[List[str]] = None) -> int:
-    ap = argparse.ArgumentParser(prog="python3 -m tinyvmm", description="tinyvmm serve sandboxes")
+    ap = _Parser(prog="python3 -m tinyvmm", description="tinyvmm serve sandboxes",
+                 epilog="exit status: exec's is the command's; 0 done; 125 refused (or health: degraded); "
+                        "64 a wrong command line")
     ap.add_argument("--socket", help="daemon socket (default $TINYVMM_SOCKET or /run/tinyvmm/api.sock)")
     ap.add_argument("--token", help="access token of the sandbox (for one that is not yours)")
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -92,6 +105,9 @@ def main(argv: Optional[List[str]] = None) -> int:
     p = sub.add_parser("kill", help="end sandboxes")
     p.add_argument("sandbox", nargs="+")
 
+    sub.add_parser("health", help="whether sandboxes can start here (exit 125 when not), and why")
+    sub.add_parser("version", help="the daemon's version and API")
+
     argv = list(sys.argv[1:] if argv is None else argv)
     tail: List[str] = []
     if "--" in argv:  # everything after -- is the exec's command, untouched
@@ -124,7 +140,7 @@ def _run(ns: argparse.Namespace) -> int:
         net = None
         if ns.deny_out and (ns.allow_out or ns.dns):
             print("tinyvmm: --deny-out: lets nothing out, so it goes with no --allow-out or --dns", file=sys.stderr)
-            return 2
+            return USAGE_EXIT
         if ns.network or ns.allow_out or ns.dns or ns.deny_out:
             net = {"enabled": True}
             if ns.allow_out or ns.deny_out:
@@ -143,7 +159,7 @@ def _run(ns: argparse.Namespace) -> int:
         cmd = list(ns.command)
         if not cmd:
             print("tinyvmm: exec needs a command", file=sys.stderr)
-            return 125
+            return USAGE_EXIT
         sb = _connect(ns, ns.sandbox)
         target = cmd[0] if len(cmd) == 1 else cmd
         if ns.json:
@@ -168,8 +184,13 @@ def _run(ns: argparse.Namespace) -> int:
         s_id, s_path = _split_remote(ns.src)
         d_id, d_path = _split_remote(ns.dst)
         if (s_id is None) == (d_id is None):
-            print("tinyvmm: cp wants exactly one side as SBX:/path", file=sys.stderr)
-            return 125
+            bad = [x.partition(":")[0] for x in (ns.src, ns.dst)
+                   if ":" in x and "/" not in x.partition(":")[0] and not x.startswith("sbx_")]
+            if bad and s_id is None and d_id is None:  # a sandbox side meant, with no sandbox id
+                print(f"tinyvmm: cp: {bad[0]!r} is not a sandbox id (they start with sbx_)", file=sys.stderr)
+            else:
+                print("tinyvmm: cp wants exactly one side as SBX:/path", file=sys.stderr)
+            return USAGE_EXIT
         if d_id is not None:
             sb = _connect(ns, d_id)
             if s_path == "-":
@@ -201,6 +222,16 @@ def _run(ns: argparse.Namespace) -> int:
             for i in infos:
                 print(f"{i.id}  {i.state:7}  {i.end_reason or '-':8}  expires {i.expires_at}  "
                       + " ".join(f"{k}={v}" for k, v in sorted(i.metadata.items())))
+        return 0
+    if ns.cmd == "health":
+        h = health(socket_path=ns.socket)
+        print(f"{h.get('status')}: {h.get('sandboxes')} of your sandboxes running")
+        for line in h.get("problems") or []:
+            print(f"  {line}")
+        return 0 if h.get("status") == "ok" else 125
+    if ns.cmd == "version":
+        v = version(socket_path=ns.socket)
+        print(f"tinyvmm serve {v.get('version')} (API {v.get('api')})")
         return 0
     if ns.cmd == "kill":
         rc = 0
