@@ -47,48 +47,60 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 	return NULL;
 }
 
-/* As x's identity: setfsuid/setfsgid to it (on), back to root (off). */
-static void put_identity(const struct xfer *x, bool on)
+/* File system calls as uid:gid (setfsuid/setfsgid; on), back as root (off). */
+static void as_identity(uint32_t uid, uint32_t gid, bool on)
 {
 	if (!ag.can_setuid)
 		return;
 	if (on) {
-		setfsgid(x->gid);
-		setfsuid(x->uid);
+		setfsgid(gid);
+		setfsuid(uid);
 	} else {
 		setfsuid(0);
 		setfsgid(0);
 	}
 }
 
-/* A PUT that did not end whole (a write failed, FILE_END's size was not
- * what arrived, the connection went) removes the new file it wrote, if
- * its temporary name still is that file, as the identity that made it, in
- * the directory it was made in (held: a job that swaps a directory of the
- * path meanwhile cannot send the removal elsewhere). The name it was for
- * was never touched: what was there stays, and so does what another PUT
- * of it put there meanwhile. */
-static void put_undo(const struct xfer *x)
+/* Whether tmp in dirfd is still the file dev/ino (a job may have put
+ * another file, or a symlink, under the name meanwhile). */
+static bool tmp_is(int dirfd, const char *tmp, dev_t dev, ino_t ino)
 {
 	struct stat st;
 
-	put_identity(x, true);
-	if (fstatat(x->dirfd, x->tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == x->dev && st.st_ino == x->ino)
-		unlinkat(x->dirfd, x->tmp, 0);
-	put_identity(x, false);
+	return fstatat(dirfd, tmp, &st, AT_SYMLINK_NOFOLLOW) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
+/* A PUT's new file that is not used (the PUT failed, or never got its
+ * transfer) is removed, if its temporary name still is that file, as
+ * the identity that made it, in the directory it was made in (held: a job
+ * that swaps a directory of the path meanwhile cannot send the removal
+ * elsewhere). The name it was for was never touched: what was there
+ * stays, and so does what another PUT of it put there meanwhile. */
+static void tmp_remove(int dirfd, const char *tmp, dev_t dev, ino_t ino, uint32_t uid, uint32_t gid)
+{
+	as_identity(uid, gid, true);
+	if (tmp_is(dirfd, tmp, dev, ino))
+		unlinkat(dirfd, tmp, 0);
+	as_identity(uid, gid, false);
 }
 
 /* The whole new file takes its name, in the directory it was made in, as
  * its identity (whatever is at the name now is replaced: another PUT's
- * file, a job's). -1 with errno. */
+ * file, a job's). -1 with errno; ESTALE: the temporary name is no longer
+ * the file written (a job replaced it), nothing renamed. */
 static int put_rename(const struct xfer *x)
 {
 	int rc, err;
 
-	put_identity(x, true);
-	rc = renameat(x->dirfd, x->tmp, x->dirfd, x->base);
-	err = errno;
-	put_identity(x, false);
+	as_identity(x->uid, x->gid, true);
+	if (!tmp_is(x->dirfd, x->tmp, x->dev, x->ino)) {
+		rc = -1;
+		err = ESTALE;
+	} else {
+		rc = renameat(x->dirfd, x->tmp, x->dirfd, x->base);
+		err = errno;
+	}
+	as_identity(x->uid, x->gid, false);
 	errno = err;
 	return rc;
 }
@@ -103,7 +115,7 @@ static void xfer_drop(struct conn *c, struct xfer *x)
 	if (x->fd >= 0)
 		close(x->fd);
 	if (x->put && !x->whole && x->dirfd >= 0 && x->tmp[0])
-		put_undo(x);
+		tmp_remove(x->dirfd, x->tmp, x->dev, x->ino, x->uid, x->gid);
 	if (x->put && x->dirfd >= 0)
 		close(x->dirfd);
 	free(x->base);
@@ -132,20 +144,37 @@ enum put_how {
 	PUT_IN_PLACE, /* a regular file that cannot be renamed over: written in place (O_TRUNC) */
 };
 
+/* The id of the mount fd is on (statx STATX_MNT_ID, Linux 5.8), 0 when
+ * it cannot be told: a file bind-mounted on a name has another than its
+ * directory (and the same st_dev when both are of one file system). */
+static uint64_t mount_of(int fd)
+{
+	struct statx sx;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_MNT_ID, &sx) < 0 || !(sx.stx_mask & STATX_MNT_ID))
+		return 0;
+	return sx.stx_mnt_id;
+}
+
 /* 0 when a PUT by uid may put a file at base in dirfd, and how (*how,
  * *mode: an existing file's mode without its set-id bits, as a write to
  * it would leave); else the errno an open of the name for writing would
  * give (a directory EISDIR, another kind of file that is not a symlink
  * EINVAL, a file uid may not write its errno). A symlink is replaced, not
- * followed. A file in a sticky directory that neither it nor the
- * directory is uid's could not be renamed over by uid (EPERM at the end):
- * it is written in place. */
-static int put_may_replace(int dirfd, const char *base, uid_t uid, mode_t *mode, enum put_how *how)
+ * followed. An existing regular file is opened for writing (no O_TRUNC:
+ * that open is the permission check) and kept open in *wfd: written in
+ * place, it is that file, whatever the name is by then (helper-66: a job
+ * swapped a hard link in between a check and a second open). It is
+ * written in place when it could not be renamed over: a mount point
+ * (EBUSY), or in a sticky directory neither it nor the directory uid's
+ * (EPERM). */
+static int put_may_replace(int dirfd, const char *base, uid_t uid, mode_t *mode, enum put_how *how, int *wfd)
 {
 	struct stat st, dir;
 	int fd;
 
 	*how = PUT_NEW;
+	*wfd = -1;
 	if (!*base)
 		return EISDIR;
 	if (fstatat(dirfd, base, &st, AT_SYMLINK_NOFOLLOW) < 0)
@@ -156,13 +185,19 @@ static int put_may_replace(int dirfd, const char *base, uid_t uid, mode_t *mode,
 		return 0;
 	if (!S_ISREG(st.st_mode))
 		return EINVAL;
-	/* the permission check of the open it used to be (no O_TRUNC) */
 	fd = openat(dirfd, base, O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0)
 		return errno;
-	close(fd);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || fstat(dirfd, &dir) < 0) {
+		int err = errno && !S_ISREG(st.st_mode) ? EINVAL : errno;
+
+		close(fd);
+		return err ? err : EINVAL;
+	}
+	*wfd = fd;
 	*mode = st.st_mode & 01777;
-	*how = fstat(dirfd, &dir) == 0 && (dir.st_mode & S_ISVTX) && uid && st.st_uid != uid && dir.st_uid != uid
+	*how = st.st_dev != dir.st_dev || mount_of(fd) != mount_of(dirfd) ||
+			       ((dir.st_mode & S_ISVTX) && uid && st.st_uid != uid && dir.st_uid != uid)
 		       ? PUT_IN_PLACE
 		       : PUT_REPLACE;
 	return 0;
@@ -208,7 +243,7 @@ static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT
 	char *slash = strrchr(path, '/');
 	const char *base = slash ? slash + 1 : path;
 	enum put_how how;
-	int fd = -1, err;
+	int fd = -1, wfd = -1, err;
 
 	if (slash)
 		*slash = 0;
@@ -217,7 +252,7 @@ static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT
 		*slash = '/';
 	if (*dirfd < 0)
 		return -1;
-	err = put_may_replace(*dirfd, base, uid, &mode, &how);
+	err = put_may_replace(*dirfd, base, uid, &mode, &how, &wfd);
 	if (!err && how != PUT_IN_PLACE && (fd = put_create(*dirfd, mode, how == PUT_REPLACE, tmp)) < 0) {
 		err = errno;
 		/* No new file can be made beside it (a directory the identity
@@ -229,9 +264,12 @@ static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT
 	}
 	if (how == PUT_IN_PLACE) {
 		tmp[0] = 0;
-		fd = openat(*dirfd, base, O_WRONLY | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+		fd = ftruncate(wfd, 0) == 0 ? wfd : -1;
 		err = errno;
+		wfd = fd < 0 ? wfd : -1;
 	}
+	if (wfd >= 0)
+		close(wfd);
 	if (fd < 0) {
 		close(*dirfd);
 		*dirfd = -1;
@@ -249,6 +287,7 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 {
 	char path[TVP_MAX_PATH + 1];
 	unsigned n = 0;
+	bool st_ok = false;
 	int fd, err;
 
 	if (dirfd)
@@ -269,20 +308,14 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		conn_send_error(c, m->id, TVP_ERR_IO, EPERM, "open %s: not allowed as %u:%u", path, uid, gid);
 		return -1;
 	}
-	if (ag.can_setuid) {
-		setfsgid(gid);
-		setfsuid(uid);
-	}
+	as_identity(uid, gid, true);
 	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
 	fd = dirfd ? put_open(path, mode, uid, dirfd, tmp) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
 		fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, uid, dirfd, tmp);
 	err = errno;
-	if (ag.can_setuid) {
-		setfsuid(0);
-		setfsgid(0);
-	}
-	if (fd >= 0 && fstat(fd, st) < 0) {
+	as_identity(uid, gid, false);
+	if (fd >= 0 && !(st_ok = fstat(fd, st) == 0)) {
 		err = errno;
 		close(fd);
 		fd = -1;
@@ -293,8 +326,8 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 	}
 	if (fd < 0) {
 		if (dirfd && *dirfd >= 0) {
-			if (tmp[0]) /* made, then found unusable: not left behind */
-				unlinkat(*dirfd, tmp, 0);
+			if (tmp[0] && st_ok) /* made, then found unusable: not left behind */
+				tmp_remove(*dirfd, tmp, st->st_dev, st->st_ino, uid, gid);
 			close(*dirfd);
 			*dirfd = -1;
 		}
@@ -356,8 +389,9 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 		return;
 	}
 	if (dirfd >= 0) { /* no memory for the transfer: its new file goes */
+		agent_identity(&uid, &gid);
 		if (tmp[0])
-			unlinkat(dirfd, tmp, 0);
+			tmp_remove(dirfd, tmp, st.st_dev, st.st_ino, uid, gid);
 		close(dirfd);
 	}
 	free(base);
@@ -425,7 +459,8 @@ void file_end(struct conn *c, const struct tvp_msg *m)
 			conn_send_error(c, m->id, TVP_ERR_STATE, 0, "FILE_END says %llu bytes, %llu arrived",
 					(unsigned long long)m->file_end.size, (unsigned long long)x->done);
 		else if (x->tmp[0] && put_rename(x) < 0)
-			conn_send_error(c, m->id, TVP_ERR_IO, errno, "rename to %s: %s", x->base, strerror(errno));
+			conn_send_error(c, m->id, TVP_ERR_IO, errno, "rename to %s: %s", x->base,
+					errno == ESTALE ? "its new file was replaced meanwhile" : strerror(errno));
 		else {
 			x->whole = true;
 			conn_send_ok(c, m->id, TVP_PUT_FILE, x->done);

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #define CHUNK (256u << 10)
@@ -335,6 +336,35 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 	ck_assert_uint_eq(r.type, TVP_ERROR);
 	ck_assert_int_eq(r.error.sys_errno, EINVAL);
 	ck_assert_int_eq(entries(dir), 4); /* f, link, target, fifo */
+	/* its new file replaced by a job before FILE_END (helper-66: the
+	 * job's file was renamed over the name, and the answer was OK) */
+	snprintf(path, sizeof(path), "%s/f", dir);
+	put_begin(16, path, 0644, 0, TVP_ID_DEFAULT);
+	ac_send(c, &(struct tvp_msg){
+			   .type = TVP_FILE_DATA, .id = 16, .data = { .data = { (const uint8_t *)"new", 3 } } });
+	ck_assert_ptr_null(get(17, "/nonexistent", 100, TVP_ID_DEFAULT, &len, &r)); /* served in order: opened */
+	{
+		DIR *dp = opendir(dir);
+		struct dirent *e;
+		char tmp[400];
+
+		ck_assert_ptr_nonnull(dp);
+		while ((e = readdir(dp)) && strncmp(e->d_name, ".tinyvmm-put-", 13))
+			;
+		ck_assert_ptr_nonnull(e);
+		snprintf(tmp, sizeof(tmp), "%s/%s", dir, e->d_name);
+		closedir(dp);
+		ck_assert_int_eq(unlink(tmp), 0);
+		ck_assert_int_eq(symlink("/etc/shadow", tmp), 0);
+		ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 16, .file_end = { 3, 0 } });
+		ck_assert_int_eq(ac_recv(c, &r), 1);
+		ck_assert_uint_eq(r.type, TVP_ERROR);
+		ck_assert_msg(memmem(r.error.message.p, r.error.message.len, "replaced meanwhile", 18), "%.*s",
+			      (int)r.error.message.len, r.error.message.p);
+		ck_assert_int_eq(lstat(path, &st), 0);
+		ck_assert(S_ISREG(st.st_mode)); /* the name untouched */
+		ck_assert_int_eq(unlink(tmp), 0);
+	}
 	/* where no file can be made beside it, a file is written in place:
 	 * /proc (a fork's hostname is set so), a directory the identity may
 	 * not write */
@@ -369,6 +399,26 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert(st.st_uid == 2000 && st.st_size == 6);
 		ck_assert_int_eq(entries(sticky), 1);
+		/* a file with a file bind-mounted on it: renaming over it is
+		 * EBUSY (helper-66), so it is written in place */
+		char src[128];
+		snprintf(src, sizeof(src), "%s/src", dir);
+		snprintf(path, sizeof(path), "%s/mnt", dir);
+		ck_assert_int_ge(fd = open(src, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+		close(fd);
+		ck_assert_int_ge(fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644), 0);
+		close(fd);
+		if (mount(src, path, NULL, MS_BIND, NULL) == 0) {
+			put(18, path, (const uint8_t *)"mounted", 7, 0644, 0, TVP_ID_DEFAULT, &r);
+			ck_assert_msg(r.type == TVP_OK, "errno %d", r.error.sys_errno);
+			ck_assert_int_eq(umount(path), 0);
+			ck_assert_int_eq(stat(src, &st), 0);
+			ck_assert_int_eq(st.st_size, 7); /* through the mount: the same file */
+		} else {
+			printf("test_agent_files: bind mount: %s: that case SKIPPED\n", strerror(errno));
+		}
+		unlink(src);
+		unlink(path);
 		/* a new file there stays refused */
 		snprintf(path, sizeof(path), "%s/new", dir);
 		put(14, path, (const uint8_t *)"x", 1, 0644, 0, 1000, &r);
