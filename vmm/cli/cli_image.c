@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -72,25 +73,38 @@ static void forward(int sig)
 
 /* The build script, waited for: its exit status as the documented table
  * has it (0, else EXIT_VM_FAILED; 128+N when signal N ended it). A stop
- * signal to us goes to it too (a terminal's reaches both). */
+ * signal to us goes to it too (blocked across the fork, so none is lost
+ * before the script's pid is known), and it gets SIGTERM if we die. */
 static int run_script(char **args)
 {
+	static const int stop[] = { SIGTERM, SIGHUP, SIGINT, SIGQUIT };
 	struct sigaction sa = { .sa_handler = forward, .sa_flags = SA_RESTART };
-	pid_t pid = fork();
+	sigset_t all, old;
+	pid_t parent = getpid(), pid;
 	int st;
 
+	sigemptyset(&all);
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
+		sigaddset(&all, stop[i]);
+	sigprocmask(SIG_BLOCK, &all, &old);
+	pid = fork();
 	if (pid == 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) < 0 || getppid() != parent)
+			_exit(EXIT_VM_FAILED);
 		execvp("bash", args);
 		fprintf(stderr, "tinyvmm: image build: bash: %s\n", strerror(errno));
 		_exit(EXIT_VM_FAILED);
 	}
 	if (pid < 0) {
+		sigprocmask(SIG_SETMASK, &old, NULL);
 		fprintf(stderr, "tinyvmm: image build: fork: %s\n", strerror(errno));
 		return EXIT_VM_FAILED;
 	}
 	script_pid = pid;
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (size_t i = 0; i < sizeof(stop) / sizeof(stop[0]); i++)
+		sigaction(stop[i], &sa, NULL);
+	sigprocmask(SIG_SETMASK, &old, NULL);
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return EXIT_VM_FAILED;
