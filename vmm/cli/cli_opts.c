@@ -452,8 +452,10 @@ int cli_parse_args(int argc, char **argv, struct cli_args *a)
 		case 'i': a->job.forward_stdin = 1; break;
 		case OPT_JSON: a->json = "--json"; break;
 		case OPT_JSON_OUT:
-			if (out_path_ok("--json-out", optarg, false))
+			if (out_path_ok("--json-out", optarg, false)) {
+				cli_report_json_out_refused(a->job.report);
 				return EXIT_USAGE;
+			}
 			a->json = "--json-out";
 			break;
 		case OPT_ID:

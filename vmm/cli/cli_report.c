@@ -689,6 +689,12 @@ void cli_report_cancel(struct cli_report *r)
 		report_free(r);
 }
 
+void cli_report_json_out_refused(struct cli_report *r)
+{
+	if (r)
+		r->json_out = NULL;
+}
+
 int cli_report_finish(struct cli_report *r, int status, const struct tvm_config *c, const struct cli_job *j)
 {
 	int err = 0;

@@ -52,6 +52,9 @@ void cli_report_cancel(struct cli_report *r);
  * object's "started" is null, not how it was to start. From a jailed
  * run's child too (the state is shared). r may be NULL. */
 void cli_report_no_vm(struct cli_report *r);
+/* --json-out's file was refused at the start (said then): the object goes
+ * to stdout without a second line saying so. r may be NULL. */
+void cli_report_json_out_refused(struct cli_report *r);
 
 /* The run reached stage s (the milestone's time is kept). r may be NULL. */
 void cli_report_stage(struct cli_report *r, enum cli_stage s);
