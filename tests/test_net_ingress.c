@@ -236,6 +236,18 @@ START_TEST(the_rest_stays_out)
 		struct net_flow fl;
 		ck_assert_int_eq(net_frame_parse(b, off + 20, off + 20, &fl), NET_PASS);
 		ck_assert(!fl.first_fragment && !fl.has_l4);
+		/* an atomic fragment (offset 0, no M: RFC 6946) is a whole
+		 * datagram, checked as one (helper-66: it was a fragment, so
+		 * its TCP or ICMPv6 reply was dropped) */
+		off = tf_ip6(b, tf_eth(b, ETH_P_IPV6, false), IPPROTO_FRAGMENT, "fd00::2", 8 + 20);
+		off = tf_ext6(b, off, IPPROTO_FRAGMENT, IPPROTO_TCP, 8, 0);
+		tf_tcp(b, off, 22, 5);
+		b[off + 13] = 0x10; /* ACK */
+		ck_assert_int_eq(net_frame_parse(b, off + 20, off + 20, &fl), NET_PASS);
+		ck_assert(!fl.fragment && fl.has_l4 && fl.proto == IPPROTO_TCP);
+		ck_assert_int_eq(check(off + 20, 2), NET_PASS);
+		b[off + 13] = 0x02; /* SYN: still no connection in */
+		ck_assert_int_eq(check(off + 20, 2), NET_DROP_INGRESS);
 	}
 }
 END_TEST

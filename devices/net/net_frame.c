@@ -166,7 +166,9 @@ static enum net_verdict parse_ipv6(const struct cur *c, size_t l3, size_t l3len,
 		if (i == NET_MAX_EXT_HDRS || end - off < 8 || !need(c, off, 8))
 			return NET_DROP_MALFORMED;
 		p = c->f + off;
-		if (nh == IPPROTO_FRAGMENT) {
+		if (nh == IPPROTO_FRAGMENT && !(be16(p + 2) & 0xfff9)) {
+			hlen = 8; /* RFC 6946: an atomic fragment (offset 0, no M) is a whole datagram */
+		} else if (nh == IPPROTO_FRAGMENT) {
 			hlen = 8;
 			fl->fragment = true;
 			fl->frag_id = (uint32_t)be16(p + 4) << 16 | be16(p + 6);

@@ -11,7 +11,8 @@
  *    non-first fragment has no L4 header; a first one's is parsed).
  *  - IPv6: payload length within the frame (0, a jumbogram, is malformed),
  *    extension headers hop-by-hop, routing, fragment, destination options
- *    and AH walked, at most NET_MAX_EXT_HDRS of them; the other extension
+ *    and AH walked, at most NET_MAX_EXT_HDRS of them (an atomic fragment,
+ *    offset 0 without M, is no fragment: RFC 6946); the other extension
  *    headers of the IANA registry (135, 139, 140, 253, 254) are rejected,
  *    since we cannot know what follows them.
  *  - TCP (data offset >= 5, header within the L3 payload), UDP (8 bytes,
