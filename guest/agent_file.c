@@ -1,8 +1,8 @@
 /* PUT_FILE / GET_FILE transfers.
  *
- * File system calls run with the requested uid:gid as file system identity
- * (setfsuid), so a job cannot turn a host request into a root write or read
- * through a symlink it planted. */
+ * File system calls, reads and writes run with the requested uid:gid as
+ * the effective ids (as_identity), so a job cannot turn a host request
+ * into a root write or read through a link it planted. */
 #include "guest/agent.h"
 
 #include <errno.h>
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdio.h>
-#include <sys/fsuid.h>
+#include <sys/syscall.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -47,18 +47,39 @@ static struct xfer *xfer_find(struct conn *c, uint32_t id)
 	return NULL;
 }
 
-/* File system calls as uid:gid (setfsuid/setfsgid; on), back as root (off). */
-static void as_identity(uint32_t uid, uint32_t gid, bool on)
+/* File system calls as uid:gid (on), back as root (off); the agent is
+ * single-threaded. As the effective ids, with only gid as group, not
+ * setfsuid: /proc/sys and capability checks (CAP_NET_ADMIN for net
+ * sysctls) look at the effective uid and capabilities, which a non-root
+ * euid drops and 0 gets back (helper-68: a PUT as uid 1000 wrote a root
+ * sysctl). 0, or -1 with errno when the identity cannot be taken (then
+ * nothing is done as root instead: the caller fails). */
+static int as_identity(uint32_t uid, uint32_t gid, bool on)
 {
+	static gid_t root_groups[32];
+	static int nroot = -1;
+
 	if (!ag.can_setuid)
-		return;
-	if (on) {
-		setfsgid(gid);
-		setfsuid(uid);
-	} else {
-		setfsuid(0);
-		setfsgid(0);
+		return 0;
+	if (!on) {
+		if (syscall(SYS_setresuid, -1, 0, -1) || syscall(SYS_setresgid, -1, 0, -1) ||
+		    syscall(SYS_setgroups, nroot > 0 ? nroot : 0, root_groups))
+			/* cannot happen (the saved uid is 0); were it to, later
+			 * requests fail with fewer rights, never more */
+			agent_log("file identity: cannot become root again: %s", strerror(errno));
+		return 0;
 	}
+	if (nroot < 0)
+		nroot = getgroups(32, root_groups);
+	if (syscall(SYS_setgroups, 1, &gid) || syscall(SYS_setresgid, -1, gid, -1) ||
+	    syscall(SYS_setresuid, -1, uid, -1)) {
+		int err = errno;
+
+		as_identity(uid, gid, false);
+		errno = err;
+		return -1;
+	}
+	return 0;
 }
 
 /* Whether tmp in dirfd is still the file dev/ino (a job may have put
@@ -78,8 +99,7 @@ static bool tmp_is(int dirfd, const char *tmp, dev_t dev, ino_t ino)
  * stays, and so does what another PUT of it put there meanwhile. */
 static void tmp_remove(int dirfd, const char *tmp, dev_t dev, ino_t ino, uint32_t uid, uint32_t gid)
 {
-	as_identity(uid, gid, true);
-	if (tmp_is(dirfd, tmp, dev, ino))
+	if (as_identity(uid, gid, true) == 0 && tmp_is(dirfd, tmp, dev, ino))
 		unlinkat(dirfd, tmp, 0);
 	as_identity(uid, gid, false);
 }
@@ -92,13 +112,19 @@ static int put_rename(const struct xfer *x)
 {
 	int rc, err;
 
-	as_identity(x->uid, x->gid, true);
-	if (!tmp_is(x->dirfd, x->tmp, x->dev, x->ino)) {
+	if (as_identity(x->uid, x->gid, true) < 0) {
+		rc = -1;
+		err = errno;
+	} else if (!tmp_is(x->dirfd, x->tmp, x->dev, x->ino)) {
 		rc = -1;
 		err = ESTALE;
 	} else {
 		rc = renameat(x->dirfd, x->tmp, x->dirfd, x->base);
 		err = errno;
+		/* base a hard link to the new file: rename did nothing (and
+		 * said 0); base holds the data, the temporary name goes */
+		if (rc == 0 && tmp_is(x->dirfd, x->tmp, x->dev, x->ino))
+			unlinkat(x->dirfd, x->tmp, 0);
 	}
 	as_identity(x->uid, x->gid, false);
 	errno = err;
@@ -195,7 +221,10 @@ static int put_may_replace(int dirfd, const char *base, uid_t uid, mode_t *mode,
 		return err ? err : EINVAL;
 	}
 	*wfd = fd;
-	*mode = st.st_mode & 01777;
+	/* the identity's own file keeps its mode; another's (a job's 0666
+	 * file that root replaces) gets the mode asked for (helper-68) */
+	if (st.st_uid == uid)
+		*mode = st.st_mode & 01777;
 	*how = st.st_dev != dir.st_dev || mount_of(fd) != mount_of(dirfd) ||
 			       ((dir.st_mode & S_ISVTX) && uid && st.st_uid != uid && dir.st_uid != uid)
 		       ? PUT_IN_PLACE
@@ -263,8 +292,16 @@ static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT
 			how = PUT_IN_PLACE;
 	}
 	if (how == PUT_IN_PLACE) {
+		struct stat st;
+
+		/* a file with another hard link may be anyone's (a job links
+		 * root's file where root is to PUT, and removes the directory
+		 * so no new file can be made: helper-68) */
 		tmp[0] = 0;
-		fd = ftruncate(wfd, 0) == 0 ? wfd : -1;
+		fd = fstat(wfd, &st) < 0      ? -1
+		     : st.st_nlink != 1       ? (errno = EMLINK, -1)
+		     : ftruncate(wfd, 0) == 0 ? wfd
+					      : -1;
 		err = errno;
 		wfd = fd < 0 ? wfd : -1;
 	}
@@ -308,11 +345,15 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 		conn_send_error(c, m->id, TVP_ERR_IO, EPERM, "open %s: not allowed as %u:%u", path, uid, gid);
 		return -1;
 	}
-	as_identity(uid, gid, true);
-	/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
-	fd = dirfd ? put_open(path, mode, uid, dirfd, tmp) : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
-	if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
-		fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, uid, dirfd, tmp);
+	if (as_identity(uid, gid, true) < 0) {
+		fd = -1;
+	} else {
+		/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
+		fd = dirfd ? put_open(path, mode, uid, dirfd, tmp)
+			   : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+		if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
+			fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, uid, dirfd, tmp);
+	}
 	err = errno;
 	as_identity(uid, gid, false);
 	if (fd >= 0 && !(st_ok = fstat(fd, st) == 0)) {
@@ -400,10 +441,15 @@ void file_put(struct conn *c, const struct tvp_msg *m)
 void file_get(struct conn *c, const struct tvp_msg *m)
 {
 	struct stat st;
-	int fd = xfer_open(c, m, m->get.path, m->get.uid, m->get.gid, 0, &st, NULL, NULL);
+	uint32_t uid = m->get.uid, gid = m->get.gid;
+	int fd = xfer_open(c, m, m->get.path, uid, gid, 0, &st, NULL, NULL);
+	struct xfer *x;
 
-	if (fd >= 0)
-		xfer_add(c, m, fd, m->get.max_bytes, st.st_mode & 07777);
+	if (fd >= 0 && (x = xfer_add(c, m, fd, m->get.max_bytes, st.st_mode & 07777))) {
+		agent_identity(&uid, &gid); /* as xfer_open took them: its reads are theirs too */
+		x->uid = uid;
+		x->gid = gid;
+	}
 }
 
 static struct xfer *put_find(struct conn *c, const struct tvp_msg *m)
@@ -427,13 +473,22 @@ void file_data(struct conn *c, const struct tvp_msg *m)
 
 	if (!x || x->failed)
 		return;
+	/* /proc and /sys check each write too: as the identity, as the open */
+	if (as_identity(x->uid, x->gid, true) < 0) {
+		conn_send_error(c, m->id, TVP_ERR_IO, errno, "write: %s", strerror(errno));
+		x->failed = true;
+		as_identity(x->uid, x->gid, false);
+		return;
+	}
 	while (left) {
 		n = write(x->fd, p, left);
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0) {
-			conn_send_error(c, m->id, TVP_ERR_IO, n < 0 ? errno : ENOSPC, "write: %s",
-					strerror(n < 0 ? errno : ENOSPC));
+			int err = n < 0 ? errno : ENOSPC;
+
+			as_identity(x->uid, x->gid, false);
+			conn_send_error(c, m->id, TVP_ERR_IO, err, "write: %s", strerror(err));
 			x->failed = true;
 			return;
 		}
@@ -441,6 +496,7 @@ void file_data(struct conn *c, const struct tvp_msg *m)
 		left -= (size_t)n;
 		x->done += (uint64_t)n;
 	}
+	as_identity(x->uid, x->gid, false);
 }
 
 void file_end(struct conn *c, const struct tvp_msg *m)
@@ -483,7 +539,9 @@ bool file_pump(struct conn *c)
 		if (!conn_room(c))
 			return true;
 		buf = conn_data_begin(c, AGENT_FILE_CHUNK);
-		n = buf ? read(x->fd, buf, AGENT_FILE_CHUNK) : -1;
+		/* as the identity: /proc checks each read too */
+		n = buf && as_identity(x->uid, x->gid, true) == 0 ? read(x->fd, buf, AGENT_FILE_CHUNK) : -1;
+		as_identity(x->uid, x->gid, false);
 		if (n < 0 && errno == EINTR) {
 			more = true;
 		} else if (n < 0) {

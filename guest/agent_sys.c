@@ -91,12 +91,38 @@ static void lo_up(void)
 		close(s);
 }
 
+/* The links and shared files a job may plant for a root process (the
+ * agent's file requests, a job as root) are followed only as systemd's
+ * distributions set it up: no hard link to a file one may not write, no
+ * symlink of another user's followed in a sticky directory, no FIFO or
+ * regular file of another user's opened with O_CREAT there (the kernel's
+ * defaults are 0: helper-68 linked root's files). */
+static void fs_protections(void)
+{
+	static const char *const knobs[][2] = {
+		{ "/proc/sys/fs/protected_hardlinks", "1" },
+		{ "/proc/sys/fs/protected_symlinks", "1" },
+		{ "/proc/sys/fs/protected_fifos", "1" },
+		{ "/proc/sys/fs/protected_regular", "2" },
+	};
+
+	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
+		int fd = open(knobs[i][0], O_WRONLY | O_CLOEXEC);
+
+		if (fd < 0 || write(fd, knobs[i][1], 1) != 1)
+			agent_log("%s: %s", knobs[i][0], strerror(errno));
+		if (fd >= 0)
+			close(fd);
+	}
+}
+
 void sys_pid1_setup(void)
 {
 	char host[65];
 
 	mount_all();
 	console_fds();
+	fs_protections();
 	jobcg_setup();
 	/* Ahead of the jobs (which start at nice 0 again): a job that loads
 	 * every CPU, a fork bomb held at its pids limit, must not keep the

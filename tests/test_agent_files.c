@@ -364,6 +364,27 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 		ck_assert_int_eq(lstat(path, &st), 0);
 		ck_assert(S_ISREG(st.st_mode)); /* the name untouched */
 		ck_assert_int_eq(unlink(tmp), 0);
+		/* the name a hard link to its new file: the rename does
+		 * nothing (and says 0); the data is there, the new name goes */
+		put_begin(21, path, 0644, 0, TVP_ID_DEFAULT);
+		ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_DATA,
+					      .id = 21,
+					      .data = { .data = { (const uint8_t *)"linked", 6 } } });
+		ck_assert_ptr_null(get(22, "/nonexistent", 100, TVP_ID_DEFAULT, &len, &r));
+		dp = opendir(dir);
+		while ((e = readdir(dp)) && strncmp(e->d_name, ".tinyvmm-put-", 13))
+			;
+		ck_assert_ptr_nonnull(e);
+		snprintf(tmp, sizeof(tmp), "%s/%s", dir, e->d_name);
+		closedir(dp);
+		ck_assert_int_eq(unlink(path), 0);
+		ck_assert_int_eq(linkat(AT_FDCWD, tmp, AT_FDCWD, path, 0), 0);
+		ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = 21, .file_end = { 6, 0 } });
+		ck_assert_int_eq(ac_recv(c, &r), 1);
+		ck_assert_uint_eq(r.type, TVP_OK);
+		ck_assert_int_eq(access(tmp, F_OK), -1);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_size == 6 && st.st_nlink == 1);
 	}
 	/* where no file can be made beside it, a file is written in place:
 	 * /proc (a fork's hostname is set so), a directory the identity may
@@ -399,6 +420,25 @@ START_TEST(a_put_replaces_whole_or_not_at_all)
 		ck_assert_int_eq(stat(path, &st), 0);
 		ck_assert(st.st_uid == 2000 && st.st_size == 6);
 		ck_assert_int_eq(entries(sticky), 1);
+		/* ... but not one with another hard link: it may be anyone's
+		 * (helper-68: a job linked root's file there) */
+		char other[160];
+		snprintf(other, sizeof(other), "%s/sticky/other-link", dir);
+		ck_assert_int_eq(linkat(AT_FDCWD, path, AT_FDCWD, other, 0), 0);
+		put(19, path, (const uint8_t *)"linked", 6, 0644, 0, 1000, &r);
+		ck_assert_uint_eq(r.type, TVP_ERROR);
+		ck_assert_int_eq(r.error.sys_errno, EMLINK);
+		ck_assert_int_eq(ac_recv(c, &r), 1); /* its FILE_DATA and FILE_END: no such transfer */
+		ck_assert_int_eq(ac_recv(c, &r), 1);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert_int_eq(st.st_size, 6); /* "sticky", untouched */
+		unlink(other);
+		/* root replacing another user's 0666 file gets the mode asked
+		 * for, not the file's (which its owner chose) */
+		put(20, path, (const uint8_t *)"root's", 6, 0600, 0, 0, &r);
+		ck_assert_uint_eq(r.type, TVP_OK);
+		ck_assert_int_eq(stat(path, &st), 0);
+		ck_assert(st.st_uid == 0 && (st.st_mode & 0777) == 0600);
 		/* a file with a file bind-mounted on it: renaming over it is
 		 * EBUSY (helper-66), so it is written in place */
 		char src[128];
@@ -484,6 +524,13 @@ START_TEST(file_identity)
 	snprintf(path, sizeof(path), "%s/user", dir);
 	ck_assert_int_eq(stat(path, &st), 0);
 	ck_assert_uint_eq(st.st_uid, 1000);
+	/* /proc/sys checks the effective uid, not the file system one: a
+	 * root-only sysctl stays root's (helper-68: read and written as
+	 * uid 1000); a harmless one (cad_pid, 0600) is read here */
+	ck_assert_ptr_null(get(5, "/proc/sys/kernel/cad_pid", 10, 1000, &len, &r));
+	ck_assert_int_eq(r.error.sys_errno, EACCES);
+	free(get(6, "/proc/sys/kernel/cad_pid", 10, 0, &len, &r));
+	ck_assert_uint_gt(len, 0);
 	/* uid 1001 cannot read 1000's 0600 file; root can. */
 	snprintf(path, sizeof(path), "%s/user/file", dir);
 	ck_assert_ptr_null(get(3, path, 10, 1001, &len, &r));
