@@ -99,6 +99,8 @@ static void lo_up(void)
  * defaults are 0: helper-68 linked root's files). */
 static void fs_protections(void)
 {
+	char comm[16] = "";
+	int cfd = open("/proc/2/comm", O_RDONLY | O_CLOEXEC);
 	static const char *const knobs[][2] = {
 		{ "/proc/sys/fs/protected_hardlinks", "1" },
 		{ "/proc/sys/fs/protected_symlinks", "1" },
@@ -106,6 +108,15 @@ static void fs_protections(void)
 		{ "/proc/sys/fs/protected_regular", "2" },
 	};
 
+	/* Only as a kernel's own init (its kthreadd is PID 2): /proc/sys/fs
+	 * is not a namespace's, and the agent as PID 1 of a test's pid
+	 * namespace (tests/test_agent.c) must leave the host's alone. */
+	if (cfd >= 0 && read(cfd, comm, sizeof(comm) - 1) < 0)
+		comm[0] = 0;
+	if (cfd >= 0)
+		close(cfd);
+	if (strcmp(comm, "kthreadd\n"))
+		return;
 	for (size_t i = 0; i < sizeof(knobs) / sizeof(knobs[0]); i++) {
 		int fd = open(knobs[i][0], O_WRONLY | O_CLOEXEC);
 

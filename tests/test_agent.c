@@ -646,6 +646,32 @@ START_TEST(pid1_in_namespaces)
 	ck_assert_str_eq(o[1].out, "gone\n");
 	ac_out_free(o, AC_MAX_IDS);
 
+	/* The hostname through a file PUT, as tinyvmm serve sets a fork's:
+	 * /proc/sys checks the effective uid, so only as root (the default
+	 * identity's PUT is refused; it was let through as root before) */
+	for (int as_root = 0; as_root < 2; as_root++) {
+		static const uint8_t name[] = "sbx-put";
+		uint32_t id = 40 + (uint32_t)as_root, who = as_root ? 0 : TVP_ID_DEFAULT;
+
+		ac_send(c, &(struct tvp_msg){ .type = TVP_PUT_FILE,
+					      .id = id,
+					      .put = { 0644, who, who, tvp_cstr("/proc/sys/kernel/hostname") } });
+		ac_send(c, &(struct tvp_msg){
+				   .type = TVP_FILE_DATA, .id = id, .data = { .data = { name, sizeof(name) - 1 } } });
+		ac_send(c, &(struct tvp_msg){ .type = TVP_FILE_END, .id = id, .file_end = { sizeof(name) - 1, 0 } });
+		ck_assert_int_eq(ac_recv(c, &m), 1);
+		if (as_root) {
+			ck_assert_uint_eq(m.type, TVP_OK);
+		} else {
+			ck_assert_uint_eq(m.type, TVP_ERROR);
+			ck_assert_int_eq(m.error.sys_errno, EACCES);
+			ck_assert_int_eq(ac_recv(c, &m), 1); /* its FILE_DATA and FILE_END: no such transfer */
+			ck_assert_int_eq(ac_recv(c, &m), 1);
+		}
+	}
+	run_sh("hostname");
+	ck_assert_str_eq(o[1].out, "sbx-put\n");
+	ac_out_free(o, AC_MAX_IDS);
 	/* Entropy only: the clock is not namespaced. */
 	ac_send(c, &(struct tvp_msg){ .type = TVP_SEED, .id = 2, .seed = { 0, { rnd, sizeof(rnd) } } });
 	ac_expect(c, &m, TVP_OK);

@@ -874,6 +874,23 @@ int sb_link_snapshot(const char *from, const char *to, char *err, size_t cap)
 	return r;
 }
 
+/* The hostname, as the source of a file PUT. */
+struct hostname_src {
+	const char *p;
+	size_t left;
+};
+
+static ssize_t hostname_read(void *ctx, void *buf, size_t cap)
+{
+	struct hostname_src *h = ctx;
+	size_t n = h->left < cap ? h->left : cap;
+
+	memcpy(buf, h->p, n);
+	h->p += n;
+	h->left -= n;
+	return (ssize_t)n;
+}
+
 /* The file is procfs's: written in place, no new process in the guest. */
 int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 {
@@ -903,8 +920,13 @@ int sb_set_identity(struct srv *s, struct sandbox *sb, char *err, size_t cap)
 		r = tvm_agent_net(a, spec, &e);
 	}
 	if (!r) {
+		struct hostname_src src = { name, strlen(name) };
+
+		/* as root: /proc/sys checks the agent's effective uid, which
+		 * is the identity's for a file request (guest/PROTOCOL.md) */
 		what = "its hostname";
-		r = tvm_agent_put_file(a, "/proc/sys/kernel/hostname", 0644, name, strlen(name), &e);
+		r = tvm_agent_put_stream(a, "/proc/sys/kernel/hostname", 0644, TVM_ID_ROOT, hostname_read, &src, NULL,
+					 &e);
 	}
 	tvm_agent_close(a);
 	if (r) {
