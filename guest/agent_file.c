@@ -11,6 +11,7 @@
 #include <string.h>
 #include <stdio.h>
 #include <sys/syscall.h>
+#include <linux/openat2.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -80,6 +81,20 @@ static int as_identity(uint32_t uid, uint32_t gid, bool on)
 		return -1;
 	}
 	return 0;
+}
+
+/* open(path, flags) without passing through a procfs magic link
+ * (/proc/self/fd/N, /proc/PID/root, ...): the kernel lets a process
+ * reopen its own open files through them whatever its ids, so a job's
+ * link to /proc/self/fd/N would give a request as its identity another
+ * transfer's file, past the permissions of that file's directories
+ * (helper-69). openat2 RESOLVE_NO_MAGICLINKS (Linux 5.6): ELOOP. */
+static int open_no_magic(const char *path, int flags)
+{
+	struct open_how how = { .flags = (uint64_t)flags, .resolve = RESOLVE_NO_MAGICLINKS };
+	int fd = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+
+	return fd < 0 && errno == ENOSYS ? open(path, flags) : fd;
 }
 
 /* Whether tmp in dirfd is still the file dev/ino (a job may have put
@@ -276,7 +291,7 @@ static int put_open(char *path, mode_t mode, uid_t uid, int *dirfd, char tmp[PUT
 
 	if (slash)
 		*slash = 0;
-	*dirfd = open(!slash ? "." : slash == path ? "/" : path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	*dirfd = open_no_magic(!slash ? "." : slash == path ? "/" : path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (slash)
 		*slash = '/';
 	if (*dirfd < 0)
@@ -350,7 +365,7 @@ static int xfer_open(struct conn *c, const struct tvp_msg *m, struct tvp_str p, 
 	} else {
 		/* O_NONBLOCK: a FIFO planted at the path must not hang the agent. */
 		fd = dirfd ? put_open(path, mode, uid, dirfd, tmp)
-			   : open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+			   : open_no_magic(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 		if (fd < 0 && errno == ENOENT && dirfd && (m->flags & TVP_PUT_MKDIRS))
 			fd = mkdir_parents(path) < 0 ? -1 : put_open(path, mode, uid, dirfd, tmp);
 	}

@@ -153,6 +153,11 @@ START_TEST(get_errors)
 	ck_assert_uint_gt(len, 100);
 	ck_assert_ptr_null(get(6, "/proc/self/status", 10, TVP_ID_DEFAULT, &len, &r));
 	ck_assert_uint_eq(r.error.code, TVP_ERR_TOO_BIG);
+	/* not through a procfs magic link: a job's link to /proc/self/fd/N
+	 * would reopen another transfer's file, past its directories
+	 * (helper-69) */
+	ck_assert_ptr_null(get(90, "/proc/self/root/etc/hostname", 4096, TVP_ID_DEFAULT, &len, &r));
+	ck_assert_int_eq(r.error.sys_errno, ELOOP);
 }
 END_TEST
 
