@@ -16,7 +16,7 @@ trap 'rm -rf "$work"' EXIT
 img=$work/scratch.img
 truncate -s "${MB}M" "$img"
 
-cmdline="$(./tinyvmm host | sed -n 's/^cmdline: //p') tinyvmm.test=blkbench"
+cmdline="$({ ./tinyvmm host || true; } | sed -n 's/^cmdline: //p') tinyvmm.test=blkbench"
 ./tinyvmm run --kernel "$guest/vmlinux" --initrd "$guest/initramfs.cpio" --vsock-cid 0 \
 	--cmdline "console=ttyS0 reboot=k panic=-1" --cmdline-append "tinyvmm.test=blkbench" \
 	--drive "path=$img,rw" 2>/dev/null | tr -d '\r' | grep '^blkbench:' >"$work/t" || true

@@ -59,7 +59,7 @@ measure tinyvmm "${tinyvmm[@]}"
 measure "tinyvmm+allow" "${tinyvmm[@]}" --net-allow "$HOST/32:$PORT/tcp"
 measure no-offload "${tinyvmm[@]}" --net-no-offload
 
-cmdline="$(./tinyvmm host | sed -n 's/^cmdline: //p') quiet $words"
+cmdline="$({ ./tinyvmm host || true; } | sed -n 's/^cmdline: //p') quiet $words"
 measure qemu qemu-system-x86_64 -M microvm,x-option-roms=off,rtc=off,isa-serial=on,acpi=off -enable-kvm \
 	-cpu "qemu64,-cx16" -m 256 -nodefaults -no-user-config -nographic -serial stdio \
 	-kernel "$guest/vmlinux" -initrd "$guest/initramfs.cpio" -append "$cmdline" -device i8042 -no-reboot \

@@ -271,6 +271,23 @@ START_TEST(help_everywhere)
 }
 END_TEST
 
+/* host says in its status whether a VM can start here (/dev/kvm). */
+START_TEST(host_status)
+{
+	char *argv[] = { "tinyvmm", "host", NULL }, *out, *err;
+	bool kvm = access("/dev/kvm", R_OK | W_OK) == 0;
+	int st = it_run_cli(argv, p("out"), p("err"), 20);
+
+	out = it_slurp(p("out"));
+	err = it_slurp(p("err"));
+	ck_assert_msg(st == (kvm ? 0 : 125), "status %d, stderr %s", st, err);
+	ck_assert(!strncmp(out, kvm ? "kvm: /dev/kvm usable\n" : "kvm: /dev/kvm: ", kvm ? 21 : 15));
+	ck_assert(strstr(out, "\ncmdline: "));
+	free(out);
+	free(err);
+}
+END_TEST
+
 START_TEST(kernel_files)
 {
 	/* said before KVM is opened (a missing kernel on a host without KVM
@@ -795,6 +812,7 @@ static Suite *cli_errors_suite(void)
 	tcase_add_test(tc, numbers);
 	tcase_add_test(tc, usage_errors);
 	tcase_add_test(tc, help_everywhere);
+	tcase_add_test(tc, host_status);
 	tcase_add_test(tc, kernel_files);
 	tcase_add_test(tc, drive_specs);
 	tcase_add_test(tc, net_values);

@@ -20,14 +20,14 @@ static int cmd_host(void)
 	struct cg_host *h = malloc(sizeof(*h));
 	static const char *const names[CG_NR_CTRL] = { "cpu", "memory", "pids", "cpuset" };
 
-	/* what every VM needs first: said before the rest */
-	if (access("/dev/kvm", R_OK | W_OK) < 0) {
-		int err = errno;
+	/* what every VM needs first: said before the rest, and in the exit
+	 * status (a readiness check needs no parsing) */
+	int kvm = access("/dev/kvm", R_OK | W_OK) == 0 ? 0 : errno;
 
-		printf("kvm: /dev/kvm: %s: no VM can start here%s\n", strerror(err), kvm_open_hint(err));
-	} else {
+	if (kvm)
+		printf("kvm: /dev/kvm: %s: no VM can start here%s\n", strerror(kvm), kvm_open_hint(kvm));
+	else
 		printf("kvm: /dev/kvm usable\n");
-	}
 	printf("quirks: %s\ncmdline: %s%s%s\n", *q ? "kvm_pvm" : "none", tvm_default_cmdline(), *q ? " " : "", q);
 	/* The hierarchies a VM's cgroup would use (vmm/sandbox/cgroup.h). */
 	printf("cgroup:");
@@ -37,7 +37,7 @@ static int cmd_host(void)
 				printf(" %s=v%d:%s%s", names[c], h->h[i].v2 ? 2 : 1, h->h[i].mnt, h->h[i].own);
 	printf("%s\n", h && h->n ? "" : " none");
 	free(h);
-	return 0;
+	return kvm ? EXIT_VM_FAILED : 0;
 }
 
 int main(int argc, char **argv)

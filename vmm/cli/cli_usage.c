@@ -214,6 +214,7 @@ void cli_usage_host(FILE *f)
 {
 	fputs("Usage: tinyvmm host\n"
 	      "Prints what a VM would get on this host: whether /dev/kvm is usable, the host\n"
-	      "quirks, the default guest command line and the cgroup controllers.\n",
+	      "quirks, the default guest command line and the cgroup controllers.\n"
+	      "Exit status: 0 when a VM can start here (/dev/kvm usable), 125 when not.\n",
 	      f);
 }
